@@ -1,0 +1,1 @@
+"""Repository-level conftest: pytest-dlperf itself is loaded through its pytest11 entry point."""

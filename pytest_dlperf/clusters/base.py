@@ -1,0 +1,155 @@
+"""The cluster interface: a set of nodes that can run commands, hold files and be cleaned up.
+
+A cluster knows where processes run (this machine, over SSH, in the cloud); a launcher knows
+what runs (torchrun, horovodrun). The runner joins them. Every process a run starts carries
+the environment variable ``DLPERF_RUN_TAG``; ``kill_tagged`` sweeps a node by that tag, so a
+worker that left its launcher's process tree is still found and killed.
+"""
+from __future__ import annotations
+
+import contextlib
+import shlex
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RUN_TAG_ENV = "DLPERF_RUN_TAG"
+
+
+class ClusterError(RuntimeError):
+    """A node could not be reached or did something unexpected; the message names the node."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One machine (or a share of this machine) that runs one launcher per case."""
+
+    name: str  # how reports and errors name it
+    address: str  # how the other nodes reach it (the master address when it is node 0)
+    slots: int  # devices (GPUs) on the node; on a CPU node, worker processes
+    cpus: int  # cores the node's workers may use
+    gpus: int = 0  # GPUs seen on the node
+    python: str = "python3"  # the interpreter that runs launchers and workloads there
+    extra: Mapping[str, str] = field(default_factory=dict)  # backend specific facts (cpuset, port)
+
+
+@dataclass
+class NodeCommand:
+    """A command for one node: an argument list, its environment additions and working dir."""
+
+    node: Node
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    def shell(self) -> str:
+        """The command as one POSIX shell line, every part quoted with shlex."""
+        parts: list[str] = []
+        if self.cwd:
+            parts += ["cd", shlex.quote(self.cwd), "&&"]
+        if self.env:
+            parts += ["env"] + [shlex.quote(f"{k}={v}") for k, v in sorted(self.env.items())]
+        parts += [shlex.quote(a) for a in self.argv]
+        return " ".join(parts)
+
+
+@dataclass
+class ExecResult:
+    """What one command did on one node."""
+
+    node: Node
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def tail(self, n: int = 20) -> str:
+        lines = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).splitlines()
+        return "\n".join(lines[-n:])
+
+
+class NodeProcess(ABC):
+    """A launcher running on a node; output goes to a log file on this machine."""
+
+    node: Node
+    log_path: Path
+
+    @abstractmethod
+    def poll(self) -> int | None:
+        """Exit code, or None while it runs."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """Stop the launcher and every process it started; safe to call twice."""
+
+    def tail(self, n: int = 30) -> str:
+        """Last lines the node's launcher and workers printed."""
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return ""
+        return "\n".join(lines[-n:])
+
+
+class Cluster(ABC):
+    """A set of nodes. Subclasses implement process control and file transfer for one kind."""
+
+    kind: str = ""
+
+    @abstractmethod
+    def nodes(self) -> list[Node]:
+        """All nodes, node 0 first."""
+
+    @abstractmethod
+    def make_run_dir(self, node: Node, run_id: str) -> str:
+        """Create and return a fresh per-run directory on the node."""
+
+    @abstractmethod
+    def upload(self, node: Node, local: Path, remote_dir: str) -> str:
+        """Place a file in a directory on the node; return its path there."""
+
+    @abstractmethod
+    def download(self, node: Node, remote: str, local: Path) -> None:
+        """Copy a file from the node to this machine."""
+
+    @abstractmethod
+    def start(self, cmd: NodeCommand, log_path: Path) -> NodeProcess:
+        """Start a command on its node in the background."""
+
+    @abstractmethod
+    def kill_tagged(self, node: Node, tag: str) -> int:
+        """Kill every process on the node whose environment carries the run tag; return how many."""
+
+    def wrap(self, node: Node, argv: Sequence[str]) -> list[str]:
+        """The argument list as the node runs it (a local node adds CPU pinning, say)."""
+        return list(argv)
+
+    def free_port(self, node: Node) -> int:
+        """A TCP port free on the node for the rendezvous."""
+        import socket
+
+        with contextlib.closing(socket.socket()) as s:
+            s.bind(("", 0))
+            return int(s.getsockname()[1])
+
+    def render(self, cmd: NodeCommand) -> str:
+        """How the command is run, as a line a user can paste (dry-run)."""
+        return cmd.shell()
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[None]:
+        """Hold the nodes for one run so that parallel pytest workers do not share them."""
+        yield
+
+    def describe(self) -> dict:
+        """Facts for results.json: kind and nodes."""
+        return {
+            "kind": self.kind,
+            "nodes": [
+                {"name": n.name, "address": n.address, "slots": n.slots, "cpus": n.cpus, "gpus": n.gpus}
+                for n in self.nodes()
+            ],
+        }
+
+    def close(self) -> None:
+        """Release connections and anything still running."""

@@ -1,0 +1,175 @@
+"""The local cluster: each node is its own launcher process group on this machine.
+
+The machine's cores are split evenly between the nodes and each node's launcher is pinned to
+its share with ``taskset``, so a node's workers keep the same cores whatever the topology (as
+on real machines) and two nodes do not compete for one core. GPUs, where present, are split the
+same way with ``CUDA_VISIBLE_DEVICES``.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock
+
+from .base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, NodeProcess
+from .killtag import kill_tag
+
+
+def detect_gpus() -> list[str]:
+    """GPU names from nvidia-smi, or [] when there is none."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return []
+    try:
+        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def _split(items: list[int], parts: int) -> list[list[int]]:
+    """Split items into equal consecutive shares; all share everything when there are too few."""
+    if len(items) < parts:
+        return [list(items) for _ in range(parts)]
+    size = len(items) // parts
+    return [items[i * size:(i + 1) * size] for i in range(parts)]
+
+
+class LocalProcess(NodeProcess):
+    """A launcher started with Popen in a session of its own."""
+
+    def __init__(self, node: Node, popen: subprocess.Popen, log_path: Path, tag: str) -> None:
+        self.node, self.popen, self.log_path, self.tag = node, popen, log_path, tag
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def kill(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.popen.pid)
+            procs = [root] + root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            procs = []
+        for p in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.terminate()
+        _, alive = psutil.wait_procs(procs, timeout=5)
+        for p in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        psutil.wait_procs(alive, timeout=5)
+        with contextlib.suppress(Exception):
+            self.popen.wait(timeout=5)
+
+
+class LocalCluster(Cluster):
+    """N nodes on this machine, each with its share of cores (and GPUs)."""
+
+    kind = "local"
+
+    def __init__(self, nodes: int, slots: int | None = None, base_dir: Path | None = None,
+                 pin: bool = True) -> None:
+        """``slots`` per node defaults to the node's share of GPUs, else one worker."""
+        if nodes < 1 or (slots is not None and slots < 1):
+            raise ClusterError("a local cluster needs at least one node with one slot")
+        cpus = sorted(os.sched_getaffinity(0))
+        gpus = detect_gpus()
+        cpu_shares = _split(cpus, nodes)
+        gpu_shares = _split(list(range(len(gpus))), nodes) if gpus else [[] for _ in range(nodes)]
+        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="dlperf-local-"))
+        self.pin = pin and shutil.which("taskset") is not None and len(cpus) >= nodes
+        self._nodes = [
+            Node(
+                name=f"local{i}",
+                address="127.0.0.1",
+                slots=slots or max(1, len(gpu_shares[i])),
+                cpus=len(cpu_shares[i]),
+                gpus=len(gpu_shares[i]),
+                python=sys.executable,
+                extra={
+                    "cpuset": ",".join(map(str, cpu_shares[i])),
+                    "gpus": ",".join(map(str, gpu_shares[i])),
+                    "gpu_name": gpus[0] if gpus else "",
+                },
+            )
+            for i in range(nodes)
+        ]
+        self._procs: list[LocalProcess] = []
+
+    def nodes(self) -> list[Node]:
+        return list(self._nodes)
+
+    def make_run_dir(self, node: Node, run_id: str) -> str:
+        path = self.base_dir / run_id / node.name
+        path.mkdir(parents=True, exist_ok=False)
+        return str(path)
+
+    def upload(self, node: Node, local: Path, remote_dir: str) -> str:
+        dest = Path(remote_dir) / local.name
+        shutil.copy2(local, dest)
+        return str(dest)
+
+    def download(self, node: Node, remote: str, local: Path) -> None:
+        if Path(remote).resolve() != local.resolve():
+            shutil.copy2(remote, local)
+
+    def wrap(self, node: Node, argv: list[str]) -> list[str]:
+        if self.pin:
+            return ["taskset", "-c", node.extra["cpuset"], *argv]
+        return list(argv)
+
+    def node_env(self, node: Node) -> dict[str, str]:
+        """Environment a node's launcher gets on top of this process's."""
+        return {"CUDA_VISIBLE_DEVICES": node.extra["gpus"]} if node.extra.get("gpus") else {}
+
+    def start(self, cmd: NodeCommand, log_path: Path) -> NodeProcess:
+        env = dict(os.environ)
+        env.update(self.node_env(cmd.node))
+        env.update(cmd.env)
+        if RUN_TAG_ENV not in env:
+            raise ClusterError(f"{cmd.node.name}: command started without {RUN_TAG_ENV}")
+        log = open(log_path, "ab")
+        try:
+            popen = subprocess.Popen(self.wrap(cmd.node, cmd.argv), env=env, cwd=cmd.cwd, stdout=log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        except OSError as exc:
+            raise ClusterError(f"{cmd.node.name}: could not start {cmd.argv[0]!r}: {exc}") from exc
+        finally:
+            log.close()
+        proc = LocalProcess(cmd.node, popen, log_path, env[RUN_TAG_ENV])
+        self._procs.append(proc)
+        return proc
+
+    def kill_tagged(self, node: Node, tag: str) -> int:
+        found, left = kill_tag(tag)
+        if left:
+            raise ClusterError(f"{node.name}: {left} process(es) tagged {tag} survived SIGKILL")
+        return found
+
+    def render(self, cmd: NodeCommand) -> str:
+        wrapped = NodeCommand(cmd.node, self.wrap(cmd.node, cmd.argv),
+                              {**self.node_env(cmd.node), **cmd.env}, cmd.cwd)
+        return wrapped.shell()
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[None]:
+        """One run at a time on this machine: parallel pytest workers take turns."""
+        with FileLock(os.path.join(tempfile.gettempdir(), "pytest-dlperf-local.lock")):
+            yield
+
+    def close(self) -> None:
+        for p in self._procs:
+            if p.poll() is None:
+                p.kill()
+        self._procs.clear()

@@ -1,0 +1,47 @@
+"""The environment a result was measured in: versions, processor, devices, hosts."""
+from __future__ import annotations
+
+import os
+import platform
+from importlib import metadata
+
+from .results import ResultSet
+
+
+def cpu_model() -> str:
+    """The processor's model name from /proc/cpuinfo (platform.processor() is empty on Linux)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def collect(results: ResultSet, cluster=None) -> dict:
+    """Harness-side facts plus what the workloads reported from the nodes."""
+    metas = [run.meta for r in results.results for run in r.runs]
+    devices = sorted({rank.get("device", "") for m in metas for rank in m.get("ranks", [])})
+    hosts = sorted({rank.get("host", "") for m in metas for rank in m.get("ranks", [])})
+    frameworks = sorted({f"torch {m['torch']}" for m in metas if m.get("torch")})
+    return {
+        "pytest_dlperf": _version("pytest-dlperf"),
+        "python": platform.python_version(),
+        "harness_host": platform.node(),
+        "harness_cpu": cpu_model(),
+        "harness_cores": os.cpu_count(),
+        "frameworks": frameworks,
+        "node_devices": devices,
+        "node_hosts": hosts,
+        "node_python": sorted({m.get("python", "") for m in metas}),
+        "cluster": cluster.describe() if cluster is not None else None,
+    }

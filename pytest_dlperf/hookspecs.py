@@ -1,0 +1,28 @@
+"""Extension points: other plugins add cluster kinds and launch backends through these hooks."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_dlperf_make_cluster(config, options):
+    """Return a Cluster for ``options.cluster``, or None when this plugin does not provide it.
+
+    :param pytest.Config config: the pytest config.
+    :param pytest_dlperf.options.RunOptions options: the validated options.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_dlperf_make_launcher(config, backend):
+    """Return a Launcher for the backend name, or None when this plugin does not provide it."""
+
+
+@pytest.hookspec
+def pytest_dlperf_backends(config):
+    """Return the backend names this plugin provides (for help and usage errors)."""
+
+
+@pytest.hookspec
+def pytest_dlperf_case_result(config, result):
+    """Called with every CaseResult as soon as its repeats are measured (before the gate)."""

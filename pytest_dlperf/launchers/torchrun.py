@@ -1,0 +1,42 @@
+"""PyTorch DDP launched with torchrun: one launcher per node, static rendezvous on node 0."""
+from __future__ import annotations
+
+from ..clusters.base import RUN_TAG_ENV, NodeCommand
+from .base import Launcher, RunPlan
+
+
+class TorchrunLauncher(Launcher):
+    """``python -m torch.distributed.run --nnodes N --node_rank R ... torch_ddp.py ...``."""
+
+    name = "ddp"
+    workload = "torch_ddp.py"
+    models = ("resnet50", "vgg16")
+
+    def commands(self, plan: RunPlan) -> list[NodeCommand]:
+        case, m = plan.case, plan.measurement
+        topo = case.topology
+        cmds = []
+        for rank, node in enumerate(plan.nodes):
+            threads = self.threads_per_worker(node, topo.devices_per_node) if node.gpus == 0 else 0
+            argv = [
+                node.python, "-m", "torch.distributed.run",
+                "--nnodes", str(topo.nodes),
+                "--node_rank", str(rank),
+                "--nproc_per_node", str(topo.devices_per_node),
+                "--master_addr", plan.master_addr,
+                "--master_port", str(plan.master_port),
+                plan.workload[node.name],
+                "--model", case.model,
+                "--precision", case.precision,
+                "--batch-size", str(case.batch_size),
+                "--image-size", str(case.image_size),
+                "--warmup-iters", str(m.warmup_iters),
+                "--iters", str(m.iters),
+                "--threads", str(threads),
+                "--output", plan.output_path(node),
+            ]
+            env = {RUN_TAG_ENV: plan.tag}
+            if threads:
+                env["OMP_NUM_THREADS"] = str(threads)
+            cmds.append(NodeCommand(node, argv, env, cwd=plan.run_dirs[node.name]))
+        return cmds

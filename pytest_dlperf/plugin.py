@@ -1,0 +1,31 @@
+"""pytest entry point (``pytest11``): options, hookspecs, and the session object."""
+from __future__ import annotations
+
+import pytest
+
+from . import builtin, hookspecs
+from .options import add_options, from_config
+from .session import DLPerfSession
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "dlperf(**settings): per-test dlperf settings, e.g. tolerance=0.03")
+    if not config.pluginmanager.has_plugin("dlperf_builtin"):
+        config.pluginmanager.register(builtin, "dlperf_builtin")
+    config.pluginmanager.register(DLPerfSession(config, from_config(config)), "dlperf_session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.pluginmanager.get_plugin("dlperf_session")
+    if session is not None:
+        config.pluginmanager.unregister(session)

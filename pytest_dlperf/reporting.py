@@ -1,0 +1,77 @@
+"""Reports: the seed-style tables for the terminal and results.json for machines."""
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .results import ResultSet
+
+SCHEMA = 1
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def summary_tables(results: ResultSet, width: int = 120) -> str:
+    """One table per model, precision, batch and image size, as DLPerf and AIACC print them."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    for (model, precision, batch, image, backend), rows in results.groups().items():
+        table = Table(title=f"{model} {precision} bs{batch}/device {image}px ({backend})",
+                      title_justify="left")
+        for col in ("topology", "nodes", "devices", "samples/s", "mean", "speedup", "efficiency",
+                    "multi-node eff", "p50 step", "p95 step", "repeats"):
+            table.add_column(col, justify="left" if col == "topology" else "right")
+        for r in rows:
+            t = r.case.topology
+            table.add_row(t.name, str(t.nodes), str(t.world_size), f"{r.median:.2f}", f"{r.mean:.2f}",
+                          _fmt(r.speedup, ".2f"), _fmt(r.efficiency, ".2f"),
+                          _fmt(r.multi_node_efficiency, ".2f"), f"{r.step_time['p50']:.3f}s",
+                          f"{r.step_time['p95']:.3f}s", str(len(r.throughputs)))
+        console.print(table)
+        for r in rows:
+            console.print(f"  {r.case.topology.name}: {r.acspeed_line}")
+    return buf.getvalue()
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write through a temporary file in the same directory and rename: never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_results(report_dir: Path, results: ResultSet, environment: dict, options: dict,
+                  failures: dict[str, str]) -> Path:
+    """results.json (everything, raw steps included) and dlperf_<precision>.json (DLPerf's shape)."""
+    summary = results.dlperf_summary()
+    doc = {
+        "schema": SCHEMA,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "environment": environment,
+        "options": options,
+        "summary": summary,
+        "cases": [r.to_dict() for r in results.results],
+        "failures": failures,
+    }
+    path = report_dir / "results.json"
+    atomic_write_text(path, json.dumps(doc, indent=1, default=str) + "\n")
+    for precision, per_model in summary.items():
+        atomic_write_text(report_dir / f"dlperf_{precision}.json", json.dumps(per_model, indent=1) + "\n")
+    return path

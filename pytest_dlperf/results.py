@@ -1,0 +1,120 @@
+"""Results: one CaseResult per case (all its repeats), and the set that derives speedups."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from . import metrics
+from .runner import RunRecord
+from .specs import CaseSpec, Measurement, Topology
+
+
+@dataclass
+class CaseResult:
+    """A case measured over its repeats, with the derived scaling figures."""
+
+    case: CaseSpec
+    measurement: Measurement
+    runs: list[RunRecord]
+    throughputs: list[float]  # global samples/s, one per repeat
+    mean: float
+    median: float
+    step_time: dict[str, float]  # p50..p95 seconds over every rank's steps of every repeat
+    per_device: dict[str, float]  # p50..p95 samples/s per device (batch / step time)
+    world_size_seen: int
+    speedup: float | None = None
+    efficiency: float | None = None
+    multi_node_efficiency: float | None = None
+    verdict: dict | None = None  # filled by the baseline gate
+
+    @property
+    def acspeed_line(self) -> str:
+        t = self.case.topology
+        return metrics.acspeed_line(t.world_size, t.nodes, self.case.batch_size, self.step_time)
+
+    def to_dict(self, raw: bool = True) -> dict:
+        d = {
+            "case": self.case.to_dict(),
+            "measurement": self.measurement.to_dict(),
+            "throughputs": self.throughputs,
+            "mean": self.mean,
+            "median": self.median,
+            "step_time": self.step_time,
+            "per_device_samples_per_s": self.per_device,
+            "world_size_seen": self.world_size_seen,
+            "speedup": self.speedup,
+            "efficiency": self.efficiency,
+            "multi_node_efficiency": self.multi_node_efficiency,
+            "acspeed": self.acspeed_line,
+            "verdict": self.verdict,
+        }
+        if raw:
+            d["runs"] = [
+                {"repeat": r.repeat, "wall_seconds": r.wall_seconds, "commands": r.commands,
+                 "logs": r.logs, "meta": r.meta, "steps": [asdict(s) for s in r.steps]}
+                for r in self.runs
+            ]
+        return d
+
+
+def summarize(case: CaseSpec, measurement: Measurement, runs: list[RunRecord]) -> CaseResult:
+    """Throughput per repeat, then mean and median over repeats; percentiles over all steps."""
+    if not runs:
+        raise ValueError(f"{case.id}: no runs to summarize")
+    w, n = measurement.warmup_iters, measurement.iters
+    tputs = [metrics.throughput(r.steps, w, n) for r in runs]
+    times = [t for r in runs for t in metrics.step_times(r.steps, w, n)]
+    pct = metrics.percentiles(times)
+    mean, median = metrics.center(tputs)
+    return CaseResult(
+        case=case, measurement=measurement, runs=runs, throughputs=tputs, mean=mean, median=median,
+        step_time=pct, per_device={k: case.batch_size / v for k, v in pct.items()},
+        world_size_seen=int(runs[0].meta.get("world_size", 0)),
+    )
+
+
+@dataclass
+class ResultSet:
+    """Every case measured in a session; derives speedup and efficiency within each group."""
+
+    results: list[CaseResult] = field(default_factory=list)
+
+    def add(self, result: CaseResult) -> CaseResult:
+        self.results = [r for r in self.results if r.case != result.case] + [result]
+        self._derive()
+        return result
+
+    def find(self, case: CaseSpec, topology: Topology) -> CaseResult | None:
+        for r in self.results:
+            if r.case.group == case.group and r.case.topology == topology:
+                return r
+        return None
+
+    def _derive(self) -> None:
+        for r in self.results:
+            t = r.case.topology
+            base = self.find(r.case, Topology(1, 1))
+            r.speedup = metrics.speedup(r.median, base.median if base else None)
+            r.efficiency = metrics.efficiency(r.speedup, t.world_size)
+            full = self.find(r.case, Topology(1, t.devices_per_node))
+            r.multi_node_efficiency = metrics.multi_node_efficiency(
+                r.median, t.nodes, full.median if full else None)
+
+    def groups(self) -> dict[tuple, list[CaseResult]]:
+        out: dict[tuple, list[CaseResult]] = {}
+        for r in sorted(self.results, key=lambda r: (r.case.group, r.case.topology)):
+            out.setdefault(r.case.group, []).append(r)
+        return out
+
+    def dlperf_summary(self) -> dict[str, dict[str, dict[str, dict]]]:
+        """DLPerf's result shape, one per precision: {precision: {model: {topology: {...}}}}."""
+        out: dict[str, dict[str, dict[str, dict]]] = {}
+        for r in self.results:
+            c = r.case
+            out.setdefault(c.precision, {}).setdefault(c.model, {})[c.topology.name] = {
+                "average_speed": round(r.mean, 2),
+                "median_speed": round(r.median, 2),
+                "speedup": round(r.speedup, 2) if r.speedup is not None else None,
+                "batch_size_per_device": c.batch_size,
+                "image_size": c.image_size,
+            }
+        return out

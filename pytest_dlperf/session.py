@@ -1,0 +1,160 @@
+"""The dlperf session: one object per pytest session, registered as a plugin.
+
+It owns the cluster and the launcher, turns the options into parametrized cases, runs them,
+keeps the results, and at the end writes the report and prints the summary tables.
+"""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from . import environment, reporting
+from .clusters.base import Cluster, ClusterError
+from .launchers.base import Launcher
+from .options import RunOptions
+from .results import CaseResult, ResultSet, summarize
+from .runner import RunFailed, plan_run, run_case
+from .specs import CPU_PROFILE, GPU_PROFILE, CaseSpec, Measurement, Profile, ladder
+
+
+class DLPerfSession:
+    """Registered as ``dlperf_session``; the ``dlperf`` fixture returns it."""
+
+    def __init__(self, config: pytest.Config, options: RunOptions) -> None:
+        self.config = config
+        self.options = options
+        self.results = ResultSet()
+        self.dryrun: list[tuple[str, list[str]]] = []
+        self.failures: dict[str, str] = {}
+        self.launcher = self._make_launcher()
+        self._check_models()
+        self._cluster: Cluster | None = None
+        self._cases: list[CaseSpec] | None = None
+
+    # ------------------------------------------------------------------ set-up
+    def _make_launcher(self) -> Launcher:
+        hook = self.config.pluginmanager.hook
+        launcher = hook.pytest_dlperf_make_launcher(config=self.config, backend=self.options.backend)
+        if launcher is None:
+            known = sorted({b for names in hook.pytest_dlperf_backends(config=self.config) for b in names})
+            raise pytest.UsageError(f"--backend: unknown {self.options.backend!r}; "
+                                    f"available: {', '.join(known)}")
+        return launcher
+
+    def _check_models(self) -> None:
+        bad = [m for m in self.options.models or [] if m not in self.launcher.models]
+        if bad:
+            raise pytest.UsageError(f"--model: {', '.join(bad)} not available with --backend "
+                                    f"{self.launcher.name}; allowed: {', '.join(self.launcher.models)}")
+
+    @property
+    def cluster(self) -> Cluster:
+        """Built on first use, so that a session that runs no benchmark touches no node."""
+        if self._cluster is None:
+            hook = self.config.pluginmanager.hook
+            cluster = hook.pytest_dlperf_make_cluster(config=self.config, options=self.options)
+            if cluster is None:
+                raise pytest.UsageError(f"--cluster {self.options.cluster}: no installed plugin "
+                                        "provides this cluster kind")
+            self._cluster = cluster
+        return self._cluster
+
+    def profile(self) -> Profile:
+        return GPU_PROFILE if self.cluster.nodes()[0].gpus else CPU_PROFILE
+
+    def measurement(self) -> Measurement:
+        p, o = self.profile(), self.options
+        return Measurement(
+            warmup_iters=p.warmup_iters if o.warmup_iters is None else o.warmup_iters,
+            iters=o.iters or p.iters, repeats=o.repeats or p.repeats, timeout=o.timeout)
+
+    def cases(self) -> list[CaseSpec]:
+        """model x precision x topology, the ladder cut to what the cluster has."""
+        if self._cases is not None:
+            return self._cases
+        o, nodes = self.options, self.cluster.nodes()
+        want = o.nodes or len(nodes)
+        if want > len(nodes):
+            raise pytest.UsageError(f"--nodes {want}: the {self.cluster.kind} cluster has "
+                                    f"{len(nodes)} node(s): {', '.join(n.name for n in nodes)}")
+        slots = min(n.slots for n in nodes[:want])
+        for n in nodes[:want]:
+            if n.gpus and n.slots > n.gpus:
+                raise pytest.UsageError(f"--gpus-per-node {n.slots}: node {n.name} has {n.gpus} GPU(s)")
+        profile = self.profile()
+        models = o.models or list(self.launcher.models)
+        cases = []
+        for model, precision, topo in itertools.product(models, o.precisions, ladder(want, slots)):
+            d = profile.models[model]
+            cases.append(CaseSpec(model=model, precision=precision,
+                                  batch_size=o.batch_size or d.batch_size,
+                                  image_size=o.image_size or d.image_size,
+                                  topology=topo, backend=self.launcher.name))
+        self._cases = cases
+        return cases
+
+    # ------------------------------------------------------------------ pytest hooks
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "dlperf_case" in metafunc.fixturenames:
+            try:
+                cases = self.cases()
+            except ClusterError as exc:
+                raise pytest.UsageError(f"--cluster {self.options.cluster}: {exc}") from exc
+            metafunc.parametrize("dlperf_case", cases, ids=[c.id for c in cases])
+
+    @pytest.fixture(scope="session")
+    def dlperf(self) -> DLPerfSession:
+        """The dlperf session: ``dlperf.run(case)`` measures a case over its repeats."""
+        return self
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        try:
+            if self.results.results or self.dryrun or self.failures:
+                self.write_report()
+        finally:
+            if self._cluster is not None:
+                self._cluster.close()
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not (self.results.results or self.dryrun or self.failures):
+            return
+        tr = terminalreporter
+        if self.dryrun:
+            tr.write_sep("=", "dlperf dry-run: per-node commands")
+            for case_id, lines in self.dryrun:
+                tr.write_line(f"# {case_id}")
+                for line in lines:
+                    tr.write_line(line)
+        if self.results.results:
+            tr.write_sep("=", "dlperf results")
+            for line in reporting.summary_tables(self.results).splitlines():
+                tr.write_line(line)
+        tr.write_line(f"dlperf report: {self.options.report_dir / 'results.json'}")
+
+    # ------------------------------------------------------------------ running
+    def run(self, case: CaseSpec) -> CaseResult:
+        """Measure the case over its repeats (or, with --dlperf-dryrun, print its commands)."""
+        m = self.measurement()
+        if self.options.dryrun:
+            _, cmds = plan_run(self.cluster, self.launcher, case, m)
+            self.dryrun.append((case.id, [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
+            pytest.skip("dry-run: the per-node commands are printed in the summary")
+        case_dir = self.options.report_dir / "runs" / case.id
+        runs = []
+        try:
+            with self.cluster.lease():
+                for rep in range(m.repeats):
+                    runs.append(run_case(self.cluster, self.launcher, case, m, case_dir / f"r{rep}", rep))
+        except (RunFailed, ClusterError) as exc:
+            self.failures[case.id] = str(exc)
+            pytest.fail(str(exc), pytrace=False)
+        result = self.results.add(summarize(case, m, runs))
+        self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
+        return result
+
+    def write_report(self) -> Path:
+        env = environment.collect(self.results, self.cluster if self._cluster else None)
+        return reporting.write_results(self.options.report_dir, self.results, env,
+                                       self.options.to_dict(), self.failures)

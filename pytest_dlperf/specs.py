@@ -1,0 +1,134 @@
+"""Dataclass specs: topologies, benchmark cases and the settings a run is measured with."""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+PRECISIONS = ("fp32", "amp")
+
+_TOPO_RE = re.compile(r"^(\d+)n(\d+)g$")
+
+
+@dataclass(frozen=True, order=True)
+class Topology:
+    """Nodes x devices per node, named as DLPerf names it (``2n8g``)."""
+
+    nodes: int
+    devices_per_node: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.nodes}n{self.devices_per_node}g"
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.devices_per_node
+
+    @classmethod
+    def parse(cls, text: str) -> Topology:
+        m = _TOPO_RE.match(text.strip())
+        if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+            raise ValueError(f"bad topology {text!r}: expected NnGg such as 1n1g or 2n8g")
+        return cls(int(m.group(1)), int(m.group(2)))
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _powers_of_two_upto(n: int) -> list[int]:
+    out, k = [], 1
+    while k < n:
+        out.append(k)
+        k *= 2
+    out.append(n)
+    return out
+
+
+def ladder(nodes: int, devices_per_node: int) -> list[Topology]:
+    """DLPerf's ladder: 1n1g, 1n2g, 1n4g ... 1nGg, then 2nGg, 4nGg ... NnGg (N always included)."""
+    if nodes < 1 or devices_per_node < 1:
+        raise ValueError("nodes and devices per node must be at least 1")
+    steps = [Topology(1, g) for g in _powers_of_two_upto(devices_per_node)]
+    steps += [Topology(n, devices_per_node) for n in _powers_of_two_upto(nodes)[1:]]
+    return steps
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One benchmark case: what trains, how, and on which topology."""
+
+    model: str
+    precision: str
+    batch_size: int  # per device
+    image_size: int
+    topology: Topology
+    backend: str = "ddp"
+
+    @property
+    def id(self) -> str:
+        """The pytest id, e.g. ``resnet50-fp32-bs8-64px-2n1g``."""
+        return f"{self.model}-{self.precision}-bs{self.batch_size}-{self.image_size}px-{self.topology.name}"
+
+    @property
+    def group(self) -> tuple[str, str, int, int, str]:
+        """Cases that share everything but the topology; speedup is taken within a group."""
+        return (self.model, self.precision, self.batch_size, self.image_size, self.backend)
+
+    @property
+    def key(self) -> str:
+        """Baseline key: every field that changes what is measured."""
+        return f"{self.backend}/{self.id}"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["topology"] = self.topology.name
+        d["id"] = self.id
+        return d
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """How each run of a case is measured."""
+
+    warmup_iters: int
+    iters: int
+    repeats: int
+    timeout: float  # seconds for one run, start to finish
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ModelDefaults:
+    batch_size: int
+    image_size: int
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Default batch and image size per model and measurement lengths for a kind of node."""
+
+    name: str
+    models: dict[str, ModelDefaults] = field(default_factory=dict)
+    warmup_iters: int = 5
+    iters: int = 20
+    repeats: int = 5
+
+
+# Small enough that the whole default suite (2 models x 2 precisions x 1n1g, 2n1g x 3 repeats)
+# finishes in about five minutes on 2 CPU cores; on GPUs the sizes the seeds publish.
+CPU_PROFILE = Profile(
+    name="cpu",
+    models={"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32)},
+    warmup_iters=2,
+    iters=6,
+    repeats=3,
+)
+GPU_PROFILE = Profile(
+    name="gpu",
+    models={"resnet50": ModelDefaults(128, 224), "vgg16": ModelDefaults(64, 224)},
+    warmup_iters=20,
+    iters=100,
+    repeats=5,
+)

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""PyTorch DDP training benchmark on synthetic data, launched by torchrun on every node.
+
+This script runs on the nodes and imports nothing from the harness: it can be copied anywhere
+and started by hand with the command that ``pytest --dlperf-dryrun`` prints.
+
+Each step is timed between two barriers, so a step's time is the time of the slowest rank.
+Rank 0 writes JSON lines to ``--output``: one ``meta`` line (world, versions, devices), then one
+``step`` line per step with the step time seen by every rank and the global samples, then ``end``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+MODELS = ("resnet50", "vgg16")
+
+
+# ---------------------------------------------------------------- models (torchvision layouts)
+class Bottleneck(nn.Module):
+    """ResNet v1.5 bottleneck block: the stride sits on the 3x3 convolution."""
+
+    expansion = 4
+
+    def __init__(self, inplanes: int, planes: int, stride: int = 1) -> None:
+        super().__init__()
+        width = planes
+        self.conv1 = nn.Conv2d(inplanes, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, planes * self.expansion, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * self.expansion)
+        self.downsample = None
+        if stride != 1 or inplanes != planes * self.expansion:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(inplanes, planes * self.expansion, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(planes * self.expansion),
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = x if self.downsample is None else self.downsample(x)
+        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
+        out = F.relu(self.bn2(self.conv2(out)), inplace=True)
+        out = self.bn3(self.conv3(out))
+        return F.relu(out + identity, inplace=True)
+
+
+class ResNet50(nn.Module):
+    """ResNet-50 v1.5 (25.6 M parameters with 1000 classes)."""
+
+    def __init__(self, num_classes: int = 1000) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, stride=2, padding=1),
+        )
+        layers: list[nn.Module] = []
+        inplanes = 64
+        for planes, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for i in range(blocks):
+                layers.append(Bottleneck(inplanes, planes, stride if i == 0 else 1))
+                inplanes = planes * Bottleneck.expansion
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512 * Bottleneck.expansion, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class VGG16(nn.Module):
+    """VGG-16 (configuration D, 138 M parameters with 1000 classes): the all-reduce dominates."""
+
+    CFG = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
+
+    def __init__(self, num_classes: int = 1000) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        channels = 3
+        for v in self.CFG:
+            if v == "M":
+                layers.append(nn.MaxPool2d(2, 2))
+            else:
+                layers += [nn.Conv2d(channels, int(v), 3, padding=1), nn.ReLU(inplace=True)]
+                channels = int(v)
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d((7, 7))
+        self.classifier = nn.Sequential(
+            nn.Linear(512 * 7 * 7, 4096), nn.ReLU(inplace=True), nn.Dropout(),
+            nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Dropout(),
+            nn.Linear(4096, num_classes),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+
+
+def build_model(name: str, num_classes: int) -> nn.Module:
+    if name == "resnet50":
+        return ResNet50(num_classes)
+    if name == "vgg16":
+        return VGG16(num_classes)
+    raise SystemExit(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
+
+
+# ---------------------------------------------------------------- benchmark
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=MODELS, required=True)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--batch-size", type=int, required=True, help="samples per device per step")
+    p.add_argument("--image-size", type=int, required=True)
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--warmup-iters", type=int, default=5)
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--threads", type=int, default=0, help="intra-op threads per process (0: torch's default)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", required=True, help="JSON lines written by rank 0")
+    return p.parse_args(argv)
+
+
+def _fault(rank: int, step: int) -> None:
+    """Crash on purpose when DLPERF_FAULT='rank:step' names this rank and step (fault tests)."""
+    spec = os.environ.get("DLPERF_FAULT", "")
+    if spec and spec.split(":") == [str(rank), str(step)]:
+        print(f"rank {rank}: injected fault at step {step}", file=sys.stderr, flush=True)
+        raise RuntimeError(f"injected fault on rank {rank} at step {step}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cuda = torch.cuda.is_available()
+    dist.init_process_group(backend="nccl" if cuda else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    if cuda:
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+        torch.backends.cudnn.benchmark = True
+    else:
+        device = torch.device("cpu")
+    torch.manual_seed(args.seed + rank)
+
+    model = build_model(args.model, args.num_classes).to(device)
+    if cuda:
+        model = model.to(memory_format=torch.channels_last)
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    use_amp = args.precision == "amp"
+    amp_dtype = torch.float16 if cuda else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=use_amp and cuda)
+
+    images = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=device)
+    if cuda:
+        images = images.contiguous(memory_format=torch.channels_last)
+    labels = torch.randint(0, args.num_classes, (args.batch_size,), device=device)
+
+    def step() -> float:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
+            loss = F.cross_entropy(ddp(images), labels)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return float(loss.detach())
+
+    total = args.warmup_iters + args.iters
+    starts, ends, losses = [], [], []
+    for i in range(total):
+        _fault(rank, i)
+        if cuda:
+            torch.cuda.synchronize(device)
+        dist.barrier()
+        t0 = time.perf_counter()
+        losses.append(step())
+        if cuda:
+            torch.cuda.synchronize(device)
+        dist.barrier()
+        t1 = time.perf_counter()
+        starts.append(t0)
+        ends.append(t1)
+
+    mine = torch.tensor([e - s for s, e in zip(starts, ends)], dtype=torch.float64)
+    gathered = [torch.zeros_like(mine) for _ in range(world)]
+    dist.all_gather(gathered, mine)
+    hosts: list[str | None] = [None] * world
+    info = {"host": socket.gethostname(), "local_rank": local_rank,
+            "device": torch.cuda.get_device_name(device) if cuda else platform.processor() or "cpu",
+            "threads": torch.get_num_threads()}
+    dist.all_gather_object(hosts, info)
+
+    if rank == 0:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            meta = {
+                "kind": "meta", "model": args.model, "precision": args.precision,
+                "batch_size": args.batch_size, "image_size": args.image_size,
+                "warmup_iters": args.warmup_iters, "iters": args.iters,
+                "world_size": world, "ranks": hosts,
+                "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+                "nnodes": world // int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+                "torch": torch.__version__, "python": platform.python_version(),
+                "backend": dist.get_backend(), "cuda": torch.version.cuda if cuda else None,
+                "parameters": sum(p.numel() for p in model.parameters()),
+            }
+            fh.write(json.dumps(meta) + "\n")
+            for i in range(total):
+                fh.write(json.dumps({
+                    "kind": "step", "step": i, "warmup": i < args.warmup_iters,
+                    "start": starts[i], "end": ends[i],
+                    "rank_times": [float(g[i]) for g in gathered],
+                    "samples": args.batch_size * world, "loss": losses[i],
+                }) + "\n")
+            fh.write(json.dumps({"kind": "end", "steps": total}) + "\n")
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
