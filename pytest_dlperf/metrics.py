@@ -84,10 +84,10 @@ def center(values: Sequence[float]) -> tuple[float, float]:
     return statistics.fmean(values), statistics.median(values)
 
 
-def acspeed_line(world: int, nodes: int, batch: int, pct: dict[str, float]) -> str:
+def acspeed_line(world: int, nodes: int, batch: int, pct: dict[str, float], unit: str = "GPUs") -> str:
     """The PyTorch DDP / ACSpeed benchmark line; the /s figure is samples per second per device.
 
     ``8 GPUs -- 1M/8G: p50: 0.073s 440/s p75: 0.073s 438/s p90: 0.073s 437/s p95: 0.073s 436/s``
     """
     cells = " ".join(f"{k}: {v:.3f}s {batch / v:.0f}/s" for k, v in pct.items())
-    return f"{world} GPUs -- {nodes}M/{world}G: {cells}"
+    return f"{world} {unit} -- {nodes}M/{world}G: {cells}"

@@ -8,6 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -26,9 +27,9 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
     for (model, precision, batch, image, backend), rows in results.groups().items():
         table = Table(title=f"{model} {precision} bs{batch}/device {image}px ({backend})",
-                      title_justify="left")
+                      title_justify="left", box=box.SIMPLE_HEAD)
         for col in ("topology", "nodes", "devices", "samples/s", "mean", "speedup", "efficiency",
-                    "multi-node eff", "p50 step", "p95 step", "repeats"):
+                    "multi-node", "p50 step", "p95 step", "repeats"):
             table.add_column(col, justify="left" if col == "topology" else "right")
         for r in rows:
             t = r.case.topology

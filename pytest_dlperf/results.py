@@ -29,7 +29,9 @@ class CaseResult:
     @property
     def acspeed_line(self) -> str:
         t = self.case.topology
-        return metrics.acspeed_line(t.world_size, t.nodes, self.case.batch_size, self.step_time)
+        on_gpu = bool(self.runs and self.runs[0].meta.get("cuda"))
+        return metrics.acspeed_line(t.world_size, t.nodes, self.case.batch_size, self.step_time,
+                                    unit="GPUs" if on_gpu else "CPU workers")
 
     def to_dict(self, raw: bool = True) -> dict:
         d = {

@@ -17,7 +17,7 @@ from .clusters.base import Cluster, ClusterError, NodeCommand, NodeProcess
 from .launchers.base import Launcher, RunPlan
 from .specs import CaseSpec, Measurement
 
-TAIL_LINES = 25
+TAIL_LINES = 40
 
 
 class RunFailed(Exception):
@@ -87,9 +87,10 @@ def parse_steps(path: Path) -> tuple[dict, list[StepRecord]]:
     return meta, steps
 
 
-def _describe_failure(procs: list[NodeProcess], codes: dict[str, int | None], why: str) -> str:
+def _describe_failure(procs: list[NodeProcess], codes: dict[str, int | None], why: str,
+                      first: list[NodeProcess] = ()) -> str:
     parts = [why]
-    for p in procs:
+    for p in list(first) + [p for p in procs if p not in first]:
         code = codes.get(p.node.name)
         state = "still running" if code is None else f"exit code {code}"
         parts.append(f"--- {p.node.name} ({state}), last lines of {p.log_path}:\n{p.tail(TAIL_LINES)}")
@@ -121,7 +122,8 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                 time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
                 codes = {p.node.name: p.poll() for p in procs}
                 names = ", ".join(f"{p.node.name} (exit {codes[p.node.name]})" for p in failed)
-                raise RunFailed(_describe_failure(procs, codes, f"{case.id}: node {names} failed"))
+                raise RunFailed(_describe_failure(procs, codes, f"{case.id}: node {names} failed",
+                                                  first=failed))
             if all(c == 0 for c in codes.values()):
                 break
             if time.monotonic() > deadline:

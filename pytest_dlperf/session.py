@@ -142,14 +142,16 @@ class DLPerfSession:
             self.dryrun.append((case.id, [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
             pytest.skip("dry-run: the per-node commands are printed in the summary")
         case_dir = self.options.report_dir / "runs" / case.id
-        runs = []
+        runs, error = [], None
         try:
             with self.cluster.lease():
                 for rep in range(m.repeats):
                     runs.append(run_case(self.cluster, self.launcher, case, m, case_dir / f"r{rep}", rep))
         except (RunFailed, ClusterError) as exc:
-            self.failures[case.id] = str(exc)
-            pytest.fail(str(exc), pytrace=False)
+            error = str(exc)
+        if error is not None:  # outside the except block: the report shows the nodes, not a chain
+            self.failures[case.id] = error
+            pytest.fail(error, pytrace=False)
         result = self.results.add(summarize(case, m, runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         return result

@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.distributed.elastic.multiprocessing.errors import record
 
 MODELS = ("resnet50", "vgg16")
 
@@ -132,6 +133,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def cpu_model() -> str:
+    """The processor's model name (platform.processor() is empty on Linux)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def _fault(rank: int, step: int) -> None:
     """Crash on purpose when DLPERF_FAULT='rank:step' names this rank and step (fault tests)."""
     spec = os.environ.get("DLPERF_FAULT", "")
@@ -140,6 +153,15 @@ def _fault(rank: int, step: int) -> None:
         raise RuntimeError(f"injected fault on rank {rank} at step {step}")
 
 
+def _planted_slowdown() -> float:
+    """DLPERF_PLANT_SLOWDOWN=d (0 <= d < 1) plants a throughput loss of d; for benchmarks/gate_power.py only."""
+    d = float(os.environ.get("DLPERF_PLANT_SLOWDOWN", "0") or 0)
+    if not 0 <= d < 1:
+        raise SystemExit(f"DLPERF_PLANT_SLOWDOWN={d}: expected a fraction in [0, 1)")
+    return d
+
+
+@record  # torchrun then shows this rank's traceback in its "Root Cause" summary
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cuda = torch.cuda.is_available()
@@ -180,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         return float(loss.detach())
 
     total = args.warmup_iters + args.iters
+    plant = _planted_slowdown()
     starts, ends, losses = [], [], []
     for i in range(total):
         _fault(rank, i)
@@ -190,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         losses.append(step())
         if cuda:
             torch.cuda.synchronize(device)
+        if plant:  # sleep d/(1-d) x this step's compute, inside the timed region: throughput x (1-d)
+            time.sleep((time.perf_counter() - t0) * plant / (1 - plant))
         dist.barrier()
         t1 = time.perf_counter()
         starts.append(t0)
@@ -200,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     dist.all_gather(gathered, mine)
     hosts: list[str | None] = [None] * world
     info = {"host": socket.gethostname(), "local_rank": local_rank,
-            "device": torch.cuda.get_device_name(device) if cuda else platform.processor() or "cpu",
+            "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
             "threads": torch.get_num_threads()}
     dist.all_gather_object(hosts, info)
 

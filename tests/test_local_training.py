@@ -1,0 +1,92 @@
+"""Real distributed training on the local cluster: results, failures, timeouts, Ctrl-C, no orphans."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .procs import tagged_processes
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ["--model", "resnet50", "--precision", "fp32", "--batch-size", "2", "--image-size", "32",
+         "--warmup-iters", "1", "--iters", "3", "--repeats", "2"]
+
+
+def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
+           "--dlperf-report", str(report), *SMALL, *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def test_two_nodes_really_train_and_leave_nothing(tmp_path):
+    report = tmp_path / "report"
+    r = run_suite(report, "-k", "2n1g")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((report / "results.json").read_text())
+    (case,) = doc["cases"]
+    assert case["case"]["id"] == "resnet50-fp32-bs2-32px-2n1g"
+    assert case["world_size_seen"] == 2
+    assert len(case["throughputs"]) == 2 and all(t > 0 for t in case["throughputs"])
+    for run in case["runs"]:
+        assert len(run["steps"]) == 4  # warmup 1 + iters 3
+        assert all(len(s["rank_times"]) == 2 and s["samples"] == 4 for s in run["steps"])
+        assert run["meta"]["nnodes"] == 2 and run["meta"]["backend"] == "gloo"
+        # two launchers, node ranks 0 and 1, meeting on 127.0.0.1 at one port
+        assert len(run["commands"]) == 2
+        assert "--node_rank 0" in run["commands"][0] and "--node_rank 1" in run["commands"][1]
+        assert all("--master_addr 127.0.0.1" in c for c in run["commands"])
+        assert set(run["logs"]) == {"local0", "local1"}
+    # DLPerf's shape, per precision
+    entry = doc["summary"]["fp32"]["resnet50"]["2n1g"]
+    assert set(entry) >= {"average_speed", "median_speed", "speedup", "batch_size_per_device"}
+    assert doc["environment"]["frameworks"] == ["torch 2.13.0+cpu"]
+    assert "dlperf results" in r.stdout and "2n1g" in r.stdout
+    assert tagged_processes(str(report)) == []
+
+
+def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
+    report = tmp_path / "report"
+    r = run_suite(report, "-k", "2n1g", "--repeats", "1", env={"DLPERF_FAULT": "1:2"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout
+    assert "injected fault on rank 1 at step 2" in out
+    assert "local1 (exit" in out  # the failing node is named
+    assert tagged_processes(str(report)) == []
+    assert "resnet50-fp32-bs2-32px-2n1g" in json.loads((report / "results.json").read_text())["failures"]
+
+
+def test_timeout_kills_every_process(tmp_path):
+    report = tmp_path / "report"
+    r = run_suite(report, "-k", "2n1g", "--repeats", "1", "--iters", "500", "--dlperf-timeout", "8")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "timed out after 8s (--dlperf-timeout)" in r.stdout
+    assert tagged_processes(str(report)) == []
+
+
+def test_ctrl_c_leaves_no_process(tmp_path):
+    report = tmp_path / "report"
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
+           "--dlperf-report", str(report), *SMALL, "--iters", "500", "-k", "2n1g"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # wait until both nodes' workers are training
+            if len([p for p in tagged_processes(str(report)) if "torch_ddp.py" in p[1]]) >= 4:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the workers never started")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert tagged_processes(str(report)) == []

@@ -1,0 +1,107 @@
+"""The plugin through pytester: options, parametrized ids, the ladder, usage errors, dry-run."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+SUITE = """
+def test_train(dlperf_case, dlperf):
+    result = dlperf.run(dlperf_case)
+    assert result.median > 0
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(test_suite=SUITE)
+    return pytester
+
+
+def collected(result: pytest.RunResult) -> list[str]:
+    return [line.split("[", 1)[1].rstrip("]") for line in result.outlines if "::test_train[" in line]
+
+
+def test_default_matrix_is_models_x_precisions_x_ladder(suite):
+    r = suite.runpytest("--collect-only", "-q")
+    assert r.ret == 0
+    assert collected(r) == [
+        "resnet50-fp32-bs8-64px-1n1g", "resnet50-fp32-bs8-64px-2n1g",
+        "resnet50-amp-bs8-64px-1n1g", "resnet50-amp-bs8-64px-2n1g",
+        "vgg16-fp32-bs4-32px-1n1g", "vgg16-fp32-bs4-32px-2n1g",
+        "vgg16-amp-bs4-32px-1n1g", "vgg16-amp-bs4-32px-2n1g",
+    ]
+
+
+def test_options_shape_the_ids(suite):
+    r = suite.runpytest("--collect-only", "-q", "--nodes", "4", "--gpus-per-node", "2",
+                        "--model", "resnet50", "--precision", "amp", "--batch-size", "16",
+                        "--image-size", "96")
+    assert r.ret == 0
+    assert collected(r) == [f"resnet50-amp-bs16-96px-{t}" for t in ("1n1g", "1n2g", "2n2g", "4n2g")]
+
+
+def test_k_selects_cases(suite):
+    r = suite.runpytest("--collect-only", "-q", "-k", "resnet50 and fp32 and 2n1g")
+    assert collected(r) == ["resnet50-fp32-bs8-64px-2n1g"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--nodes", "0"], ["--nodes", ">= 1"]),
+    (["--nodes", "two"], ["--nodes", "'two'"]),
+    (["--gpus-per-node", "-1"], ["--gpus-per-node"]),
+    (["--precision", "fp16"], ["--precision", "fp16", "fp32, amp"]),
+    (["--backend", "mxnet"], ["--backend", "mxnet", "ddp"]),
+    (["--model", "alexnet"], ["--model", "alexnet", "resnet50, vgg16"]),
+    (["--cluster", "slurm"], ["--cluster", "slurm", "local"]),
+    (["--repeats", "0"], ["--repeats"]),
+    (["--warmup-iters", "-3"], ["--warmup-iters", ">= 0"]),
+    (["--dlperf-timeout", "0"], ["--dlperf-timeout", "> 0"]),
+])
+def test_bad_values_are_usage_errors_naming_the_option(suite, args, words):
+    r = suite.runpytest("--collect-only", "-q", *args)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    err = r.stderr.str()
+    for w in words:
+        assert w in err, err
+
+
+def test_report_path_that_is_a_file_is_a_usage_error(suite):
+    f = suite.path / "taken"
+    f.write_text("x")
+    r = suite.runpytest("--collect-only", "--dlperf-report", str(f))
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert "not a directory" in r.stderr.str()
+
+
+def test_plugin_is_quiet_in_sessions_without_benchmarks(pytester):
+    pytester.makepyfile("def test_plain():\n    assert True\n")
+    r = pytester.runpytest("-q")
+    assert r.ret == 0
+    assert "dlperf" not in r.stdout.str()
+    assert not (pytester.path / ".dlperf").exists()
+
+
+def test_dryrun_prints_per_node_torchrun_commands_and_trains_nothing(suite):
+    report = suite.path / "rep"
+    r = suite.runpytest("-q", "--dlperf-dryrun", "--model", "resnet50", "--precision", "fp32",
+                        "--dlperf-report", str(report))
+    assert r.ret == 0
+    r.assert_outcomes(skipped=2)
+    out = r.stdout.str()
+    assert "dlperf dry-run: per-node commands" in out
+    lines = [ln for ln in r.outlines if ln.startswith("local")]
+    assert len(lines) == 3  # 1n1g: one node; 2n1g: two nodes
+    node0, node1 = lines[1].split(": ", 1)[1], lines[2].split(": ", 1)[1]
+    argv0, argv1 = shlex.split(node0), shlex.split(node1)
+    assert "--node_rank" in argv0 and argv0[argv0.index("--node_rank") + 1] == "0"
+    assert argv1[argv1.index("--node_rank") + 1] == "1"
+    assert argv0[argv0.index("--nnodes") + 1] == "2"
+    assert argv0[argv0.index("--master_addr") + 1] == "127.0.0.1"
+    assert argv0[argv0.index("--master_port") + 1] == argv1[argv1.index("--master_port") + 1]
+    assert "torch.distributed.run" in argv0 and "--batch-size" in argv0
+    assert not list(report.glob("runs/*"))  # nothing trained
+    assert json.loads((report / "results.json").read_text())["cases"] == []
