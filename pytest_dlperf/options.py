@@ -114,7 +114,10 @@ def from_config(config: pytest.Config) -> RunOptions:
     if bad:
         raise pytest.UsageError(f"--precision: unknown {', '.join(bad)}; allowed: {', '.join(PRECISIONS)}")
     report = get("dlperf_report")
-    if report:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput and "dlperf_report_dir" in workerinput:  # an xdist worker: the controller's dir
+        report_dir = Path(workerinput["dlperf_report_dir"])
+    elif report:
         report_dir = Path(report).expanduser().resolve()
         if report_dir.exists() and not report_dir.is_dir():
             raise pytest.UsageError(f"--dlperf-report: {report_dir} exists and is not a directory")

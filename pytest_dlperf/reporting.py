@@ -76,3 +76,17 @@ def write_results(report_dir: Path, results: ResultSet, environment: dict, optio
     for precision, per_model in summary.items():
         atomic_write_text(report_dir / f"dlperf_{precision}.json", json.dumps(per_model, indent=1) + "\n")
     return path
+
+
+def write_part(report_dir: Path, worker: str, results: ResultSet, failures: dict[str, str],
+               dryrun: list[tuple[str, list[str]]]) -> Path:
+    """An xdist worker's share of the report, merged by the controller at the end."""
+    doc = {"cases": [r.to_dict() for r in results.results], "failures": failures, "dryrun": dryrun}
+    path = report_dir / "parts" / f"{worker}.json"
+    atomic_write_text(path, json.dumps(doc, default=str) + "\n")
+    return path
+
+
+def read_parts(report_dir: Path) -> list[dict]:
+    """Every worker's part (none outside xdist)."""
+    return [json.loads(p.read_text()) for p in sorted((report_dir / "parts").glob("*.json"))]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from . import metrics
-from .runner import RunRecord
+from .runner import RunRecord, StepRecord
 from .specs import CaseSpec, Measurement, Topology
 
 
@@ -56,6 +56,26 @@ class CaseResult:
                 for r in self.runs
             ]
         return d
+
+
+def case_from_dict(d: dict) -> CaseSpec:
+    c = dict(d)
+    c.pop("id", None)
+    c["topology"] = Topology.parse(c["topology"])
+    return CaseSpec(**c)
+
+
+def result_from_dict(d: dict) -> CaseResult:
+    """Rebuild a CaseResult from CaseResult.to_dict(raw=True) (xdist workers' reports)."""
+    runs = [RunRecord(repeat=r["repeat"], meta=r["meta"], steps=[StepRecord(**s) for s in r["steps"]],
+                      commands=r["commands"], logs=r["logs"], wall_seconds=r["wall_seconds"])
+            for r in d.get("runs", [])]
+    return CaseResult(
+        case=case_from_dict(d["case"]), measurement=Measurement(**d["measurement"]), runs=runs,
+        throughputs=d["throughputs"], mean=d["mean"], median=d["median"], step_time=d["step_time"],
+        per_device=d["per_device_samples_per_s"], world_size_seen=d["world_size_seen"],
+        verdict=d.get("verdict"),
+    )
 
 
 def summarize(case: CaseSpec, measurement: Measurement, runs: list[RunRecord]) -> CaseResult:

@@ -14,7 +14,7 @@ from . import environment, reporting
 from .clusters.base import Cluster, ClusterError
 from .launchers.base import Launcher
 from .options import RunOptions
-from .results import CaseResult, ResultSet, summarize
+from .results import CaseResult, ResultSet, result_from_dict, summarize
 from .runner import RunFailed, plan_run, run_case
 from .specs import CPU_PROFILE, GPU_PROFILE, CaseSpec, Measurement, Profile, ladder
 
@@ -109,13 +109,36 @@ class DLPerfSession:
         """The dlperf session: ``dlperf.run(case)`` measures a case over its repeats."""
         return self
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        """pytest-xdist controller: every worker reports into this session's directory."""
+        node.workerinput["dlperf_report_dir"] = str(self.options.report_dir)
+
+    @property
+    def worker_id(self) -> str | None:
+        return getattr(self.config, "workerinput", {}).get("workerid")
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         try:
+            if self.worker_id is not None:
+                if self.results.results or self.dryrun or self.failures:
+                    reporting.write_part(self.options.report_dir, self.worker_id, self.results,
+                                         self.failures, self.dryrun)
+                return
+            self._merge_worker_parts()
             if self.results.results or self.dryrun or self.failures:
                 self.write_report()
         finally:
             if self._cluster is not None:
                 self._cluster.close()
+
+    def _merge_worker_parts(self) -> None:
+        """Under pytest-xdist, fold the workers' results into this (the controller's) session."""
+        for part in reporting.read_parts(self.options.report_dir):
+            for case in part["cases"]:
+                self.results.add(result_from_dict(case))
+            self.failures.update(part["failures"])
+            self.dryrun.extend((c, lines) for c, lines in part["dryrun"])
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not (self.results.results or self.dryrun or self.failures):

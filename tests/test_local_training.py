@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import os
 import signal
 import subprocess
@@ -90,3 +91,35 @@ def test_ctrl_c_leaves_no_process(tmp_path):
             proc.kill()
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert tagged_processes(str(report)) == []
+
+
+def test_xdist_workers_report_into_one_results_file(tmp_path):
+    report = tmp_path / "report"
+    r = run_suite(report, "-n", "2", "--repeats", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((report / "results.json").read_text())
+    ids = sorted(c["case"]["id"] for c in doc["cases"])
+    assert ids == ["resnet50-fp32-bs2-32px-1n1g", "resnet50-fp32-bs2-32px-2n1g"]
+    speedups = {c["case"]["id"]: c["speedup"] for c in doc["cases"]}
+    assert speedups["resnet50-fp32-bs2-32px-1n1g"] == 1.0
+    assert speedups["resnet50-fp32-bs2-32px-2n1g"] > 0  # derived across workers by the controller
+    assert "dlperf results" in r.stdout
+    assert tagged_processes(str(report)) == []
+
+
+def test_dryrun_commands_pasted_into_shells_run_the_case(tmp_path):
+    report = tmp_path / "report"
+    r = run_suite(report, "-k", "2n1g", "--dlperf-dryrun")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [ln.split(": ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith(("local0: ", "local1: "))]
+    assert len(lines) == 2
+    shells = [subprocess.Popen(["bash", "-c", line], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True) for line in lines]
+    outs = [s.communicate(timeout=240)[0] for s in shells]
+    assert [s.returncode for s in shells] == [0, 0], outs
+    out_arg = shlex.split(lines[0])
+    steps = Path(out_arg[out_arg.index("--output") + 1])
+    records = [json.loads(x) for x in steps.read_text().splitlines()]
+    assert records[0]["kind"] == "meta" and records[0]["world_size"] == 2
+    assert records[0]["model"] == "resnet50" and records[0]["batch_size"] == 2
+    assert sum(1 for x in records if x["kind"] == "step") == 4

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Does the harness change what it measures? Plugin run vs the same commands pasted by hand.
+
+Alternates, in one sitting, K runs of one case through ``pytest suites/`` and K runs of the
+exact per-node commands the dry-run prints, started as a user would from shells (``bash -c``),
+and prints the median throughput of each and their ratio (target: within 1%).
+
+    python benchmarks/overhead.py --runs 5 --case resnet50-fp32-bs8-64px-2n1g
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pytest_dlperf import metrics  # noqa: E402
+from pytest_dlperf.clusters.local import LocalCluster  # noqa: E402
+from pytest_dlperf.launchers.torchrun import TorchrunLauncher  # noqa: E402
+from pytest_dlperf.runner import parse_steps, plan_run  # noqa: E402
+from pytest_dlperf.specs import CaseSpec, Measurement, Topology  # noqa: E402
+
+
+def parse_case(text: str) -> CaseSpec:
+    model, precision, bs, px, topo = text.split("-")
+    return CaseSpec(model, precision, int(bs[2:]), int(px[:-2]), Topology.parse(topo))
+
+
+def by_hand(case: CaseSpec, m: Measurement, work: Path) -> float:
+    """Start each node's rendered command line in its own shell, wait, read rank 0's step log."""
+    cluster = LocalCluster(nodes=case.topology.nodes, slots=case.topology.devices_per_node,
+                           base_dir=work / "hand")
+    plan, cmds = plan_run(cluster, TorchrunLauncher(), case, m)
+    lines = [cluster.render(c) for c in cmds]
+    shells = [subprocess.Popen(["bash", "-c", line], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for line in lines]
+    codes = [s.wait(timeout=m.timeout) for s in shells]
+    if any(codes):
+        raise SystemExit(f"a pasted command failed: {codes}\n" + "\n".join(lines))
+    _, steps = parse_steps(Path(plan.output_path(plan.nodes[0])))
+    return metrics.throughput(steps, m.warmup_iters, m.iters)
+
+
+def through_plugin(case: CaseSpec, m: Measurement, work: Path, i: int) -> float:
+    report = work / f"plugin{i}"
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-q", "-p", "no:cacheprovider",
+           "-k", case.id, "--model", case.model, "--precision", case.precision,
+           "--batch-size", str(case.batch_size), "--image-size", str(case.image_size),
+           "--nodes", str(case.topology.nodes), "--gpus-per-node", str(case.topology.devices_per_node),
+           "--warmup-iters", str(m.warmup_iters), "--iters", str(m.iters), "--repeats", "1",
+           "--dlperf-report", str(report)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(r.stdout + r.stderr)
+    (case_doc,) = json.loads((report / "results.json").read_text())["cases"]
+    return case_doc["throughputs"][0]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", default="resnet50-fp32-bs8-64px-2n1g")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--warmup-iters", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=6)
+    args = ap.parse_args()
+    case = parse_case(args.case)
+    m = Measurement(args.warmup_iters, args.iters, 1, 600.0)
+    plugin, hand = [], []
+    with tempfile.TemporaryDirectory(prefix="dlperf-overhead-") as tmp:
+        work = Path(tmp)
+        t0 = time.monotonic()
+        for i in range(args.runs):  # alternate, so drift on a shared machine hits both alike
+            first, second = (through_plugin, by_hand) if i % 2 == 0 else (by_hand, through_plugin)
+            for fn in (first, second):
+                v = fn(case, m, work, i) if fn is through_plugin else fn(case, m, work)
+                (plugin if fn is through_plugin else hand).append(v)
+                print(f"run {i} {'plugin ' if fn is through_plugin else 'by hand'} {v:8.2f} samples/s",
+                      flush=True)
+    mp, mh = statistics.median(plugin), statistics.median(hand)
+    print(f"case {case.id}, {args.runs} runs each, {time.monotonic() - t0:.0f}s")
+    print(f"median throughput through the plugin: {mp:.2f} samples/s")
+    print(f"median throughput by hand:            {mh:.2f} samples/s")
+    print(f"ratio plugin / by hand: {mp / mh:.4f} ({(mp / mh - 1) * 100:+.2f}%)")
+
+
+if __name__ == "__main__":
+    main()
