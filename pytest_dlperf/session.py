@@ -5,7 +5,11 @@ keeps the results, and at the end writes the report and prints the summary table
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,23 @@ from .options import RunOptions
 from .results import CaseResult, ResultSet, result_from_dict, summarize
 from .runner import RunFailed, plan_run, run_case
 from .specs import CPU_PROFILE, GPU_PROFILE, CaseSpec, Measurement, Profile, ladder
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While runs are in flight, SIGTERM (a CI timeout, say) unwinds like Ctrl-C, so clean-up runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class DLPerfSession:
@@ -167,7 +188,7 @@ class DLPerfSession:
         case_dir = self.options.report_dir / "runs" / case.id
         runs, error = [], None
         try:
-            with self.cluster.lease():
+            with sigterm_as_interrupt(), self.cluster.lease():
                 for rep in range(m.repeats):
                     runs.append(run_case(self.cluster, self.launcher, case, m, case_dir / f"r{rep}", rep))
         except (RunFailed, ClusterError) as exc:

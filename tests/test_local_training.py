@@ -71,7 +71,8 @@ def test_timeout_kills_every_process(tmp_path):
     assert tagged_processes(str(report)) == []
 
 
-def test_ctrl_c_leaves_no_process(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_leaves_no_process(tmp_path, sig):
     report = tmp_path / "report"
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
            "--dlperf-report", str(report), *SMALL, "--iters", "500", "-k", "2n1g"]
@@ -84,7 +85,7 @@ def test_ctrl_c_leaves_no_process(tmp_path):
             time.sleep(0.2)
         else:
             pytest.fail("the workers never started")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
