@@ -17,6 +17,10 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
 
         return LocalCluster(nodes=options.nodes or 2, slots=options.gpus_per_node,
                             base_dir=options.report_dir / "nodes")
+    if options.cluster == "ssh":
+        from .clusters.ssh_options import make_ssh_cluster
+
+        return make_ssh_cluster(config, options)
     return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from . import builtin, hookspecs
+from .clusters.ssh_options import add_ssh_options
 from .options import add_options, from_config
 from .session import DLPerfSession
 
@@ -14,6 +15,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_ssh_options(parser)
 
 
 @pytest.hookimpl(trylast=True)

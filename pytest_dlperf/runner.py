@@ -7,8 +7,10 @@ node for processes that still carry the run's tag.
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +99,28 @@ def _describe_failure(procs: list[NodeProcess], codes: dict[str, int | None], wh
     return "\n".join(parts)
 
 
+def _stop_everything(cluster: Cluster, plan: RunPlan, procs: list[NodeProcess]) -> list[str]:
+    """Kill every launcher tree, then sweep every node by the run tag, all nodes in parallel.
+
+    Returns the nodes that could not be swept (a dead node, say) instead of raising, so that
+    the run's own failure is not replaced by the clean-up's.
+    """
+    def stop(p: NodeProcess) -> None:
+        if p.poll() is None:
+            p.kill()
+
+    def sweep(node) -> str | None:
+        try:
+            cluster.kill_tagged(node, plan.tag)
+        except ClusterError as exc:
+            return str(exc)
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, len(plan.nodes))) as pool:
+        list(pool.map(stop, procs))
+        return [e for e in pool.map(sweep, plan.nodes) if e]
+
+
 def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
              log_dir: Path, repeat: int = 0, poll: float = 0.1,
              on_start: Callable[[list[str]], None] | None = None) -> RunRecord:
@@ -141,11 +165,13 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
             raise RunFailed(_describe_failure(
                 procs, codes, f"{case.id}: no usable step log from {plan.nodes[0].name}: {exc}")) from exc
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        for node in plan.nodes:
-            cluster.kill_tagged(node, plan.tag)
+        sweep_errors = _stop_everything(cluster, plan, procs)
+        if sweep_errors:
+            pending = sys.exc_info()[1]
+            if isinstance(pending, RunFailed):  # keep the node's failure and its output in front
+                pending.args = (f"{pending}\n" + "\n".join(sweep_errors),)
+            elif pending is None:
+                raise ClusterError("\n".join(sweep_errors))
     return RunRecord(repeat=repeat, meta=meta, steps=steps, commands=rendered,
                      logs={p.node.name: str(p.log_path) for p in procs}, wall_seconds=wall,
                      run_dir=str(log_dir))

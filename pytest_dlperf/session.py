@@ -117,12 +117,19 @@ class DLPerfSession:
         return cases
 
     # ------------------------------------------------------------------ pytest hooks
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Build the matrix before collecting: a bad host list or node count stops the session as
+        a usage error (exit 4) naming the hosts; raised while collecting a module it would be
+        reported as that module's collection error instead."""
+        try:
+            self.cases()
+        except ClusterError as exc:
+            raise pytest.UsageError(f"--cluster {self.options.cluster}: {exc}") from None
+
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "dlperf_case" in metafunc.fixturenames:
-            try:
-                cases = self.cases()
-            except ClusterError as exc:
-                raise pytest.UsageError(f"--cluster {self.options.cluster}: {exc}") from exc
+            cases = self.cases()
             metafunc.parametrize("dlperf_case", cases, ids=[c.id for c in cases])
 
     @pytest.fixture(scope="session")
