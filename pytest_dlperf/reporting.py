@@ -79,9 +79,10 @@ def write_results(report_dir: Path, results: ResultSet, environment: dict, optio
 
 
 def write_part(report_dir: Path, worker: str, results: ResultSet, failures: dict[str, str],
-               dryrun: list[tuple[str, list[str]]]) -> Path:
+               dryrun: list[tuple[str, list[str]]], extra: dict | None = None) -> Path:
     """An xdist worker's share of the report, merged by the controller at the end."""
-    doc = {"cases": [r.to_dict() for r in results.results], "failures": failures, "dryrun": dryrun}
+    doc = {"cases": [r.to_dict() for r in results.results], "failures": failures, "dryrun": dryrun,
+           "extra": extra or {}}
     path = report_dir / "parts" / f"{worker}.json"
     atomic_write_text(path, json.dumps(doc, default=str) + "\n")
     return path

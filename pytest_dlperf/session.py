@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from . import environment, reporting
+from .baselines import BaselineError, verdict_table
 from .clusters.base import Cluster, ClusterError
+from .gating import Gate, GateOptions, verdict_from_dict
 from .launchers.base import Launcher
 from .options import RunOptions
 from .results import CaseResult, ResultSet, result_from_dict, summarize
@@ -53,6 +55,7 @@ class DLPerfSession:
         self._check_models()
         self._cluster: Cluster | None = None
         self._cases: list[CaseSpec] | None = None
+        self.gate = Gate(GateOptions.from_config(config))
 
     # ------------------------------------------------------------------ set-up
     def _make_launcher(self) -> Launcher:
@@ -132,10 +135,14 @@ class DLPerfSession:
             cases = self.cases()
             metafunc.parametrize("dlperf_case", cases, ids=[c.id for c in cases])
 
-    @pytest.fixture(scope="session")
-    def dlperf(self) -> DLPerfSession:
-        """The dlperf session: ``dlperf.run(case)`` measures a case over its repeats."""
-        return self
+    @pytest.fixture
+    def dlperf(self, request: pytest.FixtureRequest) -> BoundRunner:
+        """``dlperf.run(case)`` measures a case over its repeats and gates it against its baseline."""
+        return BoundRunner(self, request.node)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.gate.test_finished(report.nodeid, report.passed)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
@@ -148,10 +155,12 @@ class DLPerfSession:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         try:
+            self._flush_baselines(session)
             if self.worker_id is not None:
-                if self.results.results or self.dryrun or self.failures:
+                if self.results.results or self.dryrun or self.failures or self.gate.notes:
                     reporting.write_part(self.options.report_dir, self.worker_id, self.results,
-                                         self.failures, self.dryrun)
+                                         self.failures, self.dryrun,
+                                         {"notes": self.gate.notes, "written": self.gate.written})
                 return
             self._merge_worker_parts()
             if self.results.results or self.dryrun or self.failures:
@@ -164,9 +173,22 @@ class DLPerfSession:
         """Under pytest-xdist, fold the workers' results into this (the controller's) session."""
         for part in reporting.read_parts(self.options.report_dir):
             for case in part["cases"]:
-                self.results.add(result_from_dict(case))
+                result = self.results.add(result_from_dict(case))
+                self.gate.verdicts.extend(verdict_from_dict(v) for v in (result.verdict or {}).values())
             self.failures.update(part["failures"])
             self.dryrun.extend((c, lines) for c, lines in part["dryrun"])
+            extra = part.get("extra", {})
+            self.gate.notes.extend(n for n in extra.get("notes", []) if n not in self.gate.notes)
+            for profile, n in extra.get("written", {}).items():
+                self.gate.written[profile] = self.gate.written.get(profile, 0) + n
+
+    def _flush_baselines(self, session: pytest.Session) -> None:
+        """--update-baselines: write the passed cases; a store that cannot be written fails the run."""
+        try:
+            self.gate.flush()
+        except (BaselineError, OSError, TimeoutError) as exc:
+            self.gate.notes.append(f"baselines NOT updated: {exc}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not (self.results.results or self.dryrun or self.failures):
@@ -182,11 +204,21 @@ class DLPerfSession:
             tr.write_sep("=", "dlperf results")
             for line in reporting.summary_tables(self.results).splitlines():
                 tr.write_line(line)
+        table = verdict_table(self.gate.verdicts)
+        if table or self.gate.notes or self.gate.written:
+            tr.write_sep("=", "dlperf baseline gate")
+            for line in table.splitlines():
+                tr.write_line(line)
+            for note in self.gate.notes:
+                tr.write_line(note)
+            for profile, n in self.gate.written.items():
+                tr.write_line(f"baselines updated: {n} case(s) written to "
+                              f"{self.gate.store.path(profile)}")
         tr.write_line(f"dlperf report: {self.options.report_dir / 'results.json'}")
 
     # ------------------------------------------------------------------ running
-    def run(self, case: CaseSpec) -> CaseResult:
-        """Measure the case over its repeats (or, with --dlperf-dryrun, print its commands)."""
+    def run(self, case: CaseSpec, item: pytest.Item | None = None) -> CaseResult:
+        """Measure the case over its repeats and gate it (with --dlperf-dryrun: print its commands)."""
         m = self.measurement()
         if self.options.dryrun:
             _, cmds = plan_run(self.cluster, self.launcher, case, m)
@@ -205,9 +237,24 @@ class DLPerfSession:
             pytest.fail(error, pytrace=False)
         result = self.results.add(summarize(case, m, runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
+        judgement = self.gate.judge(result, self.cluster.nodes(), self.launcher.name, item)
+        if judgement.outcome == "fail":
+            pytest.fail(judgement.message, pytrace=False)
+        if judgement.outcome == "skip":
+            pytest.skip(judgement.message)
         return result
 
     def write_report(self) -> Path:
         env = environment.collect(self.results, self.cluster if self._cluster else None)
         return reporting.write_results(self.options.report_dir, self.results, env,
                                        self.options.to_dict(), self.failures)
+
+
+class BoundRunner:
+    """The ``dlperf`` fixture: the session bound to the requesting test (for its dlperf marker)."""
+
+    def __init__(self, session: DLPerfSession, item: pytest.Item) -> None:
+        self.session, self.item = session, item
+
+    def run(self, case: CaseSpec) -> CaseResult:
+        return self.session.run(case, self.item)
