@@ -13,7 +13,7 @@ from .specs import PRECISIONS
 CLUSTERS = ("local", "ssh", "aliyun")
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -23,7 +23,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _non_negative_int(text: str) -> int:
+def non_negative_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -33,7 +33,7 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-def _positive_float(text: str) -> float:
+def positive_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -55,29 +55,29 @@ def add_options(parser: pytest.Parser) -> None:
     g.addoption("--cluster", choices=CLUSTERS, default="local",
                 help="where the nodes come from: local (processes on this machine, default), "
                      "ssh (--hosts/--hostfile), aliyun")
-    g.addoption("--nodes", type=_positive_int, default=None,
+    g.addoption("--nodes", type=positive_int, default=None,
                 help="largest number of nodes in the ladder (local default 2; ssh: the hosts given)")
-    g.addoption("--gpus-per-node", type=_positive_int, default=None, dest="gpus_per_node",
+    g.addoption("--gpus-per-node", type=positive_int, default=None, dest="gpus_per_node",
                 help="devices per node (GPUs; on a CPU node, worker processes). Default: GPUs found, else 1")
     g.addoption("--backend", default="ddp", help="launch backend (ddp: PyTorch DDP via torchrun)")
     g.addoption("--model", type=_csv, default=None,
                 help="models to train, comma-separated (default: every model of the backend)")
     g.addoption("--precision", type=_csv, default=None,
                 help=f"precisions, comma-separated from {', '.join(PRECISIONS)} (default: all)")
-    g.addoption("--batch-size", type=_positive_int, default=None, dest="batch_size",
+    g.addoption("--batch-size", type=positive_int, default=None, dest="batch_size",
                 help="samples per device per step (default: the hardware profile's, per model)")
-    g.addoption("--image-size", type=_positive_int, default=None, dest="image_size",
+    g.addoption("--image-size", type=positive_int, default=None, dest="image_size",
                 help="image side in pixels (default: the hardware profile's, per model)")
-    g.addoption("--repeats", type=_positive_int, default=None,
+    g.addoption("--repeats", type=positive_int, default=None,
                 help="separate runs per case; mean and median are taken over them")
-    g.addoption("--warmup-iters", type=_non_negative_int, default=None, dest="warmup_iters",
+    g.addoption("--warmup-iters", type=non_negative_int, default=None, dest="warmup_iters",
                 help="steps run before the measured window")
-    g.addoption("--iters", type=_positive_int, default=None, help="steps in the measured window")
+    g.addoption("--iters", type=positive_int, default=None, help="steps in the measured window")
     g.addoption("--dlperf-dryrun", action="store_true", default=False, dest="dlperf_dryrun",
                 help="print the exact per-node commands of every case; train nothing")
     g.addoption("--dlperf-report", default=None, dest="dlperf_report", metavar="DIR",
                 help="directory for results.json and run logs (default .dlperf/reports/<time>)")
-    g.addoption("--dlperf-timeout", type=_positive_float, default=900.0, dest="dlperf_timeout",
+    g.addoption("--dlperf-timeout", type=positive_seconds, default=900.0, dest="dlperf_timeout",
                 help="seconds one run may take before every process is killed (default 900)")
 
 

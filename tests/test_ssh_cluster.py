@@ -21,28 +21,11 @@ from pytest_dlperf.clusters.local import detect_gpus
 from pytest_dlperf.clusters.ssh import SSHCluster
 from pytest_dlperf.clusters.ssh_connect import SSHSettings
 
+from .procs import tagged_pids as tagged
 from .sshd import address_block, keygen
 
 HOSTILE = ["a b", "it's", 'say "hi"', "`id`", "x; exit 7", "&&", "|", "*", "~", "new\nline", "$HOME", "\\", ""]
 
-
-def tagged(tag: str) -> list[int]:
-    """Live (not zombie) processes whose environment holds DLPERF_RUN_TAG=tag."""
-    want = f"DLPERF_RUN_TAG={tag}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                env = fh.read().split(b"\0")
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                zombie = fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-        except OSError:
-            continue
-        if want in env and not zombie:
-            found.append(int(entry))
-    return found
 
 
 def wait_for(predicate, timeout: float, what: str) -> float:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ..options import non_negative_int, positive_seconds
 from .base import ClusterError
 from .hosts import HOSTFILE_FORM, HOSTS_FORM, HostSpec, parse_hostfile, parse_hosts
 from .ssh import SSHCluster
@@ -18,20 +19,6 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return int(text)
 
 
 def _hosts(text: str) -> str:
@@ -82,9 +69,9 @@ def add_ssh_options(parser: pytest.Parser) -> None:
     g.addoption("--ssh-workdir", default=None, dest="ssh_workdir", metavar="DIR",
                 help="directory on the nodes for per-run directories (default /tmp/pytest-dlperf-<user>; "
                      "relative paths are under the login's home)")
-    g.addoption("--ssh-connect-timeout", type=_seconds, default=10.0, dest="ssh_connect_timeout",
+    g.addoption("--ssh-connect-timeout", type=positive_seconds, default=10.0, dest="ssh_connect_timeout",
                 help="seconds to wait for a node to answer (default 10)")
-    g.addoption("--ssh-retries", type=_count, default=3, dest="ssh_retries",
+    g.addoption("--ssh-retries", type=non_negative_int, default=3, dest="ssh_retries",
                 help="extra connection attempts after a network error, with doubling backoff (default 3)")
 
 
