@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Measure the baseline gate's false-alarm and detection rates with real training runs on this machine.
+
+What it does
+  1. Collects pools of real per-run throughputs of the suite's own workload (torch_ddp.py under
+     torchrun, one worker pinned to one core with taskset, the CPU profile's resnet50 fp32 bs8
+     64px, 2 warm-up + 6 measured steps), for four conditions: a baseline pool, an identical-code
+     pool, and pools with a planted slow-down of 5% and 10%. Runs are taken in blocks of one run
+     per condition, the order rotated per block, so that load from other users of the machine
+     falls on every condition alike.
+  2. For each condition and repeat count N, builds trials: a "session" of N runs judged by
+     gate.judge against a baseline of N runs. Trials come from disjoint runs when the pools hold
+     enough (trials x N each), otherwise each trial draws N runs without replacement from each pool
+     (resampled: trials share runs, so they are not independent; the output says which).
+  3. Prints, per condition and N, how often the gate said regression / noisy / pass with Wilson 95%
+     intervals, and the slow-down actually achieved (ratio of pool medians, bootstrap 95% CI).
+
+How the slow-down is planted
+  The workload honours DLPERF_PLANT_SLOWDOWN=d: after each step's compute, inside the timed region,
+  the rank sleeps d/(1-d) x that step's compute time, so its throughput becomes (1-d) x what it
+  would have been. Nothing else in the run changes.
+
+Usage: python3 benchmarks/gate_power.py --pool 24 --pools-file /tmp/gate_pools.json
+(4 x pool runs of about 8 s each; --pool 24 takes about 13 minutes). --analyze-only re-reads a
+saved pools file and prints the figures again (e.g. with other --repeats or --tolerance).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from filelock import FileLock
+from scipy import stats
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pytest_dlperf import metrics  # noqa: E402
+from pytest_dlperf.reporting import atomic_write_text  # noqa: E402
+from pytest_dlperf.runner import parse_steps  # noqa: E402
+
+WORKLOAD = ROOT / "pytest_dlperf" / "workloads" / "torch_ddp.py"
+# The lock LocalCluster.lease() holds around each dlperf run on this machine: taking it per run
+# means this script takes turns with pytest-dlperf sessions instead of competing with them.
+LEASE = Path(tempfile.gettempdir()) / "pytest-dlperf-local.lock"
+CONDITIONS = {"baseline": 0.0, "identical": 0.0, "slow5": 0.05, "slow10": 0.10}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The one case every run measures (the CPU profile's 1n1g resnet50 case by default)."""
+
+    model: str = "resnet50"
+    precision: str = "fp32"
+    batch_size: int = 8
+    image_size: int = 64
+    warmup_iters: int = 2
+    iters: int = 6
+    core: int = 0
+
+
+def run_once(w: Workload, slowdown: float, timeout: float = 300.0) -> tuple[float, list[float]]:
+    """One real training run: the suite's throughput metric (samples / wall s of the window) and its step times."""
+    with tempfile.TemporaryDirectory(prefix="gate-power-") as tmp:
+        out = Path(tmp) / "steps.jsonl"
+        argv = ["taskset", "-c", str(w.core), sys.executable, "-m", "torch.distributed.run",
+                "--standalone", "--nproc_per_node", "1", str(WORKLOAD),
+                "--model", w.model, "--precision", w.precision, "--batch-size", str(w.batch_size),
+                "--image-size", str(w.image_size), "--warmup-iters", str(w.warmup_iters),
+                "--iters", str(w.iters), "--threads", "1", "--output", str(out)]
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "DLPERF_PLANT_SLOWDOWN": repr(slowdown)}
+        with FileLock(str(LEASE)):
+            proc = subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"run failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        _, steps = parse_steps(out)
+        return (metrics.throughput(steps, w.warmup_iters, w.iters),
+                metrics.step_times(steps, w.warmup_iters, w.iters))
+
+
+def collect(w: Workload, pool: int, path: Path) -> dict:
+    """Fill every condition's pool to ``pool`` runs in rotated blocks; saves after every run (resumable)."""
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    if doc and doc["workload"] != w.__dict__:
+        raise SystemExit(f"{path} holds runs of another workload {doc['workload']}; use another --pools-file")
+    doc.setdefault("workload", w.__dict__)
+    doc.setdefault("plant", "DLPERF_PLANT_SLOWDOWN=d: sleep d/(1-d) x step compute inside the timed region")
+    runs = doc.setdefault("runs", {c: [] for c in CONDITIONS})
+    names = list(CONDITIONS)
+    block = min(len(runs[c]) for c in names)
+    t_start = time.monotonic()
+    while block < pool:
+        order = names[block % len(names):] + names[:block % len(names)]
+        for cond in order:
+            if len(runs[cond]) > block:
+                continue
+            tput, steps = run_once(w, CONDITIONS[cond])
+            runs[cond].append({"throughput": tput, "block": block, "time": time.time(), "step_times": steps})
+            atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+        block += 1
+        done = sum(len(v) for v in runs.values())
+        el = time.monotonic() - t_start
+        print(f"  block {block}/{pool}: {done} runs, {el:.0f}s elapsed; last "
+              + ", ".join(f"{c}={runs[c][-1]['throughput']:.2f}" for c in names), flush=True)
+    return doc
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """Wilson score 95% interval for k successes in n trials (scipy's binomtest)."""
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return ci.low, ci.high
+
+
+def ratio_ci(slow: list[float], base: list[float], seed: int = 0, n_boot: int = 4000) -> tuple[float, float, float]:
+    """Achieved throughput ratio (median slow / median base) with a bootstrap 95% interval."""
+    rng = np.random.default_rng(seed)
+    s, b = np.asarray(slow), np.asarray(base)
+    boots = [np.median(rng.choice(s, s.size)) / np.median(rng.choice(b, b.size)) for _ in range(n_boot)]
+    return float(np.median(s) / np.median(b)), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
+
+
+Pair = tuple[list[float], list[float]]
+
+
+def disjoint_sessions(base: list[float], cond: list[float], n: int) -> list[Pair]:
+    """Independent trials: chunk i of the condition (n consecutive runs, one session) against a
+    baseline chunk taken half the collection later, so drift between sessions counts too."""
+    k = min(len(base), len(cond)) // n
+    if k < 2:
+        return []
+    return [(cond[i * n:(i + 1) * n], base[((i + k // 2) % k) * n:((i + k // 2) % k + 1) * n]) for i in range(k)]
+
+
+def resampled_sessions(base: list[float], cond: list[float], n: int, count: int, rng: random.Random) -> list[Pair]:
+    """Trials drawing n runs without replacement from each pool: more trials, but they share runs."""
+    return [(rng.sample(cond, n), rng.sample(base, n)) for _ in range(count)]
+
+
+def entry_for(samples: list[float], w: Workload):
+    """A baseline entry built from N baseline runs, as --update-baselines would record it."""
+    from pytest_dlperf.baselines.store import Entry
+
+    return Entry.from_samples(model=w.model, precision=w.precision, batch_size=w.batch_size,
+                              image_size=w.image_size, backend="ddp", topology="1n1g",
+                              throughputs=samples, tolerance=None, versions={}, source="recorded")
+
+
+def rates(pairs: list[Pair], w: Workload, tol: float, cv_bound: float, alpha: float) -> tuple[int, int, int]:
+    """(regressions, noisy, trials) when gate.judge judges every pair."""
+    from pytest_dlperf.baselines.gate import judge
+
+    verdicts = [judge(m, entry_for(b, w), tol, cv_bound=cv_bound, alpha=alpha).status for m, b in pairs]
+    return verdicts.count("regression"), verdicts.count("noisy"), len(verdicts)
+
+
+def cell(k: int, n: int) -> str:
+    lo, hi = wilson(k, n)
+    return f"{k:2d}/{n:<3d} {k / n:4.0%} [{lo:3.0%},{hi:4.0%}]"
+
+
+def analyze(doc: dict, repeats: list[int], count: int, tol: float, cv_bound: float, alpha: float,
+            seed: int, sweep: list[int]) -> list[dict]:
+    """Judge every trial; print the pools, one line per condition and N, and a repeats x tolerance sweep."""
+    w = Workload(**doc["workload"])
+    runs = {c: [r["throughput"] for r in doc["runs"][c]] for c in CONDITIONS}
+    base = runs["baseline"]
+    print("\npools (real runs per condition; throughput in samples/s):")
+    for c, xs in runs.items():
+        cv = float(np.std(xs, ddof=1) / np.mean(xs)) if len(xs) > 1 else float("nan")
+        line = f"  {c:9s} runs={len(xs):3d} median={np.median(xs):7.3f} run-to-run CV={cv:5.1%}"
+        if c != "baseline":
+            r, lo, hi = ratio_ci(xs, base, seed)
+            line += f"  ratio to baseline {r:.3f} (bootstrap 95% CI {lo:.3f}-{hi:.3f})"
+        print(line)
+    robust = [w.batch_size / float(np.median(r["step_times"])) for r in doc["runs"]["baseline"] if r.get("step_times")]
+    if len(robust) > 1:
+        print(f"  (baseline runs' throughput from their median step time instead: run-to-run CV "
+              f"{np.std(robust, ddof=1) / np.mean(robust):.1%}; the suite's metric is samples / wall time)")
+    print(f"\ngate.judge: tolerance {tol:.0%}, CV bound {cv_bound:.0%}, alpha {alpha}; "
+          "counts with Wilson 95% intervals")
+    print("  disjoint = independent sessions of N consecutive runs, each against a baseline of N runs taken")
+    print("             half the collection apart; resampled = N runs drawn from each pool per trial (trials")
+    print("             share runs, so their intervals are too narrow)")
+    print(f"  {'condition':9s} {'N':>2s} {'mode':9s} {'regression':>24s} {'noisy':>24s} {'fails CI (reg+noisy)':>24s}")
+    rows = []
+    for n in repeats:
+        for c in ("identical", "slow5", "slow10"):
+            rng = random.Random(f"{seed}-{c}-{n}")
+            for mode, pairs in (("disjoint", disjoint_sessions(base, runs[c], n)),
+                                ("resampled", resampled_sessions(base, runs[c], n, count, rng))):
+                if not pairs:
+                    continue
+                k_reg, k_noisy, t = rates(pairs, w, tol, cv_bound, alpha)
+                print(f"  {c:9s} {n:2d} {mode:9s} {cell(k_reg, t):>24s} {cell(k_noisy, t):>24s} "
+                      f"{cell(k_reg + k_noisy, t):>24s}")
+                rows.append({"condition": c, "repeats": n, "mode": mode, "trials": t, "regression": k_reg,
+                             "noisy": k_noisy})
+    if sweep:
+        combos = [(tol, cv_bound)] + [c for c in ((0.03, cv_bound), (tol, 0.15), (tol, 0.20)) if c != (tol, cv_bound)]
+        print("\nsweep (500 resampled trials each, rates only): identical code failing CI (of which regression)"
+              " / 5% caught / 10% caught")
+        print("  " + f"{'N':>3s} " + " ".join(f"{f'tol {t:.0%}, CV bound {c:.0%}':>26s}" for t, c in combos))
+        for n in sweep:
+            if 2 * n > len(base):
+                continue
+            cells = []
+            for t, cb in combos:
+                out = []
+                for c in ("identical", "slow5", "slow10"):
+                    rng = random.Random(f"sweep-{seed}-{c}-{n}")
+                    reg, noisy, total = rates(resampled_sessions(base, runs[c], n, 500, rng), w, t, cb, alpha)
+                    out.append(f"{(reg + noisy) / total:.0%} ({reg / total:.0%})" if c == "identical"
+                               else f"{reg / total:.0%}")
+                cells.append(" / ".join(out))
+            print(f"  {n:3d} " + " ".join(f"{x:>26s}" for x in cells))
+    return rows
+
+
+def verdict_lines(rows: list[dict]) -> None:
+    """Targets: <= 1 false alarm in 20 identical runs; a 10% slow-down caught >= 19 in 20."""
+    print("\ntargets: <= 1 false alarm in 20 identical sessions (regression or noisy, both fail CI); "
+          "a 10% slow-down caught >= 19 in 20")
+    for r in rows:
+        head = f"  N={r['repeats']} {r['mode']:9s}:"
+        if r["condition"] == "identical":
+            rate = (r["regression"] + r["noisy"]) / r["trials"]
+            print(f"{head} false alarms {rate:4.0%} -> {'met' if rate <= 0.05 else 'NOT met'}")
+        elif r["condition"] == "slow10":
+            rate = r["regression"] / r["trials"]
+            print(f"{head} 10% caught {rate:4.0%} -> {'met' if rate >= 0.95 else 'NOT met'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--pool", type=int, default=24, help="runs per condition (4 conditions, ~8 s per run)")
+    p.add_argument("--trials", type=int, default=20, help="trials per condition and repeat count")
+    p.add_argument("--repeats", type=int, nargs="+", default=[3, 5], help="runs per session and per baseline")
+    p.add_argument("--tolerance", type=float, default=None, help="default: the CPU profile's default")
+    p.add_argument("--cv-bound", type=float, default=None, help="default: the gate's default")
+    p.add_argument("--alpha", type=float, default=None, help="default: the gate's default")
+    p.add_argument("--pools-file", type=Path, default=Path(tempfile.gettempdir()) / "gate_power_pools.json",
+                   help="where runs are saved (collection resumes from it)")
+    p.add_argument("--analyze-only", action="store_true", help="judge the saved pools; run nothing")
+    p.add_argument("--core", type=int, default=0)
+    p.add_argument("--iters", type=int, default=Workload.iters, help="measured steps per run (suite CPU default 6)")
+    p.add_argument("--warmup-iters", type=int, default=Workload.warmup_iters)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--sweep", type=int, nargs="*", default=[3, 5, 8, 10],
+                   help="repeat counts for the repeats x tolerance sweep (empty: none)")
+    a = p.parse_args(argv)
+    w = Workload(core=a.core, iters=a.iters, warmup_iters=a.warmup_iters)
+    if not a.analyze_only:
+        print(f"collecting {a.pool} runs per condition ({4 * a.pool} runs) into {a.pools_file}; "
+              f"workload {w}", flush=True)
+        doc = collect(w, a.pool, a.pools_file)
+    else:
+        doc = json.loads(a.pools_file.read_text())
+    from pytest_dlperf.baselines import gate
+    from pytest_dlperf.baselines.profile import default_tolerances
+
+    tol = a.tolerance if a.tolerance is not None else default_tolerances("cpu").throughput
+    cv_bound = a.cv_bound if a.cv_bound is not None else gate.DEFAULT_CV_BOUND
+    alpha = a.alpha if a.alpha is not None else gate.DEFAULT_ALPHA
+    print(f"\nslow-down planted with {doc['plant']}")
+    rows = analyze(doc, a.repeats, a.trials, tol, cv_bound, alpha, a.seed, a.sweep)
+    verdict_lines(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+"""Baselines: the per-profile store, the profile rule and the noise-aware regression gate."""
+from __future__ import annotations
+
+from .gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, Verdict, judge, judge_scalar, resolve_tolerances
+from .profile import check_profile_name, default_tolerances, detect_profile
+from .report import verdict_table
+from .store import SCHEMA, BaselineError, BaselineFile, BaselineStore, Entry, Tolerances
+
+__all__ = [
+    "DEFAULT_ALPHA", "DEFAULT_CV_BOUND", "SCHEMA", "BaselineError", "BaselineFile", "BaselineStore",
+    "Entry", "Tolerances", "Verdict", "check_profile_name", "default_tolerances", "detect_profile",
+    "judge", "judge_scalar", "resolve_tolerances", "verdict_table",
+]

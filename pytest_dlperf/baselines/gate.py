@@ -1,0 +1,240 @@
+"""The regression gate: direction-aware, noise-aware judgement of a case against its baseline.
+
+Rule for throughput (the repeats of both sides are judged, not one number):
+
+- ratio = median(measured) / median(baseline). Higher is better; a median at or above the
+  baseline's never fails.
+- Significance of a drop (``significance.py``): the exact one-sided Mann-Whitney U test on the
+  per-repeat throughputs, with the distribution-free bounds of the ratio that invert it. At the
+  suite's default of 3 repeats per side its smallest p-value is exactly 1/20 = 0.05: at alpha
+  0.05 the drop is significant when every measured run is slower than every baseline run, whatever
+  the shape of the noise, so one disturbed run can neither fake nor hide much. Where the rank test
+  cannot reach alpha (2 vs 2, a single run against a few, a published baseline without per-run
+  figures) a Student t on the log throughputs decides instead; the message names the test.
+- REGRESSION when ratio < 1 - tolerance AND the drop is significant at alpha. A drop beyond the
+  tolerance that is not significant passes, and says so.
+- NOISY when the robust coefficient of variation (1.4826 x median absolute deviation / median,
+  the usual CV for normal noise) of either side is above ``cv_bound``, the measured median is
+  below the baseline's, and the bounds do not rule out a drop beyond the tolerance (the lower
+  bound is below 1 - tolerance): the runs disagree too much to say the case holds. The caller
+  fails it in CI by default. The robust CV is used because the median and the rank test already
+  discount a single disturbed run (another job on the core), which would blow up the plain CV;
+  the message gives both.
+- IMPROVEMENT when ratio > 1 + tolerance: passes, "faster than baseline by N%: consider
+  --update-baselines".
+- With one run on each side there is no spread: the tolerance alone decides, and the note says so.
+
+Speedup and efficiency are single numbers on each side: ``judge_scalar`` applies the tolerance
+(their own) in the same direction-aware way.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from .significance import Significance, rank_test, significant, t_test
+from .store import METRICS, Entry, Tolerances
+
+DEFAULT_ALPHA = 0.05
+DEFAULT_CV_BOUND = 0.10
+STATUSES = ("pass", "regression", "improvement", "noisy", "missing")
+UNITS = {"throughput": "samples/s", "speedup": "x", "efficiency": ""}
+
+
+@dataclass
+class Verdict:
+    """The gate's judgement of one case and metric, with every number a reviewer needs."""
+
+    status: str
+    case: str
+    metric: str
+    tolerance: float
+    message: str
+    rule: str
+    measured_median: float | None = None
+    measured_cv: float | None = None  # standard deviation / mean
+    measured_robust_cv: float | None = None  # 1.4826 x MAD / median: decides "noisy"
+    measured_n: int = 0
+    baseline_median: float | None = None
+    baseline_cv: float | None = None
+    baseline_robust_cv: float | None = None
+    baseline_n: int = 0
+    baseline_source: str = ""
+    change: float | None = None  # measured / baseline - 1
+    test: str = ""  # the test that decided significance
+    p_value: float | None = None  # its one-sided p, H1: measured is slower
+    mannwhitney_p: float | None = None
+    t_p: float | None = None
+    interval: tuple[float, float] | None = None  # one-sided bounds of measured / baseline
+    confidence: float | None = None  # of each one-sided bound
+
+    def fails(self, noisy_fails: bool = True) -> bool:
+        """Whether this verdict fails its test: a regression, and by default a noisy case."""
+        return self.status == "regression" or (noisy_fails and self.status == "noisy")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["interval"] = list(self.interval) if self.interval else None
+        return d
+
+
+def _cv(xs: Sequence[float]) -> float | None:
+    """Coefficient of variation (sample standard deviation / mean); None below two values."""
+    if len(xs) < 2:
+        return None
+    return statistics.stdev(xs) / statistics.fmean(xs)
+
+
+def _robust_cv(xs: Sequence[float]) -> float | None:
+    """1.4826 x median absolute deviation / median (equals the CV for normal noise); None below two values."""
+    if len(xs) < 2:
+        return None
+    med = statistics.median(xs)
+    return 1.4826 * statistics.median([abs(x - med) for x in xs]) / med
+
+
+def _fmt(v: float, metric: str) -> str:
+    unit = UNITS[metric]
+    return f"{v:.4g}{' ' + unit if unit else ''}"
+
+
+def _side(label: str, median: float, cv: float | None, rcv: float | None, n: int, metric: str,
+          extra: str = "") -> str:
+    spread = f"CV {cv:.1%}, robust CV {rcv:.1%}, " if cv is not None and rcv is not None else ""
+    return f"{label} median {_fmt(median, metric)} ({spread}n={n}{extra})"
+
+
+def _provenance(baseline: Entry, has_runs: bool) -> str:
+    """Where the baseline figure comes from, for the message."""
+    if baseline.published:
+        return f", {baseline.source}" + ("" if has_runs else "; no per-run figures, spread taken as zero")
+    if baseline.recorded_at:
+        vers = ", ".join(f"{k} {v}" for k, v in sorted(baseline.versions.items()))
+        return f", recorded {baseline.recorded_at}" + (f" with {vers}" if vers else "")
+    return ""
+
+
+def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | Tolerances, *,
+          metric: str = "throughput", cv_bound: float = DEFAULT_CV_BOUND, alpha: float = DEFAULT_ALPHA,
+          case: str | None = None, missing_reason: str = "") -> Verdict:
+    """Judge per-repeat measurements against a baseline entry; see the module doc for the rule."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+    tol = tolerance.get(metric) if isinstance(tolerance, Tolerances) else float(tolerance)
+    if not 0 <= tol < 1:
+        raise ValueError(f"tolerance {tol!r}: expected a fraction in [0, 1)")
+    xs = [float(x) for x in measured]
+    if not xs or any(not (x > 0 and math.isfinite(x)) for x in xs):
+        raise ValueError(f"measured values must be positive numbers, got {xs!r}")
+    name = case or (baseline.key if baseline else "?")
+    m_med, m_cv = statistics.median(xs), _cv(xs)
+    if baseline is None:
+        why = missing_reason or "no baseline; record one with --update-baselines"
+        return Verdict("missing", name, metric, tol, f"{name} {metric}: {why}", "no baseline",
+                       measured_median=m_med, measured_cv=m_cv, measured_n=len(xs))
+    b_raw = list(baseline.throughputs) if metric == "throughput" else []
+    b_med = baseline.median if metric == "throughput" else getattr(baseline, metric)
+    if b_med is None:
+        return Verdict("missing", name, metric, tol, f"{name} {metric}: the baseline entry has no {metric}",
+                       f"no baseline {metric}", measured_median=m_med, measured_cv=m_cv, measured_n=len(xs),
+                       baseline_source=baseline.source)
+    b_cv, b_rcv, m_rcv = _cv(b_raw), _robust_cv(b_raw), _robust_cv(xs)
+    ratio = m_med / b_med
+    change = ratio - 1
+    rank = rank_test(xs, b_raw, alpha) if b_raw else None
+    tt = t_test(xs, b_raw, b_med, alpha)
+    test: Significance | None = rank or tt
+    lo, hi = (test.low, test.high) if test else (None, None)
+    noisy_side = [s for s, cv in (("measured", m_rcv), ("baseline", b_rcv)) if cv is not None and cv > cv_bound]
+    cvs = ", ".join(f"{s} robust CV {(m_rcv if s == 'measured' else b_rcv):.1%}" for s in noisy_side)
+    below = ratio < 1 - tol
+
+    if below and test is not None and significant(test, alpha):
+        status = "regression"
+        rule = (f"median below baseline x (1 - {tol:g}) and the drop is significant "
+                f"({test.name} p={test.p:.3g} <= {alpha:g})")
+    elif below and test is None:
+        status = "regression"
+        rule = (f"median below baseline x (1 - {tol:g}); no spread to judge (a single run against a single "
+                f"figure): the tolerance alone decides")
+    elif noisy_side and ratio < 1 and (lo is None or lo < 1 - tol):
+        status = "noisy"
+        rule = (f"too noisy to judge: {cvs} above the bound {cv_bound:.0%}, and the bounds do not "
+                f"rule out a drop beyond {tol:.0%}")
+    elif below:
+        status = "pass"
+        rule = (f"median below baseline x (1 - {tol:g}) but the drop is not significant given the spread "
+                f"({test.name} p={test.p:.3g} > {alpha:g}): not called a regression")
+    elif ratio > 1 + tol:
+        status = "improvement"
+        rule = f"faster than baseline by {change:.1%}: consider --update-baselines"
+    else:
+        status = "pass"
+        rule = f"within tolerance: median at or above baseline x (1 - {tol:g})"
+    if noisy_side and status in ("pass", "improvement"):
+        rule += f" ({cvs} above the bound {cv_bound:.0%}, but a median not below the baseline's never fails)"
+
+    b_extra = _provenance(baseline, bool(b_raw))
+    stats_txt = f"ratio {ratio:.3f}"
+    if test is not None:
+        stats_txt += (f", one-sided {test.confidence:.0%} bounds {lo:.3f}..{hi:.3f} ({test.name}); "
+                      + ", ".join(f"{t.name} p={t.p:.3g}" for t in (rank, tt) if t is not None))
+    head = {"pass": "OK", "regression": "REGRESSION", "improvement": "IMPROVEMENT", "noisy": "NOISY"}[status]
+    message = (f"{head} {name} {metric}: "
+               f"{_side('measured', m_med, m_cv, m_rcv, len(xs), metric)} vs "
+               f"{_side('baseline', b_med, b_cv, b_rcv, len(b_raw) or 1, metric, b_extra)}: "
+               f"{change:+.1%} (tolerance -{tol:.0%}); {stats_txt}. Rule: {rule}.")
+    return Verdict(status=status, case=name, metric=metric, tolerance=tol, message=message, rule=rule,
+                   measured_median=m_med, measured_cv=m_cv, measured_robust_cv=m_rcv, measured_n=len(xs),
+                   baseline_median=b_med, baseline_cv=b_cv, baseline_robust_cv=b_rcv,
+                   baseline_n=len(b_raw) or 1, baseline_source=baseline.source, change=change,
+                   test=test.name if test else "", p_value=test.p if test else None,
+                   mannwhitney_p=rank.p if rank else None, t_p=tt.p if tt else None,
+                   interval=(lo, hi) if test else None, confidence=test.confidence if test else None)
+
+
+def judge_scalar(measured: float | None, baseline: float | None, tolerance: float | Tolerances, *,
+                 metric: str, case: str, baseline_source: str = "recorded") -> Verdict:
+    """Speedup or efficiency: one number per side, judged on its own tolerance; higher never fails."""
+    if metric not in ("speedup", "efficiency"):
+        raise ValueError(f"judge_scalar is for speedup and efficiency, not {metric!r}")
+    tol = tolerance.get(metric) if isinstance(tolerance, Tolerances) else float(tolerance)
+    if measured is None or baseline is None:
+        why = "not measured in this session" if measured is None else "no baseline value"
+        return Verdict("missing", case, metric, tol, f"{case} {metric}: {why}", why,
+                       measured_median=measured, baseline_median=baseline, baseline_source=baseline_source)
+    ratio = measured / baseline
+    change = ratio - 1
+    if ratio < 1 - tol:
+        status, rule = "regression", f"{metric} below baseline x (1 - {tol:g})"
+    elif ratio > 1 + tol:
+        status, rule = "improvement", f"faster than baseline by {change:.1%}: consider --update-baselines"
+    else:
+        status, rule = "pass", f"within tolerance: {metric} at or above baseline x (1 - {tol:g})"
+    head = {"pass": "OK", "regression": "REGRESSION", "improvement": "IMPROVEMENT"}[status]
+    message = (f"{head} {case} {metric}: measured {measured:.3g} vs baseline {baseline:.3g} "
+               f"({baseline_source}): {change:+.1%} (tolerance -{tol:.0%}); single values, no spread. "
+               f"Rule: {rule}.")
+    return Verdict(status=status, case=case, metric=metric, tolerance=tol, message=message, rule=rule,
+                   measured_median=measured, measured_n=1, baseline_median=baseline, baseline_n=1,
+                   baseline_source=baseline_source, change=change)
+
+
+def resolve_tolerances(default: Tolerances, *layers: Mapping[str, float | None] | Tolerances | None) -> Tolerances:
+    """Tolerances in force: ``default`` (file or profile), then each layer in rising priority.
+
+    Typical order: entry's recorded tolerance, ``--tolerance`` for the run, the test's
+    ``@pytest.mark.dlperf(tolerance=...)``. A layer may give only some metrics.
+    """
+    out = default
+    for layer in layers:
+        if layer is None:
+            continue
+        values = layer.to_dict() if isinstance(layer, Tolerances) else dict(layer)
+        unknown = set(values) - set(METRICS)
+        if unknown:
+            raise ValueError(f"unknown tolerance metric(s) {', '.join(sorted(unknown))}; expected {', '.join(METRICS)}")
+        out = out.override(**values)
+    return out

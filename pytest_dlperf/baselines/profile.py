@@ -1,0 +1,107 @@
+"""Hardware profiles: which baseline file a machine's measurements are gated against.
+
+The rule (documented here and in ``detect_profile``):
+
+- GPU nodes: ``gpu-<G>x-<gpu model>`` with G the GPUs per node, e.g. ``gpu-8x-tesla-v100-sxm2-16gb``.
+- CPU nodes: ``cpu-<cpu model>-<C>c`` with C the cores a node's workers may use (the node's share:
+  the local cluster splits the machine between its nodes, and a worker's speed depends on its
+  share, not on the machine's total), e.g. ``cpu-amd-epyc-1c``.
+- Nodes that differ are joined with ``_`` in node order, so a mixed cluster never shares a file
+  with a uniform one.
+- Then the major version of each framework the backend trains with, e.g. ``-torch2``: a new
+  major version changes kernels and defaults, so its numbers are a new baseline. The number of
+  nodes is not part of the profile: the topology is part of each case's key.
+
+Model names are lower-cased, trademarks, "CPU", "Processor", "N-Core" and clock speeds removed,
+and anything but letters, digits, ``.`` and ``-`` turned into ``-``: the name is a file name.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..clusters.base import Node
+from .store import Tolerances
+
+# Frameworks whose major version matters per backend; a backend not listed keeps every one given.
+BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {"ddp": ("torch",)}
+
+_PROFILE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
+_NOISE = re.compile(
+    r"\(r\)|\(tm\)|\bcpu\b|\bprocessor\b|\b\d+-core\b|@\s*[\d.]+\s*[gm]hz|\bwith radeon graphics\b",
+    re.IGNORECASE,
+)
+_VERSION = re.compile(r"^\s*([A-Za-z][\w.-]*?)\s*(?:==|=|\s)\s*v?(\d+)(?:[.+\w-]*)\s*$")
+
+
+def slug(text: str) -> str:
+    """A hardware model name as a file-name-safe, lower-case word list: 'AMD EPYC 7B13' -> 'amd-epyc-7b13'."""
+    cleaned = _NOISE.sub(" ", text).lower()
+    return re.sub(r"[^a-z0-9.]+", "-", cleaned).strip("-.") or "unknown"
+
+
+def framework_majors(framework_versions: Sequence[str], backend: str) -> list[str]:
+    """['torch 2.13.0'] -> ['torch2'], kept to the frameworks the backend trains with."""
+    wanted = BACKEND_FRAMEWORKS.get(backend)
+    out = set()
+    for text in framework_versions:
+        m = _VERSION.match(text)
+        if not m:
+            raise ValueError(f"framework version {text!r}: expected 'name version' such as 'torch 2.13.0'")
+        name = slug(m.group(1))
+        if wanted is None or name in wanted:
+            out.add(f"{name}{int(m.group(2))}")
+    return sorted(out)
+
+
+def node_descriptor(node: Node, cpu_model: str | None = None) -> str:
+    """One node's hardware: 'gpu-8x-<gpu model>' or 'cpu-<cpu model>-<cores>c'."""
+    if node.gpus > 0:
+        return f"gpu-{node.gpus}x-{slug(node.extra.get('gpu_name', '') or 'unknown-gpu')}"
+    model = cpu_model or node.extra.get("cpu_model", "")
+    if not model:
+        from ..environment import cpu_model as local_cpu_model
+
+        model = local_cpu_model()
+    return f"cpu-{slug(model)}-{node.cpus}c"
+
+
+def detect_profile(nodes: Sequence[Node], backend: str, framework_versions: Sequence[str],
+                   cpu_model: str | None = None) -> str:
+    """The profile name of a cluster: its nodes' hardware plus the backend's framework majors.
+
+    ``cpu_model`` names the CPU of nodes that do not say (``node.extra['cpu_model']``); by default
+    this machine's, which is right for local nodes.
+    """
+    if not nodes:
+        raise ValueError("a profile needs at least one node")
+    parts: list[str] = []
+    for node in nodes:
+        d = node_descriptor(node, cpu_model)
+        if d not in parts:
+            parts.append(d)
+    name = "_".join(parts)
+    majors = framework_majors(framework_versions, backend)
+    if majors:
+        name += "-" + "-".join(majors)
+    return check_profile_name(name)
+
+
+def check_profile_name(name: str) -> str:
+    """A profile name is a file name: lower-case letters, digits, '.', '_' and '-'; else ValueError."""
+    if not _PROFILE_RE.match(name) or ".." in name:
+        raise ValueError(f"profile name {name!r}: use lower-case letters, digits, '.', '_' and '-' "
+                         "(it names the file <baseline-dir>/<profile>.json)")
+    return name
+
+
+def default_tolerances(profile: str) -> Tolerances:
+    """The built-in tolerances of a new profile file.
+
+    GPUs: 3% everywhere (DLPerf's repeated runs agree within about 1%). CPUs: 5% on throughput,
+    15% on speedup and efficiency, which are ratios of two medians judged without a spread and,
+    on a few shared cores, move by tens of percent between sessions.
+    """
+    if profile.startswith("cpu"):
+        return Tolerances(throughput=0.05, speedup=0.15, efficiency=0.15)
+    return Tolerances(throughput=0.03, speedup=0.03, efficiency=0.03)

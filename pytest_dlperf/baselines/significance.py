@@ -1,0 +1,109 @@
+"""Significance of a drop between two small sets of runs: exact Mann-Whitney and a t fallback.
+
+Both give a one-sided p-value that the measured runs are slower than the baseline runs, and
+one-sided (1 - alpha) lower and upper bounds for the ratio measured / baseline.
+
+- ``rank_test``: exact one-sided Mann-Whitney U (scipy) with the distribution-free bounds that
+  invert it (from the sorted run-by-run log ratios, as Hodges-Lehmann intervals are built). It
+  assumes nothing about the shape of the noise, so a single disturbed run cannot fake a drop.
+  It can only decide when its smallest attainable p-value, 1 / C(n_m + n_b, n_m), is at most
+  alpha: 3 vs 3 gives exactly 1/20 = 0.05, reached only when every measured run is slower than
+  every baseline run; 2 vs 2 (1/6) never reaches 0.05.
+- ``t_test``: Student t on the logarithms (pooled two-sample; one-sample against a baseline
+  median known without runs; a prediction for a single measured run), for the cases the rank
+  test cannot decide.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from scipy import stats
+
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Significance:
+    """One test's answer: p (one-sided, H1: measured slower) and bounds of measured / baseline."""
+
+    name: str
+    p: float
+    low: float
+    high: float
+    confidence: float
+
+
+@lru_cache(maxsize=256)
+def u_counts(m: int, n: int) -> tuple[int, ...]:
+    """How many orderings of m measured and n baseline runs give U = 0 .. m*n (U counts pairs
+    where the measured run is the faster one; no ties)."""
+    if m == 0 or n == 0:
+        return (1,)
+    out = [0] * (m * n + 1)
+    for u, c in enumerate(u_counts(m - 1, n)):  # the fastest run is a measured one: beats all n
+        out[u + n] += c
+    for u, c in enumerate(u_counts(m, n - 1)):  # the fastest run is a baseline one
+        out[u] += c
+    return tuple(out)
+
+
+def u_critical(m: int, n: int, alpha: float) -> int | None:
+    """Largest u with P(U <= u) <= alpha under no difference; None when U = 0 is already too likely."""
+    counts = u_counts(m, n)
+    total = sum(counts)
+    crit, cum = None, 0
+    for u, c in enumerate(counts):
+        cum += c
+        if cum / total > alpha + _EPS:
+            break
+        crit = u
+    return crit
+
+
+def rank_test(measured: Sequence[float], baseline: Sequence[float], alpha: float) -> Significance | None:
+    """Exact one-sided Mann-Whitney U and its bounds; None when it cannot reach alpha."""
+    k = u_critical(len(measured), len(baseline), alpha)
+    if k is None:
+        return None
+    p = float(stats.mannwhitneyu(measured, baseline, alternative="less").pvalue)
+    d = sorted(math.log(x) - math.log(y) for x in measured for y in baseline)
+    return Significance("Mann-Whitney U", p, math.exp(d[k]), math.exp(d[len(d) - 1 - k]), 1 - alpha)
+
+
+def t_test(measured: Sequence[float], baseline: Sequence[float], baseline_median: float,
+           alpha: float) -> Significance | None:
+    """Student t on log throughputs (pooled, one-sample or prediction); None without any spread."""
+    lm = [math.log(x) for x in measured]
+    nm, nb = len(lm), len(baseline)
+    if nm >= 2 and nb >= 2:
+        lb = [math.log(x) for x in baseline]
+        d = statistics.fmean(lm) - statistics.fmean(lb)
+        df = nm + nb - 2
+        sp2 = ((nm - 1) * statistics.variance(lm) + (nb - 1) * statistics.variance(lb)) / df
+        se = math.sqrt(sp2 * (1 / nm + 1 / nb))
+    elif nm >= 2:  # a baseline without runs (a published median): taken as exact
+        d = statistics.fmean(lm) - math.log(baseline_median)
+        df = nm - 1
+        se = statistics.stdev(lm) / math.sqrt(nm)
+    elif nb >= 2:  # one measured run: predicted from the baseline's spread
+        lb = [math.log(x) for x in baseline]
+        d = lm[0] - statistics.fmean(lb)
+        df = nb - 1
+        se = statistics.stdev(lb) * math.sqrt(1 + 1 / nb)
+    else:
+        return None
+    if se == 0:
+        p = 0.0 if d < 0 else (0.5 if d == 0 else 1.0)
+        return Significance("t-test", p, math.exp(d), math.exp(d), 1 - alpha)
+    p = float(stats.t.cdf(d / se, df))
+    half = float(stats.t.ppf(1 - alpha, df)) * se
+    return Significance("t-test", p, math.exp(d - half), math.exp(d + half), 1 - alpha)
+
+
+def significant(test: Significance, alpha: float) -> bool:
+    """p at most alpha (with a hair of slack: 3 vs 3 Mann-Whitney gives exactly 0.05)."""
+    return test.p <= alpha + _EPS

@@ -1,0 +1,397 @@
+"""The baseline store: ``<dir>/<profile>.json``, one file per hardware profile, schema-versioned.
+
+Reads validate everything and raise ``BaselineError`` naming the file, what is wrong and how to
+fix it. ``update`` re-reads the file under ``<file>.lock``, merges (every other entry is kept),
+and replaces the file atomically, so concurrent pytest-xdist workers lose nothing; a file that
+does not read cleanly is never written over.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from ..reporting import atomic_write_text
+from ..specs import CaseSpec, Topology
+
+SCHEMA = 1
+METRICS = ("throughput", "speedup", "efficiency")
+LOCK_TIMEOUT = 120.0
+_FIX = "the file was not modified; fix it by hand, or move it away and record again with --update-baselines"
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be used: the message names the file, the problem and the fix."""
+
+    def __init__(self, path: Path | str, problem: str, fix: str = _FIX) -> None:
+        self.path, self.problem, self.fix = Path(path), problem, fix
+        super().__init__(f"baseline file {path}: {problem} ({fix})")
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+class _Reader:
+    """Typed field access with errors that say where in the file the bad value sits."""
+
+    def __init__(self, path: Path, data: Mapping[str, Any], where: str) -> None:
+        self.path, self.data, self.where = path, data, where
+
+    def fail(self, name: str, problem: str) -> BaselineError:
+        return BaselineError(self.path, f"{self.where}{name!r} {problem}")
+
+    def get(self, name: str, kind: str, required: bool = True) -> Any:
+        if name not in self.data:
+            if required:
+                raise self.fail(name, "is missing")
+            return None
+        v = self.data[name]
+        if v is None and not required:
+            return None
+        checks = {
+            "str": isinstance(v, str) and v != "",
+            "text": isinstance(v, str),
+            "int": isinstance(v, int) and not isinstance(v, bool) and v > 0,
+            "number": _is_number(v) and v > 0,
+            "number0": _is_number(v) and v >= 0,
+            "dict": isinstance(v, dict),
+            "list": isinstance(v, list),
+        }
+        if not checks[kind]:
+            want = {"str": "a non-empty string", "text": "a string", "int": "a whole number >= 1",
+                    "number": "a number > 0", "number0": "a number >= 0", "dict": "an object",
+                    "list": "a list"}[kind]
+            raise self.fail(name, f"must be {want}, not {json.dumps(v)[:60]}")
+        return v
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Allowed relative drop per metric before the gate calls it a regression (0.05 = 5%)."""
+
+    throughput: float = 0.05
+    speedup: float = 0.05
+    efficiency: float = 0.05
+
+    def __post_init__(self) -> None:
+        for name in METRICS:
+            v = getattr(self, name)
+            if not (_is_number(v) and 0 <= v < 1):
+                raise ValueError(f"tolerance {name}={v!r}: expected a fraction in [0, 1)")
+
+    def get(self, metric: str) -> float:
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+        return float(getattr(self, metric))
+
+    def override(self, **values: float | None) -> Tolerances:
+        """A copy with the given metrics replaced (None keeps the current value)."""
+        return Tolerances(**{m: values[m] if values.get(m) is not None else getattr(self, m) for m in METRICS})
+
+    def to_dict(self) -> dict[str, float]:
+        return {m: getattr(self, m) for m in METRICS}
+
+    @classmethod
+    def read(cls, r: _Reader, name: str, required: bool) -> Tolerances | None:
+        d = r.get(name, "dict", required)
+        if d is None:
+            return None
+        sub = _Reader(r.path, d, f"{r.where}{name}.")
+        bad = sorted(set(d) - set(METRICS))
+        if bad:
+            raise sub.fail(bad[0], f"is not a metric; expected {', '.join(METRICS)}")
+        values = {m: sub.get(m, "number0") for m in METRICS}
+        try:
+            return cls(**values)
+        except ValueError as exc:
+            raise BaselineError(r.path, f"{r.where}{name}: {exc}") from None
+
+
+@dataclass
+class Entry:
+    """One case's baseline: its figures, raw per-repeat throughputs, tolerance and provenance."""
+
+    model: str
+    precision: str
+    batch_size: int
+    image_size: int
+    backend: str
+    topology: str
+    median: float
+    mean: float | None = None
+    throughputs: list[float] = field(default_factory=list)  # raw per repeat; empty when unpublished
+    speedup: float | None = None
+    efficiency: float | None = None
+    tolerance: Tolerances | None = None
+    recorded_at: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    source: str = "recorded"  # or "published: <citation>"
+    extra: dict[str, Any] = field(default_factory=dict)  # other fields, kept as they are
+
+    @property
+    def case(self) -> CaseSpec:
+        return CaseSpec(model=self.model, precision=self.precision, batch_size=self.batch_size,
+                        image_size=self.image_size, topology=Topology.parse(self.topology),
+                        backend=self.backend)
+
+    @property
+    def key(self) -> str:
+        """The same key as CaseSpec.key, e.g. ``ddp/resnet50-fp32-bs8-64px-2n1g``."""
+        return self.case.key
+
+    @property
+    def published(self) -> bool:
+        return self.source.startswith("published")
+
+    @classmethod
+    def from_samples(cls, *, model: str, precision: str, batch_size: int, image_size: int, backend: str,
+                     topology: str, throughputs: Sequence[float], tolerance: Tolerances | float | None,
+                     versions: Mapping[str, str], source: str = "recorded", speedup: float | None = None,
+                     efficiency: float | None = None, recorded_at: str | None = None) -> Entry:
+        """An entry from raw per-repeat throughputs: median and mean computed here."""
+        xs = [float(x) for x in throughputs]
+        if not xs:
+            raise ValueError("an entry needs at least one throughput")
+        if isinstance(tolerance, (int, float)):
+            tolerance = Tolerances(throughput=float(tolerance))
+        return cls(model=model, precision=precision, batch_size=batch_size, image_size=image_size,
+                   backend=backend, topology=topology, median=statistics.median(xs),
+                   mean=statistics.fmean(xs), throughputs=xs, speedup=speedup, efficiency=efficiency,
+                   tolerance=tolerance, recorded_at=recorded_at or _now(), versions=dict(versions),
+                   source=source)
+
+    @classmethod
+    def from_result(cls, result: Any, tolerance: Tolerances | None, versions: Mapping[str, str]) -> Entry:
+        """An entry recording a CaseResult (pytest_dlperf.results) as --update-baselines does."""
+        c = result.case
+        return cls.from_samples(model=c.model, precision=c.precision, batch_size=c.batch_size,
+                                image_size=c.image_size, backend=c.backend, topology=c.topology.name,
+                                throughputs=result.throughputs, tolerance=tolerance, versions=versions,
+                                speedup=result.speedup, efficiency=result.efficiency)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "model": self.model, "precision": self.precision, "batch_size": self.batch_size,
+            "image_size": self.image_size, "backend": self.backend, "topology": self.topology,
+            "median": self.median, "mean": self.mean, "throughputs": list(self.throughputs),
+            "speedup": self.speedup, "efficiency": self.efficiency,
+            "tolerance": self.tolerance.to_dict() if self.tolerance else None,
+            "recorded_at": self.recorded_at, "versions": dict(self.versions), "source": self.source,
+        }
+        d.update({k: v for k, v in self.extra.items() if k not in d})
+        return d
+
+    @classmethod
+    def from_dict(cls, key: str, d: Any, path: Path) -> Entry:
+        """Validate one entry of a file; BaselineError names the entry and the field."""
+        where = f"entries[{key!r}]."
+        if not isinstance(d, dict):
+            raise BaselineError(path, f"entries[{key!r}] must be an object")
+        r = _Reader(path, d, where)
+        tputs = r.get("throughputs", "list")
+        for i, x in enumerate(tputs):
+            if not (_is_number(x) and x > 0):
+                raise r.fail("throughputs", f"item {i} must be a number > 0, not {json.dumps(x)}")
+        versions = r.get("versions", "dict")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in versions.items()):
+            raise r.fail("versions", "must map names to version strings")
+        source = r.get("source", "str")
+        if source != "recorded" and not source.startswith("published:"):
+            raise r.fail("source", f"must be 'recorded' or 'published: <citation>', not {source!r}")
+        known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
+                 "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source"}
+        entry = cls(
+            model=r.get("model", "str"), precision=r.get("precision", "str"),
+            batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
+            backend=r.get("backend", "str"), topology=r.get("topology", "str"),
+            median=float(r.get("median", "number")), mean=r.get("mean", "number", required=False),
+            throughputs=[float(x) for x in tputs], speedup=r.get("speedup", "number", required=False),
+            efficiency=r.get("efficiency", "number", required=False),
+            tolerance=Tolerances.read(r, "tolerance", required=False),
+            recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,
+            extra={k: v for k, v in d.items() if k not in known},
+        )
+        try:
+            real_key = entry.key
+        except ValueError as exc:
+            raise r.fail("topology", str(exc)) from None
+        if real_key != key:
+            raise BaselineError(path, f"entry key {key!r} does not match its fields, which make {real_key!r}")
+        return entry
+
+
+@dataclass
+class BaselineFile:
+    """The contents of ``<profile>.json``; ``exists`` is False for a profile never recorded."""
+
+    path: Path
+    profile: str
+    description: str
+    default_tolerance: Tolerances
+    entries: dict[str, Entry] = field(default_factory=dict)
+    schema: int = SCHEMA
+    exists: bool = True
+
+    def get(self, key: str) -> Entry | None:
+        return self.entries.get(key)
+
+    def tolerances_for(self, key: str) -> Tolerances:
+        """The entry's recorded tolerances, else the file's default."""
+        e = self.entries.get(key)
+        return e.tolerance if e is not None and e.tolerance is not None else self.default_tolerance
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema, "profile": self.profile, "description": self.description,
+            "default_tolerance": self.default_tolerance.to_dict(),
+            "entries": {k: self.entries[k].to_dict() for k in sorted(self.entries)},
+        }
+
+    def to_json(self) -> str:
+        """Indented JSON with each list of numbers on one line, so a diff shows what changed."""
+        text = json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
+        return _NUMBER_LIST.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text) + "\n"
+
+
+_NUMBER_LIST = re.compile(r"\[\s*((?:-?[\d.eE+-]+,?\s*)+)\]")
+
+
+def _file_mode(path: Path) -> int:
+    """The mode a rewritten file keeps: its own, else what the umask gives a new file (not mkstemp's 0600)."""
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def parse(path: Path, text: str) -> BaselineFile:
+    """Parse and validate a baseline file's text; BaselineError says what is wrong and where."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise BaselineError(path, f"expected a JSON object at the top, found {type(data).__name__}")
+    if "schema" not in data:
+        raise BaselineError(path, "has no 'schema' field: not a pytest-dlperf baseline file")
+    if type(data["schema"]) is not int or data["schema"] != SCHEMA:
+        raise BaselineError(path, f"schema version {json.dumps(data['schema'])} is not one this pytest-dlperf "
+                                  f"reads (it reads schema {SCHEMA})",
+                            "the file was not modified; use the pytest-dlperf version that wrote it, "
+                            "or move it away and record again with --update-baselines")
+    r = _Reader(path, data, "")
+    profile = r.get("profile", "str")
+    if profile != path.stem:
+        raise BaselineError(path, f"'profile' says {profile!r} but the file is named for {path.stem!r}")
+    entries_raw = r.get("entries", "dict")
+    entries = {k: Entry.from_dict(k, v, path) for k, v in entries_raw.items()}
+    return BaselineFile(path=path, profile=profile, description=r.get("description", "text", required=False) or "",
+                        default_tolerance=Tolerances.read(r, "default_tolerance", required=True),
+                        entries=entries)
+
+
+class BaselineStore:
+    """A directory of baseline files, ``<directory>/<profile>.json``."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+
+    def path(self, profile: str) -> Path:
+        from .profile import check_profile_name
+
+        return self.directory / f"{check_profile_name(profile)}.json"
+
+    def profiles(self) -> list[str]:
+        """Profiles that have a file in the store."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(p.stem for p in self.directory.glob("*.json"))
+
+    def exists(self, profile: str) -> bool:
+        return self.path(profile).is_file()
+
+    def load(self, profile: str) -> BaselineFile:
+        """The profile's file; an empty, not-yet-existing one when there is none."""
+        path = self.path(profile)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            from .profile import default_tolerances
+
+            return BaselineFile(path=path, profile=profile, description="", exists=False,
+                                default_tolerance=default_tolerances(profile))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BaselineError(path, f"cannot be read: {exc}") from None
+        return parse(path, text)
+
+    def update(self, profile: str, entries: Mapping[str, Entry], description: str | None = None,
+               default_tolerance: Tolerances | None = None) -> BaselineFile:
+        """Merge ``entries`` into the profile's file under its lock; every other entry is kept.
+
+        ``description`` and ``default_tolerance`` are used when the file is created (and
+        replace the file's own when given). A file that does not read cleanly is left as it is.
+        """
+        path = self.path(profile)
+        for key, e in entries.items():
+            if e.key != key:
+                raise ValueError(f"entry filed under {key!r} is for case {e.key!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT)
+        try:
+            with lock:
+                current = self.load(profile)
+                current.entries.update(entries)
+                if description is not None:
+                    current.description = description
+                if default_tolerance is not None:
+                    current.default_tolerance = default_tolerance
+                text = current.to_json()
+                parse(path, text)  # never write what could not be read back
+                mode = _file_mode(path)
+                atomic_write_text(path, text)
+                os.chmod(path, mode)
+                current.exists = True
+                return current
+        except Timeout:
+            raise BaselineError(path, f"its lock {path}.lock was held for more than {LOCK_TIMEOUT:g}s",
+                                "another pytest session is updating it; retry when it is done") from None
+
+    def describe_missing(self, profile: str, key: str, named: bool = False) -> str:
+        """Why there is no baseline for a case, said plainly, with how to record one.
+
+        ``named``: the profile was given with --baseline-profile rather than detected.
+        """
+        path = self.path(profile)
+        if not path.is_file():
+            others = [p for p in self.profiles() if p != profile]
+            have = f" (baselines there are for: {', '.join(others)})" if others else ""
+            whose = f"profile {profile!r} named with --baseline-profile" if named else \
+                f"this machine's profile {profile!r}"
+            return (f"no baseline file for {whose}: {path} does not exist{have}. "
+                    f"Record one with --update-baselines, or gate against another profile's file with "
+                    f"--baseline-profile NAME.")
+        try:
+            entries = self.load(profile).entries
+        except BaselineError as exc:
+            return str(exc)
+        backends = sorted({e.backend for e in entries.values()})
+        what = (f"its {len(entries)} entries are for backend(s) {', '.join(backends)}" if entries
+                else "it has no entries")
+        return (f"{path} has no baseline for {key} ({what}). Record it with --update-baselines "
+                f"(other entries in the file are kept), or pick another file with --baseline-profile.")

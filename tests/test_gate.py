@@ -1,0 +1,310 @@
+"""The regression gate against hand-computed cases and against its stated error rates."""
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+from scipy import stats
+
+from pytest_dlperf.baselines import (
+    Entry,
+    Tolerances,
+    judge,
+    judge_scalar,
+    resolve_tolerances,
+    verdict_table,
+)
+from pytest_dlperf.specs import CaseSpec, Topology
+
+KEY = "ddp/resnet50-fp32-bs8-64px-1n1g"
+
+
+def base(*throughputs: float, source: str = "recorded", median: float | None = None) -> Entry:
+    """A baseline entry for the CPU profile's resnet50 1n1g case."""
+    if throughputs:
+        return Entry.from_samples(model="resnet50", precision="fp32", batch_size=8, image_size=64,
+                                  backend="ddp", topology="1n1g", throughputs=throughputs, tolerance=None,
+                                  versions={"torch": "2.13.0"}, source=source,
+                                  recorded_at="2026-11-20T10:00:00+00:00")
+    return Entry(model="resnet50", precision="fp32", batch_size=8, image_size=64, backend="ddp",
+                 topology="1n1g", median=median, source=source, recorded_at="2020")
+
+
+def test_entry_key_is_the_case_key():
+    case = CaseSpec("resnet50", "fp32", 8, 64, Topology(1, 1), "ddp")
+    assert base(1.0).key == case.key == KEY
+
+
+def test_clear_regression_is_caught_by_the_exact_rank_test():
+    b, m = [100.0, 101.0, 99.0], [89.0, 90.0, 91.0]
+    v = judge(m, base(*b), 0.05)
+    assert v.status == "regression" and v.fails()
+    assert v.change == pytest.approx(-0.10)  # median 90 vs 100
+    # 3 vs 3, every measured run below every baseline run: Mann-Whitney's best p, exactly 1/20.
+    assert v.test == "Mann-Whitney U" and v.p_value == pytest.approx(0.05) == v.mannwhitney_p
+    # Its bounds at 3 vs 3 are the extreme run-by-run ratios: slowest/fastest .. fastest/slowest.
+    assert v.interval == (pytest.approx(89 / 101), pytest.approx(91 / 99))
+    # The t-test on the logs is reported alongside: scipy's pooled t, one-sided.
+    expected = stats.ttest_ind([math.log(x) for x in m], [math.log(x) for x in b], alternative="less").pvalue
+    assert v.t_p == pytest.approx(expected, rel=1e-9) and v.t_p < 0.001
+
+
+def test_one_overlapping_run_is_not_significant_at_three_repeats():
+    # 9 of the 9 run pairs but one favour the baseline: U = 1, p = 2/20 = 0.10 > 0.05.
+    v = judge([89.0, 90.0, 99.5], base(100.0, 101.0, 99.0), 0.05)
+    assert v.mannwhitney_p == pytest.approx(0.10)
+    assert v.status == "pass" and "not significant" in v.rule
+
+
+def test_a_single_disturbed_run_does_not_hide_a_regression():
+    # One measured run hit by another job at half speed: the ranks still say slower; a t-test on
+    # the same numbers does not reach 0.05 because the disturbed run inflates the spread.
+    v = judge([89.0, 90.0, 45.0], base(100.0, 101.0, 99.0), 0.05, cv_bound=1.0)
+    assert v.status == "regression" and v.t_p > 0.05
+
+
+def test_regression_message_reads_like_a_review_note():
+    v = judge([89.0, 90.0, 91.0], base(100.0, 101.0, 99.0), 0.05)
+    msg = v.message
+    for part in ("REGRESSION", KEY, "measured median 90 samples/s (CV 1.1%, robust CV 1.6%, n=3)",
+                 "baseline median 100 samples/s (CV 1.0%, robust CV 1.5%, n=3", "recorded 2026-11-20", "torch 2.13.0",
+                 "-10.0%", "tolerance -5%", "ratio 0.900", "one-sided 95% bounds 0.881..0.919",
+                 "Mann-Whitney U p=0.05", "t-test p=",
+                 "Rule: median below baseline x (1 - 0.05) and the drop is significant (Mann-Whitney U p=0.05"):
+        assert part in msg, (part, msg)
+
+
+def test_identical_distributions_pass():
+    runs = [100.0, 103.0, 97.0]
+    v = judge(runs, base(*runs), 0.05)
+    assert v.status == "pass" and not v.fails()
+    assert v.change == 0 and v.p_value > 0.4 and v.t_p == pytest.approx(0.5)
+
+
+def test_improvement_passes_and_suggests_updating():
+    v = judge([110.0, 111.0, 109.0], base(100.0, 101.0, 99.0), 0.05)
+    assert v.status == "improvement" and not v.fails()
+    assert "faster than baseline by 10.0%: consider --update-baselines" in v.message
+
+
+def test_noisy_case_is_reported_and_fails_by_default():
+    v = judge([100.0, 70.0, 125.0, 90.0], base(100.0, 101.0, 99.0), 0.05, cv_bound=0.10)
+    assert v.status == "noisy"
+    assert v.fails() and not v.fails(noisy_fails=False)
+    assert "too noisy to judge: measured robust CV 23.4%" in v.message and "above the bound 10%" in v.message
+
+
+def test_noisy_baseline_side_is_named():
+    v = judge([99.0, 98.0, 100.0], base(100.0, 75.0, 125.0), 0.05, cv_bound=0.10)
+    assert v.status == "noisy" and "baseline robust CV 37.1%" in v.rule
+
+
+def test_one_disturbed_run_of_three_does_not_make_a_case_noisy():
+    # Plain CV 28.6/83 = 34.4%, but two runs agree: the median and the ranks already discount the third.
+    v = judge([100.0, 99.0, 50.0], base(100.0, 101.0, 99.0), 0.05)
+    assert v.measured_cv > 0.3 and v.measured_robust_cv < 0.02
+    assert v.status == "pass" and not v.fails()
+    assert "(CV 34.4%, robust CV 1.5%, n=3)" in v.message
+
+
+def test_significant_drop_is_a_regression_even_when_noisy():
+    # CV 12% > 10% on the measured side, but the drop of 50% is far outside the spread.
+    v = judge([50.0, 44.0, 56.0], base(100.0, 101.0, 99.0), 0.05, cv_bound=0.10)
+    assert v.measured_cv > 0.10 and v.status == "regression"
+
+
+@pytest.mark.parametrize("measured", [[100.0] * 3, [101.0, 60.0, 300.0], [300.0, 10.0, 120.0],
+                                      [1e6, 1e6, 1e6], [100.5, 20.0, 400.0, 100.1]])
+def test_higher_never_fails(measured):
+    v = judge(measured, base(100.0, 100.2, 99.8), 0.05)
+    assert v.status in ("pass", "improvement") and not v.fails()
+
+
+def test_higher_never_fails_on_random_samples():
+    rng = random.Random(7)
+    for _ in range(500):
+        b = [rng.lognormvariate(0, rng.choice([0.01, 0.1, 0.5])) for _ in range(rng.randint(1, 6))]
+        m = [rng.lognormvariate(0, rng.choice([0.01, 0.1, 0.5])) for _ in range(rng.randint(1, 6))]
+        entry = base(*b)
+        v = judge(m, entry, rng.choice([0.0, 0.03, 0.1]))
+        if v.measured_median >= entry.median:
+            assert not v.fails(), v.message
+
+
+def test_tolerance_edge_exactly_at_the_threshold_passes():
+    # 0.75 = 1 - 0.25 exactly in binary floating point: at the edge is not below it.
+    assert judge([75.0] * 3, base(100.0, 100.0, 100.0), 0.25).status == "pass"
+    v = judge([74.9] * 3, base(100.0, 100.0, 100.0), 0.25)
+    assert v.status == "regression" and v.p_value <= 0.05
+
+
+def test_drop_within_tolerance_passes_even_when_significant():
+    v = judge([96.0, 96.1, 95.9], base(100.0, 100.1, 99.9), 0.05)
+    assert v.p_value <= 0.05 and v.t_p < 0.001 and v.status == "pass" and "within tolerance" in v.rule
+
+
+def test_drop_beyond_tolerance_that_is_not_significant_passes_and_says_so():
+    v = judge([93.0, 88.0, 99.0], base(100.0, 94.0, 106.0), 0.05)  # one pair of runs overlaps
+    assert v.change == pytest.approx(-0.07) and v.p_value == pytest.approx(0.10)
+    assert v.status == "pass" and "not significant" in v.rule
+
+
+def test_two_runs_per_side_fall_back_to_the_t_test():
+    # Mann-Whitney 2 vs 2 can never go below 1/6, so the t-test on the logs decides.
+    v = judge([90.0, 90.5], base(100.0, 100.4), 0.05)
+    assert v.test == "t-test" and v.mannwhitney_p is None and v.status == "regression"
+
+
+def test_zero_tolerance_still_needs_significance():
+    assert judge([99.0, 101.0, 98.5], base(100.0, 101.0, 99.0), 0.0).status == "pass"
+    assert judge([97.0, 97.2, 96.8], base(100.0, 100.1, 99.9), 0.0).status == "regression"
+
+
+def test_published_baseline_without_runs_uses_a_one_sample_test():
+    entry = base(median=100.0, source="published: DLPerf table")
+    v = judge([90.0, 90.5, 89.5], entry, 0.05)
+    expected = stats.ttest_1samp([math.log(x) for x in (90.0, 90.5, 89.5)], math.log(100.0),
+                                 alternative="less").pvalue
+    assert v.status == "regression" and v.test == "t-test" and v.p_value == pytest.approx(expected, rel=1e-9)
+    assert v.mannwhitney_p is None
+    assert "published: DLPerf table; no per-run figures, spread taken as zero" in v.message
+
+
+def test_one_run_per_side_falls_back_to_the_tolerance_and_says_so():
+    v = judge([90.0], base(100.0), 0.05)
+    assert v.status == "regression" and "no spread to judge" in v.rule and "tolerance alone decides" in v.rule
+    assert judge([96.0], base(100.0), 0.05).status == "pass"
+
+
+def test_one_measured_run_against_a_spread_baseline_uses_a_prediction_interval():
+    v = judge([80.0], base(100.0, 101.0, 99.0), 0.05)  # Mann-Whitney 1 vs 3 cannot reach 0.05 (1/4)
+    assert v.status == "regression" and v.test == "t-test" and v.interval is not None
+    assert judge([94.0], base(100.0, 104.0, 96.0), 0.05).status == "pass"  # not significant
+
+
+def test_missing_baseline_says_how_to_record():
+    v = judge([1.0, 2.0], None, 0.05, case=KEY)
+    assert v.status == "missing" and not v.fails()
+    assert "--update-baselines" in v.message and KEY in v.message
+    assert judge([1.0], None, 0.05, case=KEY, missing_reason="no file").message.endswith("no file")
+
+
+def test_tolerances_object_picks_the_metric():
+    t = Tolerances(throughput=0.20, speedup=0.01, efficiency=0.01)
+    assert judge([85.0, 85.1, 84.9], base(100.0, 100.1, 99.9), t).status == "pass"
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError, match="positive"):
+        judge([], base(1.0), 0.05)
+    with pytest.raises(ValueError, match="positive"):
+        judge([1.0, -2.0], base(1.0), 0.05)
+    with pytest.raises(ValueError, match="fraction"):
+        judge([1.0], base(1.0), 1.5)
+    with pytest.raises(ValueError, match="unknown metric"):
+        judge([1.0], base(1.0), 0.05, metric="latency")
+
+
+@pytest.mark.parametrize("measured,status", [(1.80, "regression"), (1.95, "pass"), (2.0, "pass"),
+                                             (2.2, "improvement")])
+def test_scalar_speedup_is_direction_aware(measured, status):
+    v = judge_scalar(measured, 2.0, Tolerances(throughput=0.5, speedup=0.05), metric="speedup", case=KEY)
+    assert v.status == status
+    assert v.fails() == (status == "regression")
+    assert "speedup" in v.message and "tolerance -5%" in v.message
+
+
+def test_scalar_efficiency_uses_its_own_tolerance_and_handles_missing_values():
+    t = Tolerances(throughput=0.0, speedup=0.0, efficiency=0.2)
+    assert judge_scalar(0.75, 0.9, t, metric="efficiency", case=KEY).status == "pass"
+    assert judge_scalar(0.70, 0.9, t, metric="efficiency", case=KEY).status == "regression"
+    assert judge_scalar(None, 0.9, t, metric="efficiency", case=KEY).status == "missing"
+    with pytest.raises(ValueError):
+        judge_scalar(1.0, 1.0, t, metric="throughput", case=KEY)
+
+
+def test_resolve_tolerances_layers_in_rising_priority():
+    default = Tolerances(0.05, 0.07, 0.07)
+    t = resolve_tolerances(default, Tolerances(0.04, 0.06, 0.06), {"throughput": 0.10}, None,
+                           {"throughput": 0.03, "speedup": None})
+    assert t == Tolerances(0.03, 0.06, 0.06)
+    with pytest.raises(ValueError, match="unknown tolerance metric"):
+        resolve_tolerances(default, {"latency": 0.1})
+    with pytest.raises(ValueError, match="fraction"):
+        resolve_tolerances(default, {"throughput": 1.2})
+
+
+def test_verdicts_serialize_and_tabulate():
+    vs = [judge([89.0, 90.0, 91.0], base(100.0, 101.0, 99.0), 0.05),
+          judge([110.0, 111.0, 109.0], base(100.0, 101.0, 99.0), 0.05),
+          judge([98.0, 70.0, 125.0], base(100.0, 101.0, 99.0), 0.05),
+          judge([100.0, 101.0, 99.0], base(100.0, 101.0, 99.0), 0.05)]
+    json.dumps([v.to_dict() for v in vs])
+    table = verdict_table(vs)
+    lines = [ln for ln in table.splitlines() if KEY in ln]
+    assert [ln.split()[0] for ln in lines] == ["REGRESSION", "NOISY", "IMPROVEMENT"]  # pass left out
+    assert "-10.0%" in lines[0] and "+10.0%" in lines[2]
+    assert len([ln for ln in verdict_table(vs, include_pass=True).splitlines() if KEY in ln]) == 4
+    assert verdict_table([vs[3]]) == ""
+
+
+def _lognormal_runs(rng: random.Random, n: int, center: float, cv: float) -> list[float]:
+    return [center * math.exp(rng.gauss(0, cv)) for _ in range(n)]
+
+
+def test_false_alarm_rate_of_identical_code_stays_below_alpha():
+    """Simulated identical sessions (3 runs each side, 3% run-to-run spread): <= 5% regressions."""
+    rng = random.Random(1)
+    trials = 4000
+    alarms = sum(judge(_lognormal_runs(rng, 3, 100, 0.03), base(*_lognormal_runs(rng, 3, 100, 0.03)),
+                       0.05).status == "regression" for _ in range(trials))
+    assert alarms / trials <= 0.05
+
+
+def test_ten_percent_drop_is_caught_when_the_spread_is_small():
+    """3 runs each side with 1.5% spread: a 10% slow-down is caught at least 95% of the time."""
+    rng = random.Random(2)
+    trials = 2000
+    caught = sum(judge(_lognormal_runs(rng, 3, 90, 0.015), base(*_lognormal_runs(rng, 3, 100, 0.015)),
+                       0.05).status == "regression" for _ in range(trials))
+    assert caught / trials >= 0.95
+
+
+def test_speedup_metric_compares_against_the_baseline_speedup_not_its_throughput():
+    entry = base(100.0, 101.0, 99.0)
+    entry.speedup = 1.8
+    assert judge([1.5, 1.52, 1.49], entry, 0.05, metric="speedup").status == "regression"
+    assert judge([1.8, 1.81, 1.79], entry, 0.05, metric="speedup").status == "pass"
+    entry.efficiency = None
+    assert judge([0.9], entry, 0.05, metric="efficiency").status == "missing"
+
+
+# ---------------------------------------------------------------- the exact rank test
+def test_u_distribution_counts_every_ordering():
+    from math import comb
+
+    from pytest_dlperf.baselines.significance import u_counts, u_critical
+
+    for m, n in ((1, 1), (3, 3), (5, 5), (4, 7)):
+        assert sum(u_counts(m, n)) == comb(m + n, m)
+    assert u_counts(3, 3)[0] == 1  # one ordering of 20 has every measured run slowest
+    assert u_critical(3, 3, 0.05) == 0 and u_critical(2, 2, 0.05) is None
+    assert u_critical(5, 5, 0.05) == 4  # the textbook one-sided critical value for 5 vs 5
+    assert u_critical(1, 3, 0.05) is None and u_critical(1, 19, 0.05) == 0
+
+
+def test_rank_p_matches_scipy_and_the_bounds_agree_with_it():
+    from pytest_dlperf.baselines.significance import rank_test, significant, u_counts
+
+    rng = random.Random(3)
+    for _ in range(300):
+        m = [rng.uniform(80, 110) for _ in range(rng.randint(3, 6))]
+        b = [rng.uniform(90, 110) for _ in range(rng.randint(3, 6))]
+        t = rank_test(m, b, 0.05)
+        u = sum(x > y for x in m for y in b)
+        counts = u_counts(len(m), len(b))
+        assert t.p == pytest.approx(sum(counts[:u + 1]) / sum(counts), rel=1e-9)
+        assert significant(t, 0.05) == (t.high < 1)  # the bounds invert the test
+        assert t.low <= t.high
