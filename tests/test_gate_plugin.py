@@ -1,0 +1,149 @@
+"""The baseline gate through pytest: record, judge real runs, fail on regressions, keep files safe."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--model", "resnet50", "--precision", "fp32", "--batch-size", "2", "--image-size", "32",
+        "--warmup-iters", "1", "--iters", "3", "--repeats", "3", "--dlperf-timeout", "240"]
+CASE = "resnet50-fp32-bs2-32px-1n1g"
+KEY = f"ddp/{CASE}"
+
+
+def run(tmp: Path, store: Path, *args: str, suite: Path | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pytest", str(suite or ROOT / "suites"), "-p", "no:cacheprovider", "-q",
+           "-rs", "--rootdir", str(ROOT), "--dlperf-report", str(tmp / "report"), "--baseline-dir", str(store),
+           *TINY, *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    """A store with a real recording of the 1n1g case (three repeats)."""
+    tmp = tmp_path_factory.mktemp("recorded")
+    store = tmp / "store"
+    r = run(tmp, store, "-k", "1n1g", "--update-baselines")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "baselines updated: 1 case(s) written" in r.stdout
+    return store
+
+
+def profile_file(store: Path) -> Path:
+    (path,) = [p for p in store.glob("*.json")]
+    return path
+
+
+def scaled_store(recorded: Path, tmp: Path, factor: float) -> Path:
+    """A copy of the recording whose baseline throughputs are scaled by factor."""
+    store = tmp / "store"
+    shutil.copytree(recorded, store)
+    path = profile_file(store)
+    doc = json.loads(path.read_text())
+    e = doc["entries"][KEY]
+    e["throughputs"] = [t * factor for t in e["throughputs"]]
+    e["median"] *= factor
+    e["mean"] *= factor
+    path.write_text(json.dumps(doc, indent=1))
+    return store
+
+
+def test_recording_keeps_raw_repeats_tolerance_and_versions(recorded):
+    path = profile_file(recorded)
+    assert path.name.startswith("cpu-") and path.name.endswith("-torch2.json")
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == 1 and doc["profile"] == path.stem
+    e = doc["entries"][KEY]
+    assert len(e["throughputs"]) == 3 and all(t > 0 for t in e["throughputs"])
+    assert e["median"] == sorted(e["throughputs"])[1]
+    assert e["versions"]["torch"].startswith("2.13.0") and e["recorded_at"] and e["source"] == "recorded"
+    assert e["tolerance"]["throughput"] > 0
+
+
+def test_a_real_slowdown_against_the_baseline_fails_like_a_reviewers_note(recorded, tmp_path):
+    # The stored baseline says this case used to run 1.5x as fast: today's real runs are a regression.
+    store = scaled_store(recorded, tmp_path, 1.5)
+    before = profile_file(store).read_bytes()
+    r = run(tmp_path, store, "-k", "1n1g")
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout
+    assert f"REGRESSION {CASE} throughput" in out
+    for words in ("measured", "baseline", "%", "p=", "Rule: median below baseline x (1 - 0.05)"):
+        assert words in out, words
+    assert "dlperf baseline gate" in out and "REGRESSION" in out.rsplit("dlperf baseline gate", 1)[1]
+    verdict = json.loads((tmp_path / "report" / "results.json").read_text())["cases"][0]["verdict"]
+    assert verdict["throughput"]["status"] == "regression"
+    assert verdict["throughput"]["change"] < -0.2
+    assert profile_file(store).read_bytes() == before  # judging never writes
+
+
+def test_higher_throughput_passes_and_suggests_updating(recorded, tmp_path):
+    store = scaled_store(recorded, tmp_path, 0.5)
+    r = run(tmp_path, store, "-k", "1n1g")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "IMPROVEMENT" in r.stdout
+    verdict = json.loads((tmp_path / "report" / "results.json").read_text())["cases"][0]["verdict"]
+    assert verdict["throughput"]["status"] == "improvement"
+    assert "consider --update-baselines" in verdict["throughput"]["rule"]
+
+
+def test_marker_tolerance_applies_to_its_test(recorded, tmp_path):
+    store = scaled_store(recorded, tmp_path, 1.5)  # a 33% drop
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_tolerant.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.dlperf(tolerance=0.6)\n"
+        "def test_train(dlperf_case, dlperf):\n"
+        "    dlperf.run(dlperf_case)\n")
+    r = run(tmp_path, store, "-k", "1n1g", suite=suite)
+    assert r.returncode == 0, r.stdout + r.stderr
+    verdict = json.loads((tmp_path / "report" / "results.json").read_text())["cases"][0]["verdict"]
+    assert verdict["throughput"]["tolerance"] == 0.6 and verdict["throughput"]["status"] == "pass"
+
+
+@pytest.mark.parametrize("mode, code", [("skip", 0), ("fail", 1), ("record", 0)])
+def test_missing_baseline_modes(tmp_path, mode, code):
+    store = tmp_path / "empty-store"
+    r = run(tmp_path, store, "-k", "1n1g", "--baseline-missing", mode)
+    assert r.returncode == code, r.stdout + r.stderr
+    if mode == "skip":
+        assert "1 skipped" in r.stdout and "Record one with --update-baselines" in r.stdout
+    if mode == "fail":
+        assert "no baseline file for this machine's profile" in r.stdout
+    assert (list(store.glob("*.json")) != []) == (mode == "record")
+
+
+def test_corrupt_baseline_is_named_and_left_byte_for_byte(recorded, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(recorded, store)
+    path = profile_file(store)
+    broken = path.read_bytes()[:-40] + b"\n{oops"
+    path.write_bytes(broken)
+    r = run(tmp_path, store, "-k", "1n1g", "--update-baselines")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert str(path) in r.stdout and "not valid JSON at line" in r.stdout
+    assert path.read_bytes() == broken
+
+
+def test_named_profile_mismatch_is_said_plainly(recorded, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(recorded, store)
+    r = run(tmp_path, store, "-k", "1n1g", "--baseline-profile", "ecs.ebmgn6v.24xlarge")
+    assert r.returncode == 0, r.stdout + r.stderr  # missing there: skipped, with the reason
+    assert "(named with --baseline-profile); this machine's profile is" in r.stdout
+    assert "1 skipped" in r.stdout
+
+
+def test_update_under_xdist_workers_loses_no_case(tmp_path):
+    store = tmp_path / "store"
+    r = run(tmp_path, store, "-n", "2", "--update-baselines", "--repeats", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(profile_file(store).read_text())
+    assert sorted(doc["entries"]) == [KEY, KEY.replace("1n1g", "2n1g")]
