@@ -1,13 +1,12 @@
-"""Finding processes a test run left behind, by the run tag and a path in their command line."""
+"""Finding processes a test run left behind, by the run tag (independent of the harness's sweeper)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 
-def tagged_pids(tag: str) -> list[int]:
-    """Live processes whose environment holds DLPERF_RUN_TAG=tag (independent of the sweeper)."""
-    want = f"DLPERF_RUN_TAG={tag}".encode()
-    found = []
+def _live_tagged() -> Iterator[tuple[int, list[bytes], str]]:
+    """(pid, environment entries, command line) of every live process that carries DLPERF_RUN_TAG."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -16,28 +15,20 @@ def tagged_pids(tag: str) -> list[int]:
                 env = fh.read().split(b"\0")
             with open(f"/proc/{entry}/stat", "rb") as fh:
                 zombie = fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if want in env and not zombie:
-            found.append(int(entry))
-    return found
+        if not zombie and any(e.startswith(b"DLPERF_RUN_TAG=") for e in env):
+            yield int(entry), env, cmd
+
+
+def tagged_pids(tag: str) -> list[int]:
+    """Live processes whose environment holds DLPERF_RUN_TAG=tag."""
+    want = f"DLPERF_RUN_TAG={tag}".encode()
+    return [pid for pid, env, _ in _live_tagged() if want in env]
 
 
 def tagged_processes(marker: str) -> list[tuple[int, str]]:
-    """(pid, cmdline) of live processes carrying DLPERF_RUN_TAG whose command line mentions marker."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                env = fh.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                zombie = fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-        except OSError:
-            continue
-        if b"DLPERF_RUN_TAG=" in env and marker in cmd and not zombie:
-            found.append((int(entry), cmd))
-    return found
+    """(pid, cmdline) of live tagged processes whose command line mentions marker (a report dir)."""
+    return [(pid, cmd) for pid, _, cmd in _live_tagged() if marker in cmd]

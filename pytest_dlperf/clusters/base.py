@@ -153,3 +153,11 @@ class Cluster(ABC):
 
     def close(self) -> None:
         """Release connections and anything still running."""
+        self.kill_started()
+
+    def kill_started(self) -> None:
+        """Kill every launcher this cluster started that still runs (``self._procs``)."""
+        for p in getattr(self, "_procs", []):
+            if p.poll() is None:
+                p.kill()
+        getattr(self, "_procs", []).clear()

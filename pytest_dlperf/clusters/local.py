@@ -168,8 +168,3 @@ class LocalCluster(Cluster):
         with FileLock(os.path.join(tempfile.gettempdir(), "pytest-dlperf-local.lock")):
             yield
 
-    def close(self) -> None:
-        for p in self._procs:
-            if p.poll() is None:
-                p.kill()
-        self._procs.clear()

@@ -400,10 +400,7 @@ class SSHCluster(Cluster):
             yield
 
     def close(self) -> None:
-        for p in self._procs:
-            if p.poll() is None:
-                p.kill()
-        self._procs.clear()
+        self.kill_started()
         self._closed = True
         with self._pool_lock:
             if self._pool is not None:
