@@ -137,7 +137,6 @@ class Gate:
     def __init__(self, options: GateOptions) -> None:
         self.options = options
         self.store = BaselineStore(options.directory)
-        self.verdicts: list[Verdict] = []
         self.notes: list[str] = []
         self.pending: dict[str, tuple[str, str, Entry]] = {}  # nodeid -> (profile, key, entry)
         self.written: dict[str, int] = {}
@@ -184,7 +183,6 @@ class Gate:
                     if measured is not None and base is not None:
                         verdicts.append(judge_scalar(measured, base, tol, metric=metric, case=case.id,
                                                      baseline_source=entry.source))
-        self.verdicts.extend(verdicts)
         result.verdict = {v.metric: v.to_dict() for v in verdicts}
         record = self.options.update or (entry is None and self.options.missing == "record")
         if record and item is not None:

@@ -43,7 +43,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 class DLPerfSession:
-    """Registered as ``dlperf_session``; the ``dlperf`` fixture returns it."""
+    """Registered as ``dlperf_session``; the ``dlperf`` fixture binds it to each test."""
 
     def __init__(self, config: pytest.Config, options: RunOptions) -> None:
         self.config = config
@@ -173,8 +173,7 @@ class DLPerfSession:
         """Under pytest-xdist, fold the workers' results into this (the controller's) session."""
         for part in reporting.read_parts(self.options.report_dir):
             for case in part["cases"]:
-                result = self.results.add(result_from_dict(case))
-                self.gate.verdicts.extend(verdict_from_dict(v) for v in (result.verdict or {}).values())
+                self.results.add(result_from_dict(case))
             self.failures.update(part["failures"])
             self.dryrun.extend((c, lines) for c, lines in part["dryrun"])
             extra = part.get("extra", {})
@@ -204,7 +203,9 @@ class DLPerfSession:
             tr.write_sep("=", "dlperf results")
             for line in reporting.summary_tables(self.results).splitlines():
                 tr.write_line(line)
-        table = verdict_table(self.gate.verdicts)
+        # Derived from the results, so xdist workers' verdicts (merged as results) are included.
+        verdicts = [verdict_from_dict(v) for r in self.results.results for v in (r.verdict or {}).values()]
+        table = verdict_table(verdicts)
         if table or self.gate.notes or self.gate.written:
             tr.write_sep("=", "dlperf baseline gate")
             for line in table.splitlines():

@@ -157,7 +157,8 @@ class Cluster(ABC):
 
     def kill_started(self) -> None:
         """Kill every launcher this cluster started that still runs (``self._procs``)."""
-        for p in getattr(self, "_procs", []):
+        procs: list[NodeProcess] = getattr(self, "_procs", [])
+        for p in procs:
             if p.poll() is None:
                 p.kill()
-        getattr(self, "_procs", []).clear()
+        procs.clear()
