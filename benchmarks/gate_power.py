@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pytest_dlperf import metrics  # noqa: E402
+from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
 from pytest_dlperf.reporting import atomic_write_text  # noqa: E402
 from pytest_dlperf.runner import parse_steps  # noqa: E402
 
@@ -77,7 +78,7 @@ def run_once(w: Workload, slowdown: float, timeout: float = 300.0) -> tuple[floa
                 "--model", w.model, "--precision", w.precision, "--batch-size", str(w.batch_size),
                 "--image-size", str(w.image_size), "--warmup-iters", str(w.warmup_iters),
                 "--iters", str(w.iters), "--threads", "1", "--output", str(out)]
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "DLPERF_PLANT_SLOWDOWN": repr(slowdown)}
+        env = {**os.environ, "OMP_NUM_THREADS": "1", **CPU_MALLOC_ENV, "DLPERF_PLANT_SLOWDOWN": repr(slowdown)}
         with FileLock(str(LEASE)):
             proc = subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:

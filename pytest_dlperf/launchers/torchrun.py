@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..clusters.base import RUN_TAG_ENV, NodeCommand
-from .base import Launcher, RunPlan
+from .base import CPU_MALLOC_ENV, Launcher, RunPlan
 
 
 class TorchrunLauncher(Launcher):
@@ -38,5 +38,7 @@ class TorchrunLauncher(Launcher):
             env = {RUN_TAG_ENV: plan.tag}
             if threads:
                 env["OMP_NUM_THREADS"] = str(threads)
+            if node.gpus == 0:
+                env.update(CPU_MALLOC_ENV)
             cmds.append(NodeCommand(node, argv, env, cwd=plan.run_dirs[node.name]))
         return cmds
