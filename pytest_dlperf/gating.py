@@ -7,6 +7,7 @@ decides, per case, what a verdict means for the test (pass, fail, skip) and whic
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -15,13 +16,21 @@ import pytest
 
 from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, Tolerances, Verdict, detect_profile,
                         judge, judge_scalar, resolve_tolerances)
+from .baselines.fingerprint import FingerprintComparison, compare
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND
 from .baselines.profile import check_profile_name
 from .clusters.base import Node
+from .hardware import Fingerprints
 from .results import CaseResult
 
 MISSING = ("skip", "fail", "record")
 NOISY = ("fail", "warn")
+HARDWARE = ("skip", "fail")
+
+
+def in_ci() -> bool:
+    """The same test pytest uses for CI runs: CI or BUILD_NUMBER set."""
+    return bool(os.environ.get("CI") or os.environ.get("BUILD_NUMBER"))
 
 
 def _fraction(text: str) -> float:
@@ -59,6 +68,10 @@ def add_gate_options(parser: pytest.Parser) -> None:
                 help="a case without a baseline: skip (default, says how to record), fail, or record it")
     g.addoption("--dlperf-noisy", choices=NOISY, default="fail", dest="dlperf_noisy",
                 help="a case too noisy to judge: fail (default) or warn and pass")
+    g.addoption("--dlperf-hardware", choices=HARDWARE, default=None, dest="dlperf_hardware",
+                help="a case whose baseline was recorded on other hardware (the fingerprints differ) is "
+                     "not judged: skip it, or fail it (default: fail under CI, i.e. CI or BUILD_NUMBER "
+                     "set; skip otherwise)")
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,7 @@ class GateOptions:
     tolerance: dict[str, float | None]
     missing: str
     noisy_fails: bool
+    hardware_fails: bool = False
     cv_bound: float = DEFAULT_CV_BOUND
     alpha: float = DEFAULT_ALPHA
 
@@ -82,7 +96,8 @@ class GateOptions:
         return cls(update=get("update_baselines"), profile=get("baseline_profile"), directory=directory,
                    tolerance={"throughput": get("tolerance"), "speedup": get("speedup_tolerance"),
                               "efficiency": get("efficiency_tolerance")},
-                   missing=get("baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail")
+                   missing=get("baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail",
+                   hardware_fails=(get("dlperf_hardware") or ("fail" if in_ci() else "skip")) == "fail")
 
 
 def marker_tolerances(item: pytest.Item | None) -> dict[str, float]:
@@ -138,7 +153,8 @@ class Gate:
         self.options = options
         self.store = BaselineStore(options.directory)
         self.notes: list[str] = []
-        self.pending: dict[str, tuple[str, str, Entry]] = {}  # nodeid -> (profile, key, entry)
+        # nodeid -> (profile, key, entry, the session's fingerprints)
+        self.pending: dict[str, tuple[str, str, Entry, Fingerprints | None]] = {}
         self.written: dict[str, int] = {}
         self._files: dict[str, BaselineFile] = {}
 
@@ -150,8 +166,7 @@ class Gate:
         if self.options.profile != detected:
             note = (f"gating against profile {self.options.profile!r} (named with --baseline-profile); "
                     f"this machine's profile is {detected!r}, so differences may be the hardware's")
-            if note not in self.notes:
-                self.notes.append(note)
+            self.note(note)
         return self.options.profile
 
     def _file(self, profile: str) -> BaselineFile:
@@ -159,8 +174,34 @@ class Gate:
             self._files[profile] = self.store.load(profile)  # BaselineError: named file, never written
         return self._files[profile]
 
-    def judge(self, result: CaseResult, nodes: list[Node], backend: str, item: pytest.Item | None) -> Judgement:
-        """Verdicts for throughput (and speedup, efficiency where both sides have them)."""
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def hardware(self, bfile: BaselineFile, entry: Entry, fingerprints: Fingerprints | None) -> FingerprintComparison:
+        """Compare the machine that recorded the entry with this one; session notes say what could not be."""
+        comp = compare(bfile.fingerprint_for(entry), fingerprints.nodes if fingerprints else None)
+        for err in fingerprints.errors if fingerprints else []:
+            self.note(f"hardware fingerprint: {err}")
+        if comp.status == "unknown" and not entry.published:
+            self.note(f"{bfile.path.name}: {comp.summary()}; throughput judged without that check")
+        elif comp.status == "busy":
+            self.note(f"hardware fingerprint: {comp.summary()}")
+        elif comp.status == "differs":
+            mode = "fail" if self.options.hardware_fails else "skip"
+            self.note(f"NOT JUDGED (hardware differs from the machine that recorded {bfile.path}): "
+                      f"{comp.summary()}. Record this machine's own baseline (--update-baselines; with "
+                      f"--baseline-profile NAME to keep the committed file), or gate against a profile "
+                      f"recorded on the same hardware. These cases {mode} (--dlperf-hardware {mode}).")
+        return comp
+
+    def judge(self, result: CaseResult, nodes: list[Node], backend: str, item: pytest.Item | None,
+              fingerprints: Fingerprints | None = None) -> Judgement:
+        """Verdicts for throughput (and speedup, efficiency where both sides have them).
+
+        The machines are compared first: when the fingerprints stored with the entry and this
+        session's differ beyond the probes' noise, the verdict is "hardware", not a regression.
+        """
         case = result.case
         profile = self.profile(nodes, backend, result)
         try:
@@ -170,6 +211,16 @@ class Gate:
         key = case.key
         entry = bfile.get(key)
         tol = resolve_tolerances(bfile.tolerances_for(key), self.options.tolerance, marker_tolerances(item))
+        record = self.options.update or (entry is None and self.options.missing == "record")
+        if record and item is not None:
+            self.pending[item.nodeid] = (profile, key, Entry.from_result(result, tol, _versions(result)), fingerprints)
+        comp = self.hardware(bfile, entry, fingerprints) if entry is not None else None
+        if comp is not None and comp.status == "differs":
+            v = hardware_verdict(result, entry, tol.throughput, comp)
+            result.verdict = {v.metric: v.to_dict()}
+            if self.options.update:
+                return Judgement("pass", v.message, [v])
+            return Judgement("fail" if self.options.hardware_fails else "skip", v.message, [v])
         if entry is None:
             reason = self.store.describe_missing(profile, key, named=self.options.profile is not None)
             v = judge(result.throughputs, None, tol, case=case.id, missing_reason=reason)
@@ -184,9 +235,6 @@ class Gate:
                         verdicts.append(judge_scalar(measured, base, tol, metric=metric, case=case.id,
                                                      baseline_source=entry.source))
         result.verdict = {v.metric: v.to_dict() for v in verdicts}
-        record = self.options.update or (entry is None and self.options.missing == "record")
-        if record and item is not None:
-            self.pending[item.nodeid] = (profile, key, Entry.from_result(result, tol, _versions(result)))
         if entry is None:
             if record:
                 return Judgement("pass", f"{case.id}: recorded as the baseline of profile {profile!r}", verdicts)
@@ -204,13 +252,34 @@ class Gate:
     def flush(self) -> None:
         """Write what --update-baselines collected, one locked atomic update per profile."""
         by_profile: dict[str, dict[str, Entry]] = {}
-        for profile, key, entry in self.pending.values():
+        machines: dict[str, dict[str, dict[str, dict]]] = {}
+        for profile, key, entry, fingerprints in self.pending.values():
+            if fingerprints is not None and fingerprints.nodes:
+                entry.machine = fingerprints.machine_id
+                machines.setdefault(profile, {})[entry.machine] = fingerprints.nodes
             by_profile.setdefault(profile, {})[key] = entry
         self.pending.clear()
         for profile, entries in by_profile.items():
             self.store.update(profile, entries, description=None if self.store.exists(profile) else
-                              f"recorded with pytest-dlperf on profile {profile}")
+                              f"recorded with pytest-dlperf on profile {profile}",
+                              machines=machines.get(profile))
             self.written[profile] = len(entries)
+
+
+def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: FingerprintComparison) -> Verdict:
+    """The verdict for a case whose baseline was recorded on other hardware: not judged, and why."""
+    case, m_med, b_med = result.case.id, result.median, entry.median
+    change = m_med / b_med - 1
+    rule = ("hardware differs from the recording machine beyond the probes' noise: "
+            "a throughput difference it explains is not called a regression")
+    message = (f"HARDWARE {case} throughput: not judged: this machine is not the one that recorded the baseline "
+               f"({comp.summary()}). Measured median {m_med:.4g} samples/s vs baseline {b_med:.4g} "
+               f"({change:+.1%}). Record this machine's own baseline with --update-baselines (with "
+               f"--baseline-profile NAME to keep the committed file), or gate against a profile recorded on "
+               f"the same hardware.")
+    return Verdict(status="hardware", case=case, metric="throughput", tolerance=tolerance, message=message,
+                   rule=rule, measured_median=m_med, measured_n=len(result.throughputs), baseline_median=b_med,
+                   baseline_n=len(entry.throughputs) or 1, baseline_source=entry.source, change=change)
 
 
 def verdict_from_dict(d: dict) -> Verdict:

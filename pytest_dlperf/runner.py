@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .clusters.base import Cluster, ClusterError, NodeCommand, NodeProcess
+from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess
 from .launchers.base import Launcher, RunPlan
 from .specs import CaseSpec, Measurement
 
@@ -99,7 +99,7 @@ def _describe_failure(procs: list[NodeProcess], codes: dict[str, int | None], wh
     return "\n".join(parts)
 
 
-def _stop_everything(cluster: Cluster, plan: RunPlan, procs: list[NodeProcess]) -> list[str]:
+def stop_everything(cluster: Cluster, nodes: list[Node], tag: str, procs: list[NodeProcess]) -> list[str]:
     """Kill every launcher tree, then sweep every node by the run tag, all nodes in parallel.
 
     Returns the nodes that could not be swept (a dead node, say) instead of raising, so that
@@ -111,14 +111,14 @@ def _stop_everything(cluster: Cluster, plan: RunPlan, procs: list[NodeProcess]) 
 
     def sweep(node) -> str | None:
         try:
-            cluster.kill_tagged(node, plan.tag)
+            cluster.kill_tagged(node, tag)
         except ClusterError as exc:
             return str(exc)
         return None
 
-    with ThreadPoolExecutor(max_workers=max(1, len(plan.nodes))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
         list(pool.map(stop, procs))
-        return [e for e in pool.map(sweep, plan.nodes) if e]
+        return [e for e in pool.map(sweep, nodes) if e]
 
 
 def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
@@ -165,7 +165,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
             raise RunFailed(_describe_failure(
                 procs, codes, f"{case.id}: no usable step log from {plan.nodes[0].name}: {exc}")) from exc
     finally:
-        sweep_errors = _stop_everything(cluster, plan, procs)
+        sweep_errors = stop_everything(cluster, plan.nodes, plan.tag, procs)
         if sweep_errors:
             pending = sys.exc_info()[1]
             if isinstance(pending, RunFailed):  # keep the node's failure and its output in front

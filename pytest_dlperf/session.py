@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from . import environment, reporting
+from . import environment, hardware, reporting
 from .baselines import BaselineError, verdict_table
 from .clusters.base import Cluster, ClusterError
 from .gating import Gate, GateOptions, verdict_from_dict
@@ -55,6 +55,7 @@ class DLPerfSession:
         self._check_models()
         self._cluster: Cluster | None = None
         self._cases: list[CaseSpec] | None = None
+        self.fingerprints: hardware.Fingerprints | None = None
         self.gate = Gate(GateOptions.from_config(config))
 
     # ------------------------------------------------------------------ set-up
@@ -183,6 +184,9 @@ class DLPerfSession:
 
     def _flush_baselines(self, session: pytest.Session) -> None:
         """--update-baselines: write the passed cases; a store that cannot be written fails the run."""
+        if self.gate.pending and self.fingerprints is not None:
+            with contextlib.suppress(ClusterError):
+                self.probe_hardware("at-recording")  # one more look: a short session has seen few
         try:
             self.gate.flush()
         except (BaselineError, OSError, TimeoutError) as exc:
@@ -229,6 +233,7 @@ class DLPerfSession:
         runs, error = [], None
         try:
             with sigterm_as_interrupt(), self.cluster.lease():
+                self.probe_hardware(case.id)
                 for rep in range(m.repeats):
                     runs.append(run_case(self.cluster, self.launcher, case, m, case_dir / f"r{rep}", rep))
         except (RunFailed, ClusterError) as exc:
@@ -238,15 +243,24 @@ class DLPerfSession:
             pytest.fail(error, pytrace=False)
         result = self.results.add(summarize(case, m, runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
-        judgement = self.gate.judge(result, self.cluster.nodes(), self.launcher.name, item)
+        judgement = self.gate.judge(result, self.cluster.nodes(), self.launcher.name, item, self.fingerprints)
         if judgement.outcome == "fail":
             pytest.fail(judgement.message, pytrace=False)
         if judgement.outcome == "skip":
             pytest.skip(judgement.message)
         return result
 
+    def probe_hardware(self, label: str) -> None:
+        """Fingerprint the nodes (before every case: the best each node showed is its capability)."""
+        fp = hardware.measure(self.cluster, self.options.report_dir / "hwprobe" / label)
+        if self.fingerprints is None:
+            self.fingerprints = fp
+        else:
+            self.fingerprints.merge(fp)
+
     def write_report(self) -> Path:
         env = environment.collect(self.results, self.cluster if self._cluster else None)
+        env["hardware_fingerprints"] = self.fingerprints.to_dict() if self.fingerprints else None
         return reporting.write_results(self.options.report_dir, self.results, env,
                                        self.options.to_dict(), self.failures)
 

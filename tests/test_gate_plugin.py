@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import cgroup
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--model", "resnet50", "--precision", "fp32", "--batch-size", "2", "--image-size", "32",
         "--warmup-iters", "1", "--iters", "3", "--repeats", "3", "--dlperf-timeout", "240"]
@@ -17,11 +19,13 @@ CASE = "resnet50-fp32-bs2-32px-1n1g"
 KEY = f"ddp/{CASE}"
 
 
-def run(tmp: Path, store: Path, *args: str, suite: Path | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "pytest", str(suite or ROOT / "suites"), "-p", "no:cacheprovider", "-q",
+def run(tmp: Path, store: Path, *args: str, suite: Path | None = None, env: dict | None = None,
+        prefix: list[str] = ()) -> subprocess.CompletedProcess:
+    cmd = [*prefix, sys.executable, "-m", "pytest", str(suite or ROOT / "suites"), "-p", "no:cacheprovider", "-q",
            "-rs", "--rootdir", str(ROOT), "--dlperf-report", str(tmp / "report"), "--baseline-dir", str(store),
            *TINY, *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +151,71 @@ def test_update_under_xdist_workers_loses_no_case(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(profile_file(store).read_text())
     assert sorted(doc["entries"]) == [KEY, KEY.replace("1n1g", "2n1g")]
+
+
+def test_recording_keeps_the_machines_fingerprint(recorded):
+    doc = json.loads(profile_file(recorded).read_text())
+    e = doc["entries"][KEY]
+    fps = doc["machines"][e["machine"]]
+    assert list(fps) == ["local0", "local1"]  # every node of the cluster, probed together
+    cpu = fps["local0"]["cpu"]
+    assert cpu["model_name"] and cpu["cpus"] >= 1 and fps["local0"]["compute"]["median"] > 0
+
+
+def faster_recording_machine(recorded: Path, tmp: Path) -> Path:
+    """The recording as if made on a machine whose cores ran the matmul probe 1.6x as fast, and the
+    suite 1.5x as fast: the drop today is the hardware's."""
+    store = scaled_store(recorded, tmp, 1.5)
+    path = profile_file(store)
+    doc = json.loads(path.read_text())
+    for fp in doc["machines"][doc["entries"][KEY]["machine"]].values():
+        fp["compute"]["trials"] = [t * 1.6 for t in fp["compute"]["trials"]]
+        fp["compute"]["median"] *= 1.6
+        fp["compute"]["best"] *= 1.6
+    path.write_text(json.dumps(doc, indent=1))
+    return store
+
+
+@pytest.mark.parametrize("mode, code", [("skip", 0), ("fail", 1)])
+def test_other_hardware_is_not_called_a_regression(recorded, tmp_path, mode, code):
+    store = faster_recording_machine(recorded, tmp_path)
+    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-hardware", mode)
+    assert r.returncode == code, r.stdout + r.stderr
+    assert "REGRESSION" not in r.stdout
+    assert f"HARDWARE {CASE} throughput: not judged" in r.stdout
+    assert "matmul probe" in r.stdout and "slower than the recording machine's" in r.stdout
+    assert "NOT JUDGED (hardware differs" in r.stdout and "--update-baselines" in r.stdout
+    verdict = json.loads((tmp_path / "report" / "results.json").read_text())["cases"][0]["verdict"]
+    assert verdict["throughput"]["status"] == "hardware"
+
+
+def test_hardware_verdict_fails_by_default_under_ci(recorded, tmp_path):
+    store = faster_recording_machine(recorded, tmp_path)
+    r = run(tmp_path, store, "-k", "1n1g", env={"CI": "true"})
+    assert r.returncode == 1 and "HARDWARE" in r.stdout and "REGRESSION" not in r.stdout, r.stdout
+    r = run(tmp_path, store, "-k", "1n1g", env={"CI": "", "BUILD_NUMBER": ""})
+    assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout
+
+
+def test_planted_slowdown_on_the_recording_machine_is_a_regression(recorded, tmp_path):
+    # The software got 30% slower on the machine that recorded: the fingerprints match, the gate judges.
+    # This VM's host slows the cores by about half for seconds at a time (the probe then differs
+    # by ~50% and the verdict is HARDWARE, never a pass): up to 3 sessions, one must be judged.
+    for attempt in range(3):
+        r = run(tmp_path / str(attempt), recorded, "-k", "1n1g", "--dlperf-hardware", "fail",
+                env={"DLPERF_PLANT_SLOWDOWN": "0.3"})
+        assert r.returncode == 1, r.stdout + r.stderr
+        if "HARDWARE" not in r.stdout:
+            break
+        assert "matmul probe" in r.stdout and "slower than the recording machine's" in r.stdout
+    assert f"REGRESSION {CASE} throughput" in r.stdout and "HARDWARE" not in r.stdout, r.stdout
+
+
+@pytest.mark.skipif(not cgroup.available(), reason="needs a writable cgroup cpu controller (root)")
+def test_a_slower_machine_of_the_same_name_is_not_a_regression(recorded, tmp_path):
+    # The same CPU model, cores and flags, with half the CPU time: a cloud machine that shares the name.
+    with cgroup.cpu_quota(1.0) as prefix:
+        r = run(tmp_path, recorded, "-k", "1n1g", "--dlperf-hardware", "fail", prefix=prefix)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "REGRESSION" not in r.stdout
+    assert f"HARDWARE {CASE} throughput: not judged" in r.stdout and "cpu quota 1 cores vs unlimited" in r.stdout

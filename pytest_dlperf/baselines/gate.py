@@ -39,7 +39,8 @@ from .store import METRICS, Entry, Tolerances
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_CV_BOUND = 0.10
-STATUSES = ("pass", "regression", "improvement", "noisy", "missing")
+# "hardware": not judged, the baseline was recorded on other hardware (gating.hardware_verdict)
+STATUSES = ("pass", "regression", "improvement", "noisy", "missing", "hardware")
 UNITS = {"throughput": "samples/s", "speedup": "x", "efficiency": ""}
 
 

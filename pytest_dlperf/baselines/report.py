@@ -10,7 +10,7 @@ from rich.table import Table
 
 from .gate import Verdict
 
-ORDER = {"regression": 0, "noisy": 1, "missing": 2, "improvement": 3, "pass": 4}
+ORDER = {"regression": 0, "noisy": 1, "hardware": 2, "missing": 3, "improvement": 4, "pass": 5}
 
 
 def _pct(v: float | None) -> str:

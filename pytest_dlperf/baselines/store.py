@@ -140,6 +140,7 @@ class Entry:
     recorded_at: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     source: str = "recorded"  # or "published: <citation>"
+    machine: str = ""  # id of the recording machine's fingerprints in the file's "machines"
     extra: dict[str, Any] = field(default_factory=dict)  # other fields, kept as they are
 
     @property
@@ -192,6 +193,8 @@ class Entry:
             "tolerance": self.tolerance.to_dict() if self.tolerance else None,
             "recorded_at": self.recorded_at, "versions": dict(self.versions), "source": self.source,
         }
+        if self.machine:
+            d["machine"] = self.machine
         d.update({k: v for k, v in self.extra.items() if k not in d})
         return d
 
@@ -213,7 +216,8 @@ class Entry:
         if source != "recorded" and not source.startswith("published:"):
             raise r.fail("source", f"must be 'recorded' or 'published: <citation>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
-                 "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source"}
+                 "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
+                 "machine"}
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
@@ -223,6 +227,7 @@ class Entry:
             efficiency=r.get("efficiency", "number", required=False),
             tolerance=Tolerances.read(r, "tolerance", required=False),
             recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,
+            machine=r.get("machine", "str", required=False) or "",
             extra={k: v for k, v in d.items() if k not in known},
         )
         try:
@@ -243,11 +248,18 @@ class BaselineFile:
     description: str
     default_tolerance: Tolerances
     entries: dict[str, Entry] = field(default_factory=dict)
+    # machine id -> {node name -> hardware fingerprint (probes/hwprobe.py)}: what each entry's
+    # "machine" was measured on, so the gate can tell a slower machine from slower software
+    machines: dict[str, dict[str, dict]] = field(default_factory=dict)
     schema: int = SCHEMA
     exists: bool = True
 
     def get(self, key: str) -> Entry | None:
         return self.entries.get(key)
+
+    def fingerprint_for(self, entry: Entry) -> dict[str, dict] | None:
+        """The fingerprints of the machine that recorded the entry (None: recorded without one)."""
+        return self.machines.get(entry.machine) if entry.machine else None
 
     def tolerances_for(self, key: str) -> Tolerances:
         """The entry's recorded tolerances, else the file's default."""
@@ -255,11 +267,16 @@ class BaselineFile:
         return e.tolerance if e is not None and e.tolerance is not None else self.default_tolerance
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "schema": self.schema, "profile": self.profile, "description": self.description,
             "default_tolerance": self.default_tolerance.to_dict(),
             "entries": {k: self.entries[k].to_dict() for k in sorted(self.entries)},
         }
+        used = {e.machine for e in self.entries.values() if e.machine}
+        machines = {k: v for k, v in sorted(self.machines.items()) if k in used}
+        if machines:
+            d["machines"] = machines
+        return d
 
     def to_json(self) -> str:
         """Indented JSON with each list of numbers on one line, so a diff shows what changed."""
@@ -301,9 +318,16 @@ def parse(path: Path, text: str) -> BaselineFile:
         raise BaselineError(path, f"'profile' says {profile!r} but the file is named for {path.stem!r}")
     entries_raw = r.get("entries", "dict")
     entries = {k: Entry.from_dict(k, v, path) for k, v in entries_raw.items()}
+    machines = r.get("machines", "dict", required=False) or {}
+    for mid, nodes in machines.items():
+        if not isinstance(nodes, dict) or not all(isinstance(fp, dict) for fp in nodes.values()):
+            raise BaselineError(path, f"machines[{mid!r}] must map node names to fingerprint objects")
+    for key, e in entries.items():
+        if e.machine and e.machine not in machines:
+            raise BaselineError(path, f"entries[{key!r}].machine {e.machine!r} names no entry of 'machines'")
     return BaselineFile(path=path, profile=profile, description=r.get("description", "text", required=False) or "",
                         default_tolerance=Tolerances.read(r, "default_tolerance", required=True),
-                        entries=entries)
+                        entries=entries, machines=machines)
 
 
 class BaselineStore:
@@ -341,7 +365,8 @@ class BaselineStore:
         return parse(path, text)
 
     def update(self, profile: str, entries: Mapping[str, Entry], description: str | None = None,
-               default_tolerance: Tolerances | None = None) -> BaselineFile:
+               default_tolerance: Tolerances | None = None,
+               machines: Mapping[str, dict[str, dict]] | None = None) -> BaselineFile:
         """Merge ``entries`` into the profile's file under its lock; every other entry is kept.
 
         ``description`` and ``default_tolerance`` are used when the file is created (and
@@ -357,6 +382,7 @@ class BaselineStore:
             with lock:
                 current = self.load(profile)
                 current.entries.update(entries)
+                current.machines.update(machines or {})
                 if description is not None:
                     current.description = description
                 if default_tolerance is not None:
