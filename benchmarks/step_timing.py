@@ -1,16 +1,15 @@
 #!/usr/bin/env python3
 """What does the workload's per-step timing cost? Harness-timed steps vs a window timed from outside.
 
-The suite's workload (``pytest_dlperf/workloads/torch_ddp.py``) can time each step between two
+The suite's workload (``pytest_dlperf/workloads/torch_ddp.py``) times each step between two
 barriers with a host sync (``float(loss)``) inside every step, while the seeds' benchmarks time a
 window of steps from outside. This script runs both in ONE launch of the same model, batch and
 threads, in alternating blocks of steps (A B A B ...), so that launch-to-launch noise (whole
 launches faster or slower) cancels out of the ratio:
 
-- ``barriers``: every step as the workload's ``--timing barrier`` mode runs it: barrier, step,
-  ``float(loss)``, barrier, timestamps around it;
-- ``outside``: the steps back to back, as the workload's default ``--timing window`` mode runs them:
-  a timestamp per rank after each step (no barrier, no host sync), one barrier at each end of the block.
+- ``barriers``: every step as the workload runs it: barrier, step, ``float(loss)``, barrier;
+- ``outside``: the steps back to back with a timestamp per rank after each (no barrier, no host
+  sync), one barrier at each end of the block, as the seeds' benchmarks time a window.
 
 Each block is timed from its first barrier to its last; the ratio barriers / outside per block
 pair is averaged on the log scale with a t interval over the pairs.
