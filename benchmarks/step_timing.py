@@ -96,7 +96,8 @@ def main() -> int:
     a = p.parse_args()
     if a.worker:
         worker(a)
-        return 0
+        sys.stdout.flush()
+        os._exit(0)  # no finalization: it can abort under Gloo's threads, as the workload notes
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "timing.json"
         argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(a.ranks),

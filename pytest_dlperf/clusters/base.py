@@ -8,6 +8,7 @@ worker that left its launcher's process tree is still found and killed.
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -68,6 +69,23 @@ class ExecResult:
         return "\n".join(lines[-n:])
 
 
+FATAL_LINE = re.compile(r"terminate called|what\(\):|Fatal Python error|Segmentation fault"
+                        r"|Traceback \(most recent call last\)|Killed|out of memory", re.IGNORECASE)
+
+
+def tail_with_first_fatal(lines: list[str], n: int, context: int = 8) -> str:
+    """The last ``n`` lines, preceded by the first fatal-looking line and ``context`` after it when
+    that line lies before the window."""
+    start = max(len(lines) - n, 0)
+    first = next((i for i, line in enumerate(lines[:start]) if FATAL_LINE.search(line)), None)
+    if first is None:
+        return "\n".join(lines[start:])
+    head = lines[first:min(first + context, start)]
+    skipped = start - first - len(head)
+    gap = [f"[... {skipped} lines ...]"] if skipped else []
+    return "\n".join(head + gap + lines[start:])
+
+
 class NodeProcess(ABC):
     """A launcher running on a node; output goes to a log file on this machine."""
 
@@ -83,12 +101,13 @@ class NodeProcess(ABC):
         """Stop the launcher and every process it started; safe to call twice."""
 
     def tail(self, n: int = 30) -> str:
-        """Last lines the node's launcher and workers printed."""
+        """Last lines the node's launcher and workers printed, after the first fatal line if that
+        came earlier (a C++ ``terminate called ...`` is otherwise buried under torchrun's summary)."""
         try:
             lines = self.log_path.read_text(errors="replace").splitlines()
         except FileNotFoundError:
             return ""
-        return "\n".join(lines[-n:])
+        return tail_with_first_fatal(lines, n)
 
 
 class Cluster(ABC):

@@ -257,4 +257,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Leave without interpreter finalization: Gloo's worker threads can still drop tensors
+    # that hold Python references while the interpreter is torn down, and the GIL acquire
+    # that follows aborts the process (SIGABRT after a finished run; pytorch/pytorch#190489).
+    # Everything this rank writes is closed by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
