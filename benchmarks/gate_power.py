@@ -4,7 +4,7 @@
 What it does
   1. Collects pools of real per-run throughputs of the suite's own workload (torch_ddp.py under
      torchrun, one worker pinned to one core with taskset, the CPU profile's resnet50 fp32 bs8
-     64px, 2 warm-up + 6 measured steps), for four conditions: a baseline pool, an identical-code
+     64px with the profile's warm-up and time-based window), for four conditions: a baseline pool, an identical-code
      pool, and pools with a planted slow-down of 5% and 10%. Runs are taken in blocks of one run
      per condition, the order rotated per block, so that load from other users of the machine
      falls on every condition alike.
@@ -16,12 +16,12 @@ What it does
      intervals, and the slow-down actually achieved (ratio of pool medians, bootstrap 95% CI).
 
 How the slow-down is planted
-  The workload honours DLPERF_PLANT_SLOWDOWN=d: after each step's compute, inside the timed region,
-  the rank sleeps d/(1-d) x that step's compute time, so its throughput becomes (1-d) x what it
+  The workload honours DLPERF_PLANT_SLOWDOWN=d: after each measured step's compute, inside the
+  timed window, the rank sleeps d/(1-d) x that step's compute time, so its throughput becomes (1-d) x what it
   would have been. Nothing else in the run changes.
 
 Usage: python3 benchmarks/gate_power.py --pool 24 --pools-file /tmp/gate_pools.json
-(4 x pool runs of about 8 s each; --pool 24 takes about 13 minutes). --analyze-only re-reads a
+(4 x pool runs of about 11 s each; --pool 24 takes about 18 minutes). --analyze-only re-reads a
 saved pools file and prints the figures again (e.g. with other --repeats or --tolerance).
 """
 from __future__ import annotations
@@ -48,6 +48,7 @@ from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
 from pytest_dlperf.reporting import atomic_write_text  # noqa: E402
 from pytest_dlperf.runner import parse_steps  # noqa: E402
+from pytest_dlperf.specs import CPU_PROFILE  # noqa: E402
 
 WORKLOAD = ROOT / "pytest_dlperf" / "workloads" / "torch_ddp.py"
 # The lock LocalCluster.lease() holds around each dlperf run on this machine: taking it per run
@@ -64,8 +65,11 @@ class Workload:
     precision: str = "fp32"
     batch_size: int = 8
     image_size: int = 64
-    warmup_iters: int = 2
-    iters: int = 6
+    warmup_iters: int = CPU_PROFILE.warmup_iters
+    max_warmup_iters: int = CPU_PROFILE.max_warmup_iters
+    iters: int = CPU_PROFILE.iters
+    window_seconds: float = CPU_PROFILE.window_seconds
+    max_iters: int = CPU_PROFILE.max_iters
     core: int = 0
 
 
@@ -77,15 +81,17 @@ def run_once(w: Workload, slowdown: float, timeout: float = 300.0) -> tuple[floa
                 "--standalone", "--nproc_per_node", "1", str(WORKLOAD),
                 "--model", w.model, "--precision", w.precision, "--batch-size", str(w.batch_size),
                 "--image-size", str(w.image_size), "--warmup-iters", str(w.warmup_iters),
-                "--iters", str(w.iters), "--threads", "1", "--output", str(out)]
+                "--max-warmup-iters", str(w.max_warmup_iters), "--iters", str(w.iters),
+                "--window-seconds", repr(w.window_seconds), "--max-iters", str(w.max_iters),
+                "--threads", "1", "--output", str(out)]
         env = {**os.environ, "OMP_NUM_THREADS": "1", **CPU_MALLOC_ENV, "DLPERF_PLANT_SLOWDOWN": repr(slowdown)}
         with FileLock(str(LEASE)):
             proc = subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             raise RuntimeError(f"run failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-        _, steps = parse_steps(out)
-        return (metrics.throughput(steps, w.warmup_iters, w.iters),
-                metrics.step_times(steps, w.warmup_iters, w.iters))
+        meta, steps = parse_steps(out)  # the lengths the workload ran: it sizes the window
+        lengths = (meta["warmup_iters"], meta["iters"])
+        return metrics.throughput(steps, *lengths), metrics.step_times(steps, *lengths)
 
 
 def collect(w: Workload, pool: int, path: Path) -> dict:
@@ -242,7 +248,7 @@ def verdict_lines(rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pool", type=int, default=24, help="runs per condition (4 conditions, ~8 s per run)")
+    p.add_argument("--pool", type=int, default=24, help="runs per condition (4 conditions, ~11 s per run)")
     p.add_argument("--trials", type=int, default=20, help="trials per condition and repeat count")
     p.add_argument("--repeats", type=int, nargs="+", default=[3, 5], help="runs per session and per baseline")
     p.add_argument("--tolerance", type=float, default=None, help="default: the CPU profile's default")
@@ -252,13 +258,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="where runs are saved (collection resumes from it)")
     p.add_argument("--analyze-only", action="store_true", help="judge the saved pools; run nothing")
     p.add_argument("--core", type=int, default=0)
-    p.add_argument("--iters", type=int, default=Workload.iters, help="measured steps per run (suite CPU default 6)")
+    p.add_argument("--iters", type=int, default=Workload.iters,
+                   help="measured steps per run, the least (the CPU profile's default)")
+    p.add_argument("--window-seconds", type=float, default=Workload.window_seconds,
+                   help="time-based window (the CPU profile's default; 0: exactly --iters)")
     p.add_argument("--warmup-iters", type=int, default=Workload.warmup_iters)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--sweep", type=int, nargs="*", default=[3, 5, 8, 10],
                    help="repeat counts for the repeats x tolerance sweep (empty: none)")
     a = p.parse_args(argv)
-    w = Workload(core=a.core, iters=a.iters, warmup_iters=a.warmup_iters)
+    w = Workload(core=a.core, iters=a.iters, warmup_iters=a.warmup_iters, window_seconds=a.window_seconds)
     if not a.analyze_only:
         print(f"collecting {a.pool} runs per condition ({4 * a.pool} runs) into {a.pools_file}; "
               f"workload {w}", flush=True)

@@ -32,7 +32,7 @@ from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.clusters.local import LocalCluster  # noqa: E402
 from pytest_dlperf.launchers.torchrun import TorchrunLauncher  # noqa: E402
 from pytest_dlperf.runner import parse_steps, plan_run  # noqa: E402
-from pytest_dlperf.specs import CaseSpec, Measurement, Topology  # noqa: E402
+from pytest_dlperf.specs import CPU_PROFILE, CaseSpec, Measurement, Topology  # noqa: E402
 
 
 def parse_case(text: str) -> CaseSpec:
@@ -51,8 +51,8 @@ def by_hand(case: CaseSpec, m: Measurement, work: Path) -> float:
     codes = [s.wait(timeout=m.timeout) for s in shells]
     if any(codes):
         raise SystemExit(f"a pasted command failed: {codes}\n" + "\n".join(lines))
-    _, steps = parse_steps(Path(plan.output_path(plan.nodes[0])))
-    return metrics.throughput(steps, m.warmup_iters, m.iters)
+    meta, steps = parse_steps(Path(plan.output_path(plan.nodes[0])))
+    return metrics.throughput(steps, meta["warmup_iters"], meta["iters"])  # what the workload ran
 
 
 def through_plugin(case: CaseSpec, m: Measurement, work: Path, i: int) -> float:
@@ -61,8 +61,9 @@ def through_plugin(case: CaseSpec, m: Measurement, work: Path, i: int) -> float:
            "-k", case.id, "--model", case.model, "--precision", case.precision,
            "--batch-size", str(case.batch_size), "--image-size", str(case.image_size),
            "--nodes", str(case.topology.nodes), "--gpus-per-node", str(case.topology.devices_per_node),
-           "--warmup-iters", str(m.warmup_iters), "--iters", str(m.iters), "--repeats", "1",
-           "--dlperf-report", str(report), "--baseline-dir", str(work / "no-baselines")]
+           "--repeats", "1", "--dlperf-report", str(report), "--baseline-dir", str(work / "no-baselines")]
+    if not m.window_seconds:  # explicit lengths; else the CPU profile's, as the by-hand commands
+        cmd += ["--warmup-iters", str(m.warmup_iters), "--iters", str(m.iters)]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(r.stdout + r.stderr)
@@ -74,11 +75,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", default="resnet50-fp32-bs8-64px-2n1g")
     ap.add_argument("--runs", type=int, default=10, help="pairs of runs")
-    ap.add_argument("--warmup-iters", type=int, default=2)
-    ap.add_argument("--iters", type=int, default=6)
+    ap.add_argument("--warmup-iters", type=int, default=None, help="exact warm-up (default: the CPU profile's)")
+    ap.add_argument("--iters", type=int, default=None, help="exact window steps (default: the CPU profile's "
+                    "time-based window)")
     args = ap.parse_args()
     case = parse_case(args.case)
-    m = Measurement(args.warmup_iters, args.iters, 1, 600.0)
+    p = CPU_PROFILE
+    if args.warmup_iters is None and args.iters is None:
+        m = Measurement(p.warmup_iters, p.iters, 1, 600.0, p.max_warmup_iters, p.window_seconds, p.max_iters)
+    else:
+        w = p.warmup_iters if args.warmup_iters is None else args.warmup_iters
+        m = Measurement(w, args.iters or p.iters, 1, 600.0)
     plugin, hand = [], []
     with tempfile.TemporaryDirectory(prefix="dlperf-overhead-") as tmp:
         work = Path(tmp)

@@ -178,6 +178,21 @@ class Gate:
         if text not in self.notes:
             self.notes.append(text)
 
+    def probe_again(self, result: CaseResult, nodes: list[Node], backend: str,
+                    fingerprints: Fingerprints | None) -> bool:
+        """True when only probe figures set this machine apart from the entry's recording machine
+        (a host's slow seconds do that): the session probes again before judging. Notes nothing."""
+        if fingerprints is None or self.options.update:
+            return False
+        try:
+            bfile = self._file(self.profile(nodes, backend, result))
+        except BaselineError:
+            return False
+        entry = bfile.get(result.case.key)
+        if entry is None:
+            return False
+        return compare(bfile.fingerprint_for(entry), fingerprints.nodes).performance_only
+
     def hardware(self, bfile: BaselineFile, entry: Entry, fingerprints: Fingerprints | None) -> FingerprintComparison:
         """Compare the machine that recorded the entry with this one; session notes say what could not be."""
         comp = compare(bfile.fingerprint_for(entry), fingerprints.nodes if fingerprints else None)

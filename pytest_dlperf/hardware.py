@@ -38,6 +38,10 @@ class Fingerprints:
     def to_dict(self) -> dict:
         return {"nodes": self.nodes, "errors": self.errors}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Fingerprints:
+        return cls(nodes=dict(d.get("nodes", {})), errors=list(d.get("errors", [])))
+
     def merge(self, other: Fingerprints) -> None:
         """Keep, per node, the better-performing probe of the two (see ``fingerprint.best_of``)."""
         from .baselines.fingerprint import best_of
@@ -46,8 +50,7 @@ class Fingerprints:
         self.errors.extend(e for e in other.errors if e not in self.errors)
 
 
-def probe_command(cluster: Cluster, node, run_dir: str, script: str, tag: str,
-                  seconds: float = PROBE_SECONDS) -> NodeCommand:
+def probe_command(node, run_dir: str, script: str, tag: str, seconds: float = PROBE_SECONDS) -> NodeCommand:
     """The probe's command on one node (shown by the dry-run like any other)."""
     argv = [node.python, script, "--seconds", f"{seconds:g}", "--output", str(Path(run_dir) / "hwprobe.json")]
     return NodeCommand(node, argv, {RUN_TAG_ENV: tag}, cwd=run_dir)
@@ -67,7 +70,7 @@ def measure(cluster: Cluster, log_dir: Path, seconds: float = PROBE_SECONDS,
         for node in nodes:
             run_dir = cluster.make_run_dir(node, run_id)
             script = cluster.upload(node, PROBE, run_dir)
-            cmds.append(probe_command(cluster, node, run_dir, script, tag, seconds))
+            cmds.append(probe_command(node, run_dir, script, tag, seconds))
         (log_dir / "commands.sh").write_text("\n".join(cluster.render(c) for c in cmds) + "\n")
         for cmd in cmds:
             procs.append((cmd, cluster.start(cmd, log_dir / f"{cmd.node.name}.log")))

@@ -13,34 +13,26 @@ from .specs import PRECISIONS
 CLUSTERS = ("local", "ssh", "aliyun")
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
+def _number(kind: type, least: float, strict: bool, what: str):
+    """An argparse type: ``kind`` at least ``least`` (above it when ``strict``), a clear error otherwise."""
+    bound = f"{what} {'>' if strict else '>='} {least:g}"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {text!r}") from None
+        if not (value > least if strict else value >= least):
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {text!r}")
+        return value
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}")
-    return value
+positive_int = _number(int, 1, False, "a whole number")
+non_negative_int = _number(int, 0, False, "a whole number")
+positive_seconds = _number(float, 0, True, "seconds")
+non_negative_seconds = _number(float, 0, False, "seconds")
 
 
 def _csv(text: str) -> list[str]:
@@ -72,7 +64,11 @@ def add_options(parser: pytest.Parser) -> None:
                 help="separate runs per case; mean and median are taken over them")
     g.addoption("--warmup-iters", type=non_negative_int, default=None, dest="warmup_iters",
                 help="steps run before the measured window")
-    g.addoption("--iters", type=positive_int, default=None, help="steps in the measured window")
+    g.addoption("--iters", type=positive_int, default=None,
+                help="steps in the measured window (exactly, unless --window-seconds is given)")
+    g.addoption("--window-seconds", type=non_negative_seconds, default=None, dest="window_seconds",
+                help="size each measured window to about this many seconds at the warm-up's pace, "
+                     "--iters steps at least (default: the profile's, 2 on CPU; 0: fixed --iters)")
     g.addoption("--dlperf-dryrun", action="store_true", default=False, dest="dlperf_dryrun",
                 help="print the exact per-node commands of every case; train nothing")
     g.addoption("--dlperf-report", default=None, dest="dlperf_report", metavar="DIR",
@@ -96,6 +92,7 @@ class RunOptions:
     repeats: int | None
     warmup_iters: int | None
     iters: int | None
+    window_seconds: float | None
     dryrun: bool
     report_dir: Path
     timeout: float
@@ -128,6 +125,7 @@ def from_config(config: pytest.Config) -> RunOptions:
         cluster=get("cluster"), nodes=get("nodes"), gpus_per_node=get("gpus_per_node"),
         backend=get("backend"), models=get("model"), precisions=list(dict.fromkeys(precisions)),
         batch_size=get("batch_size"), image_size=get("image_size"), repeats=get("repeats"),
-        warmup_iters=get("warmup_iters"), iters=get("iters"), dryrun=get("dlperf_dryrun"),
+        warmup_iters=get("warmup_iters"), iters=get("iters"), window_seconds=get("window_seconds"),
+        dryrun=get("dlperf_dryrun"),
         report_dir=report_dir, timeout=get("dlperf_timeout"),
     )

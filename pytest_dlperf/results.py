@@ -82,9 +82,11 @@ def summarize(case: CaseSpec, measurement: Measurement, runs: list[RunRecord]) -
     """Throughput per repeat, then mean and median over repeats; percentiles over all steps."""
     if not runs:
         raise ValueError(f"{case.id}: no runs to summarize")
-    w, n = measurement.warmup_iters, measurement.iters
-    tputs = [metrics.throughput(r.steps, w, n) for r in runs]
-    times = [t for r in runs for t in metrics.step_times(r.steps, w, n)]
+    def lengths(r: RunRecord) -> tuple[int, int]:  # what the workload ran (it sizes the window)
+        return int(r.meta.get("warmup_iters", measurement.warmup_iters)), int(r.meta.get("iters", measurement.iters))
+
+    tputs = [metrics.throughput(r.steps, *lengths(r)) for r in runs]
+    times = [t for r in runs for t in metrics.step_times(r.steps, *lengths(r))]
     pct = metrics.percentiles(times)
     mean, median = metrics.center(tputs)
     return CaseResult(

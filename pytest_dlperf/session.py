@@ -9,6 +9,7 @@ import contextlib
 import itertools
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,9 @@ from .options import RunOptions
 from .results import CaseResult, ResultSet, result_from_dict, summarize
 from .runner import RunFailed, plan_run, run_case
 from .specs import CPU_PROFILE, GPU_PROFILE, CaseSpec, Measurement, Profile, ladder
+
+RECHECKS = 3  # more probes, RECHECK_PAUSE s apart, before a HARDWARE verdict on probe figures alone
+RECHECK_PAUSE = 2.0
 
 
 @contextlib.contextmanager
@@ -91,9 +95,13 @@ class DLPerfSession:
 
     def measurement(self) -> Measurement:
         p, o = self.profile(), self.options
+        # An explicit --warmup-iters or --iters means exactly that many (unless --window-seconds).
+        warm = p.warmup_iters if o.warmup_iters is None else o.warmup_iters
+        window = o.window_seconds if o.window_seconds is not None else (0.0 if o.iters else p.window_seconds)
         return Measurement(
-            warmup_iters=p.warmup_iters if o.warmup_iters is None else o.warmup_iters,
-            iters=o.iters or p.iters, repeats=o.repeats or p.repeats, timeout=o.timeout)
+            warmup_iters=warm, iters=o.iters or p.iters, repeats=o.repeats or p.repeats, timeout=o.timeout,
+            max_warmup_iters=p.max_warmup_iters if o.warmup_iters is None else warm,
+            window_seconds=window, max_iters=p.max_iters if window else 0)
 
     def cases(self) -> list[CaseSpec]:
         """model x precision x topology, the ladder cut to what the cluster has."""
@@ -161,7 +169,8 @@ class DLPerfSession:
                 if self.results.results or self.dryrun or self.failures or self.gate.notes:
                     reporting.write_part(self.options.report_dir, self.worker_id, self.results,
                                          self.failures, self.dryrun,
-                                         {"notes": self.gate.notes, "written": self.gate.written})
+                                         {"notes": self.gate.notes, "written": self.gate.written,
+                                          "fingerprints": self.fingerprints.to_dict() if self.fingerprints else None})
                 return
             self._merge_worker_parts()
             if self.results.results or self.dryrun or self.failures:
@@ -181,6 +190,12 @@ class DLPerfSession:
             self.gate.notes.extend(n for n in extra.get("notes", []) if n not in self.gate.notes)
             for profile, n in extra.get("written", {}).items():
                 self.gate.written[profile] = self.gate.written.get(profile, 0) + n
+            if extra.get("fingerprints"):  # each worker probed the nodes: keep each node's best
+                fp = hardware.Fingerprints.from_dict(extra["fingerprints"])
+                if self.fingerprints is None:
+                    self.fingerprints = fp
+                else:
+                    self.fingerprints.merge(fp)
 
     def _flush_baselines(self, session: pytest.Session) -> None:
         """--update-baselines: write the passed cases; a store that cannot be written fails the run."""
@@ -243,12 +258,23 @@ class DLPerfSession:
             pytest.fail(error, pytrace=False)
         result = self.results.add(summarize(case, m, runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
+        self._second_look(case, result)
         judgement = self.gate.judge(result, self.cluster.nodes(), self.launcher.name, item, self.fingerprints)
         if judgement.outcome == "fail":
             pytest.fail(judgement.message, pytrace=False)
         if judgement.outcome == "skip":
             pytest.skip(judgement.message)
         return result
+
+    def _second_look(self, case: CaseSpec, result: CaseResult) -> None:
+        """Before calling the hardware different on probe figures alone, probe again a few times,
+        seconds apart: this host has been seen running 20-50% slower for whole seconds."""
+        for i in range(RECHECKS):
+            if not self.gate.probe_again(result, self.cluster.nodes(), self.launcher.name, self.fingerprints):
+                return
+            time.sleep(RECHECK_PAUSE)
+            with contextlib.suppress(ClusterError), self.cluster.lease():
+                self.probe_hardware(f"{case.id}-again{i + 1}")
 
     def probe_hardware(self, label: str) -> None:
         """Fingerprint the nodes (before every case: the best each node showed is its capability)."""

@@ -88,12 +88,15 @@ class CaseSpec:
 
 @dataclass(frozen=True)
 class Measurement:
-    """How each run of a case is measured."""
+    """How each run of a case is measured (the workload reports the lengths it actually ran)."""
 
-    warmup_iters: int
-    iters: int
+    warmup_iters: int  # warm-up steps, at least
+    iters: int  # measured steps; the least when window_seconds is set
     repeats: int
     timeout: float  # seconds for one run, start to finish
+    max_warmup_iters: int = 0  # warm up until two steps agree, at most this many (0: exactly warmup_iters)
+    window_seconds: float = 0.0  # size the window to about this long at the warm-up's pace (0: iters)
+    max_iters: int = 0  # measured steps at most (0: no cap)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -114,16 +117,24 @@ class Profile:
     warmup_iters: int = 5
     iters: int = 20
     repeats: int = 5
+    max_warmup_iters: int = 0
+    window_seconds: float = 0.0
+    max_iters: int = 0
 
 
 # Small enough that the whole default suite (2 models x 2 precisions x 1n1g, 2n1g x 3 repeats)
-# finishes in about five minutes on 2 CPU cores; on GPUs the sizes the seeds publish.
+# finishes in about five minutes on 2 CPU cores: the window is time-based (about 2 s of steps,
+# whatever the machine's pace), the warm-up lasts until the steps settle (VGG's first steps pay
+# for first-touch memory for seconds); on GPUs the fixed lengths the seeds publish.
 CPU_PROFILE = Profile(
     name="cpu",
     models={"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32)},
     warmup_iters=2,
-    iters=6,
+    iters=3,
     repeats=3,
+    max_warmup_iters=5,
+    window_seconds=2.0,
+    max_iters=40,
 )
 GPU_PROFILE = Profile(
     name="gpu",

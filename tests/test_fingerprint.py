@@ -138,6 +138,7 @@ def test_matmul_40_percent_slower(base: dict) -> None:
     assert "GFLOP/s per core" in fact and result.summary() == fact
     faster = compare({"local0": base}, {"local0": slower(base, 1.32)})
     assert "matmul probe 32% faster" in faster.summary()
+    assert result.performance_only and faster.performance_only  # the session probes again first
 
 
 def test_within_tolerance_and_noise(base: dict) -> None:
@@ -166,6 +167,7 @@ def test_cpu_identity_differs(base: dict) -> None:
     if "avx2" in base["cpu"]["flags"]:
         assert "missing avx2" in text
     assert "extra amx_tile" in text and "MHz" not in text and "elsewhere" not in text
+    assert not result.performance_only  # another probe cannot change a CPU model
 
 
 def test_gpu_power_limit_differs(base: dict) -> None:
@@ -194,6 +196,7 @@ def test_quota_throttling_is_a_difference(base: dict) -> None:
     assert result.status == "differs"
     assert "local0: CPU time capped by a cgroup quota during the probe (throttled 0.42 s); " \
            "matmul probe 30% slower" in result.summary()
+    assert not result.performance_only
 
 
 def test_unknown_and_node_count(base: dict) -> None:

@@ -187,6 +187,9 @@ def test_other_hardware_is_not_called_a_regression(recorded, tmp_path, mode, cod
     assert "NOT JUDGED (hardware differs" in r.stdout and "--update-baselines" in r.stdout
     verdict = json.loads((tmp_path / "report" / "results.json").read_text())["cases"][0]["verdict"]
     assert verdict["throughput"]["status"] == "hardware"
+    # probe figures alone: three more probes, seconds apart, before the verdict (a slow host second)
+    again = sorted(d.name for d in (tmp_path / "report" / "hwprobe").glob("*-again*"))
+    assert again == [f"{CASE}-again{i}" for i in (1, 2, 3)]
 
 
 def test_hardware_verdict_fails_by_default_under_ci(recorded, tmp_path):

@@ -52,6 +52,25 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
     assert tagged_processes(str(report)) == []
 
 
+def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_path):
+    report = tmp_path / "report"
+    r = run_suite(report, "-k", "1n1g", "--repeats", "1", "--window-seconds", "1.5")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (case,) = json.loads((report / "results.json").read_text())["cases"]
+    (run,) = case["runs"]
+    meta, steps = run["meta"], run["steps"]
+    warmup, iters = meta["warmup_iters"], meta["iters"]
+    assert warmup == 1 and meta["window_seconds"] == 1.5
+    assert 3 < iters <= 40  # a 2-sample 32 px step is far shorter than 1.5 s: more than --iters 3
+    assert len(steps) == warmup + iters and sum(not s["warmup"] for s in steps) == iters
+    window = meta["window"]["end"] - meta["window"]["start"]
+    assert window > 0.5
+    # the first window step starts at the start barrier, the last ends at the end barrier
+    assert steps[warmup]["start"] == meta["window"]["start"] and steps[-1]["end"] == meta["window"]["end"]
+    assert case["throughputs"][0] == pytest.approx(iters * 2 / window)  # 1 rank x batch 2
+    assert all(len(s["rank_times"]) == 1 and s["rank_times"][0] > 0 for s in steps)
+
+
 def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "2n1g", "--repeats", "1", env={"DLPERF_FAULT": "1:2"})

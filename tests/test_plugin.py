@@ -77,6 +77,25 @@ def test_report_path_that_is_a_file_is_a_usage_error(suite):
     assert "not a directory" in r.stderr.str()
 
 
+def test_explicit_lengths_are_exact_unless_a_window_is_asked_for(suite):
+    def argv(*opts):
+        r = suite.runpytest("-q", "--dlperf-dryrun", "--model", "resnet50", "--precision", "fp32",
+                            "-k", "1n1g", *opts)
+        assert r.ret == 0
+        line = next(ln for ln in r.outlines if ln.startswith("local0: "))
+        args = shlex.split(line.split(": ", 1)[1])
+        return {k: args[args.index(k) + 1] for k in ("--warmup-iters", "--max-warmup-iters", "--iters",
+                                                      "--window-seconds", "--max-iters")}
+
+    fixed = argv("--warmup-iters", "3", "--iters", "7")
+    assert fixed == {"--warmup-iters": "3", "--max-warmup-iters": "3", "--iters": "7",
+                     "--window-seconds": "0", "--max-iters": "0"}
+    timed = argv("--iters", "7", "--window-seconds", "2.5")
+    assert timed["--iters"] == "7" and timed["--window-seconds"] == "2.5" and timed["--max-iters"] == "40"
+    r = suite.runpytest("-q", "--dlperf-dryrun", "--window-seconds", "-1")
+    assert r.ret == 4 and "expected seconds >= 0, got '-1'" in r.stderr.str()
+
+
 def test_plugin_is_quiet_in_sessions_without_benchmarks(pytester):
     pytester.makepyfile("def test_plain():\n    assert True\n")
     r = pytester.runpytest("-q")
@@ -103,5 +122,9 @@ def test_dryrun_prints_per_node_torchrun_commands_and_trains_nothing(suite):
     assert argv0[argv0.index("--master_addr") + 1] == "127.0.0.1"
     assert argv0[argv0.index("--master_port") + 1] == argv1[argv1.index("--master_port") + 1]
     assert "torch.distributed.run" in argv0 and "--batch-size" in argv0
+    # the CPU profile: warm-up until steps settle (2..5), a window of about 2 s (3..40 steps)
+    flag = lambda name: argv0[argv0.index(name) + 1]  # noqa: E731
+    assert [flag("--warmup-iters"), flag("--max-warmup-iters")] == ["2", "5"]
+    assert [flag("--iters"), flag("--window-seconds"), flag("--max-iters")] == ["3", "2", "40"]
     assert not list(report.glob("runs/*"))  # nothing trained
     assert json.loads((report / "results.json").read_text())["cases"] == []

@@ -73,6 +73,9 @@ class FingerprintComparison:
     status: str  # one of STATUSES
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # every difference is a probe figure, none an identity or a quota: a host's slow seconds can
+    # cause that, so another probe a little later may find the machine as recorded
+    performance_only: bool = False
 
     def summary(self) -> str:
         """One line: the differences joined, else the notes, else that the machines match."""
@@ -231,9 +234,11 @@ def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *
     notes: list[str] = []
     busy = False
     compared = False
+    fixed = 0  # differences no second probe can change
     rec, mea = list(recorded.items()), list(measured.items())
     if len(rec) != len(mea):
         differences.append(f"{len(mea)} nodes vs {len(rec)}")
+        fixed += 1
     for (node, m), (_rnode, r) in zip(mea, rec):
         if not m or not r:
             side = "measured" if not m else "recorded"
@@ -243,7 +248,9 @@ def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *
         if m.get("probe_version") != r.get("probe_version"):
             notes.append(f"{node}: probe version {m.get('probe_version')} vs "
                          f"{r.get('probe_version')}: compared where the fields agree")
-        differences.extend(_identity(node, m, r))
+        ident = _identity(node, m, r)
+        differences.extend(ident)
+        fixed += len(ident)
         cpu_wall, throttled, shared = _busy(m, busy_below)
         rec_wall, _, rec_shared = _busy(r, busy_below)
         if shared:
@@ -261,6 +268,7 @@ def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *
         if perf and throttled is not None and throttled > THROTTLED_S:
             differences.append(f"{node}: CPU time capped by a cgroup quota during the probe "
                                f"(throttled {throttled:.2f} s); " + "; ".join(perf))
+            fixed += 1
         else:
             differences.extend(f"{node}: {d}" for d in perf)
             if throttled is not None and throttled > THROTTLED_S:
@@ -269,4 +277,4 @@ def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *
     if not compared and not differences:
         return FingerprintComparison("unknown", differences, notes)
     status = "differs" if differences else "busy" if busy else "same"
-    return FingerprintComparison(status, differences, notes)
+    return FingerprintComparison(status, differences, notes, performance_only=bool(differences) and not fixed)

@@ -31,7 +31,10 @@ class TorchrunLauncher(Launcher):
                 "--batch-size", str(case.batch_size),
                 "--image-size", str(case.image_size),
                 "--warmup-iters", str(m.warmup_iters),
+                "--max-warmup-iters", str(m.max_warmup_iters),
                 "--iters", str(m.iters),
+                "--window-seconds", f"{m.window_seconds:g}",
+                "--max-iters", str(m.max_iters),
                 "--threads", str(threads),
                 "--output", plan.output_path(node),
             ]

@@ -4,14 +4,25 @@
 This script runs on the nodes and imports nothing from the harness: it can be copied anywhere
 and started by hand with the command that ``pytest --dlperf-dryrun`` prints.
 
-Each step is timed between two barriers, so a step's time is the time of the slowest rank.
-Rank 0 writes JSON lines to ``--output``: one ``meta`` line (world, versions, devices), then one
-``step`` line per step with the step time seen by every rank and the global samples, then ``end``.
+Timing, as the seeds' benchmarks time: no barrier and no host synchronisation inside a measured
+step. Warm-up steps run until two in a row agree within ``WARMUP_AGREE`` (at least
+``--warmup-iters``, at most ``--max-warmup-iters``; rank 0 decides and tells the others). The
+measured window then has ``--iters`` steps, or with ``--window-seconds S`` as many as fill about S
+seconds at the warm-up's pace (at least ``--iters``, at most ``--max-iters``). The window starts
+and ends with a barrier (and a device synchronisation on GPUs); inside it each rank takes a
+timestamp after every step (CUDA events on GPUs), so a step's time is per rank and the window's
+wall time is exact: throughput = global samples / (end barrier - start barrier).
+
+Rank 0 writes JSON lines to ``--output``: one ``meta`` line (world, versions, devices, the warm-up
+and window lengths actually run), then one ``step`` line per step with the step time seen by every
+rank and the global samples, then ``end``. A window step's ``start``/``end`` are rank 0's clock;
+the first window step starts at the start barrier, the last ends at the end barrier.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import socket
@@ -125,8 +136,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, required=True, help="samples per device per step")
     p.add_argument("--image-size", type=int, required=True)
     p.add_argument("--num-classes", type=int, default=1000)
-    p.add_argument("--warmup-iters", type=int, default=5)
-    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup-iters", type=int, default=5, help="warm-up steps, at least")
+    p.add_argument("--max-warmup-iters", type=int, default=0,
+                   help="warm-up steps at most, until two agree (0: exactly --warmup-iters)")
+    p.add_argument("--iters", type=int, default=20, help="measured steps (the least, with --window-seconds)")
+    p.add_argument("--window-seconds", type=float, default=0.0,
+                   help="size the window to about this many seconds at the warm-up's pace (0: --iters)")
+    p.add_argument("--max-iters", type=int, default=0, help="measured steps at most (0: no cap)")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads per process (0: torch's default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", required=True, help="JSON lines written by rank 0")
@@ -161,6 +177,26 @@ def _planted_slowdown() -> float:
     return d
 
 
+WARMUP_AGREE = 0.10  # warm-up ends when a step is within 10% of the one before it
+
+
+def window_iters(step_seconds: float, iters: int, window_seconds: float, max_iters: int) -> int:
+    """Steps in the measured window: ``iters``, or enough to fill ``window_seconds`` at this pace."""
+    n = iters
+    if window_seconds > 0 and step_seconds > 0:
+        n = max(iters, math.ceil(window_seconds / step_seconds))
+    return min(n, max_iters) if max_iters > 0 else n
+
+
+def warmup_done(times: list[float], least: int, most: int) -> bool:
+    """True once ``least`` steps ran and the last two agree, or ``most`` steps ran."""
+    if len(times) < least:
+        return False
+    if most <= least or len(times) >= most:
+        return True
+    return len(times) >= 2 and abs(times[-1] - times[-2]) <= WARMUP_AGREE * times[-1]
+
+
 @record  # torchrun then shows this rank's traceback in its "Root Cause" summary
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
@@ -192,35 +228,74 @@ def main(argv: list[str] | None = None) -> int:
         images = images.contiguous(memory_format=torch.channels_last)
     labels = torch.randint(0, args.num_classes, (args.batch_size,), device=device)
 
-    def step() -> float:
+    def step() -> torch.Tensor:
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
             loss = F.cross_entropy(ddp(images), labels)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
-        return float(loss.detach())
+        return loss.detach()
 
-    total = args.warmup_iters + args.iters
     plant = _planted_slowdown()
-    starts, ends, losses = [], [], []
-    for i in range(total):
-        _fault(rank, i)
-        if cuda:
-            torch.cuda.synchronize(device)
-        dist.barrier()
-        t0 = time.perf_counter()
-        losses.append(step())
-        if cuda:
-            torch.cuda.synchronize(device)
-        if plant:  # sleep d/(1-d) x this step's compute, inside the timed region: throughput x (1-d)
-            time.sleep((time.perf_counter() - t0) * plant / (1 - plant))
-        dist.barrier()
-        t1 = time.perf_counter()
-        starts.append(t0)
-        ends.append(t1)
+    decide = torch.zeros(2, dtype=torch.float64, device=device)  # rank 0's [warm-up done, window steps]
 
-    mine = torch.tensor([e - s for s, e in zip(starts, ends)], dtype=torch.float64)
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    # Warm-up: each step timed on its own (synchronised; nothing here is measured), rank 0 decides.
+    starts, ends, losses, mine = [], [], [], []
+    least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)  # sizing needs one step's pace
+    decide[1] = args.iters
+    while least > 0:
+        _fault(rank, len(losses))
+        t0 = time.perf_counter()
+        losses.append(float(step()))  # a host sync: the time is the step's
+        sync()
+        starts.append(t0)
+        ends.append(time.perf_counter())
+        mine.append(ends[-1] - t0)
+        if rank == 0:
+            done = warmup_done(mine, args.warmup_iters, args.max_warmup_iters)
+            decide[0] = float(done)
+            decide[1] = window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters)
+        dist.broadcast(decide, src=0)
+        if decide[0] > 0:
+            break
+    warmup, iters = len(losses), int(decide[1])
+
+    # The measured window: a barrier at each end, per-rank timestamps inside, no per-step sync.
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)] if cuda else []
+    step_losses = []
+    sync()
+    dist.barrier()
+    w0 = time.perf_counter()
+    stamps = [w0]
+    if cuda:
+        events[0].record()
+    for k in range(iters):
+        _fault(rank, warmup + k)
+        step_losses.append(step())
+        if plant:  # sleep d/(1-d) x this step's time: throughput x (1-d); a GPU step is synced first
+            sync()
+            time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
+        if cuda:
+            events[k + 1].record()
+        stamps.append(time.perf_counter())
+    sync()
+    dist.barrier()
+    w1 = time.perf_counter()
+    if cuda:
+        mine += [events[k].elapsed_time(events[k + 1]) / 1e3 for k in range(iters)]
+    else:
+        mine += [b - a for a, b in zip(stamps, stamps[1:])]
+    losses += [float(v) for v in step_losses]
+    starts += stamps[:-1]
+    ends += stamps[1:-1] + [w1]
+    total = warmup + iters
+
+    mine = torch.tensor(mine, dtype=torch.float64, device=device)
     gathered = [torch.zeros_like(mine) for _ in range(world)]
     dist.all_gather(gathered, mine)
     hosts: list[str | None] = [None] * world
@@ -234,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             meta = {
                 "kind": "meta", "model": args.model, "precision": args.precision,
                 "batch_size": args.batch_size, "image_size": args.image_size,
-                "warmup_iters": args.warmup_iters, "iters": args.iters,
+                "warmup_iters": warmup, "iters": iters, "window_seconds": args.window_seconds,
+                "window": {"start": w0, "end": w1},
                 "world_size": world, "ranks": hosts,
                 "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
                 "nnodes": world // int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
@@ -245,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             fh.write(json.dumps(meta) + "\n")
             for i in range(total):
                 fh.write(json.dumps({
-                    "kind": "step", "step": i, "warmup": i < args.warmup_iters,
+                    "kind": "step", "step": i, "warmup": i < warmup,
                     "start": starts[i], "end": ends[i],
                     "rank_times": [float(g[i]) for g in gathered],
                     "samples": args.batch_size * world, "loss": losses[i],
