@@ -68,7 +68,7 @@ def add_options(parser: pytest.Parser) -> None:
                 help="steps in the measured window (exactly, unless --window-seconds is given)")
     g.addoption("--window-seconds", type=non_negative_seconds, default=None, dest="window_seconds",
                 help="size each measured window to about this many seconds at the warm-up's pace, "
-                     "--iters steps at least (default: the profile's, 2 on CPU; 0: fixed --iters)")
+                     "--iters steps at least (default: the profile's, 1.5 on CPU; 0: fixed --iters)")
     g.addoption("--dlperf-dryrun", action="store_true", default=False, dest="dlperf_dryrun",
                 help="print the exact per-node commands of every case; train nothing")
     g.addoption("--dlperf-report", default=None, dest="dlperf_report", metavar="DIR",

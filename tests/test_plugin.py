@@ -122,9 +122,9 @@ def test_dryrun_prints_per_node_torchrun_commands_and_trains_nothing(suite):
     assert argv0[argv0.index("--master_addr") + 1] == "127.0.0.1"
     assert argv0[argv0.index("--master_port") + 1] == argv1[argv1.index("--master_port") + 1]
     assert "torch.distributed.run" in argv0 and "--batch-size" in argv0
-    # the CPU profile: warm-up until steps settle (2..5), a window of about 2 s (3..40 steps)
+    # the CPU profile: warm-up until steps settle (2..4), a window of about 1.5 s (3..40 steps)
     flag = lambda name: argv0[argv0.index(name) + 1]  # noqa: E731
-    assert [flag("--warmup-iters"), flag("--max-warmup-iters")] == ["2", "5"]
-    assert [flag("--iters"), flag("--window-seconds"), flag("--max-iters")] == ["3", "2", "40"]
+    assert [flag("--warmup-iters"), flag("--max-warmup-iters")] == ["2", "4"]
+    assert [flag("--iters"), flag("--window-seconds"), flag("--max-iters")] == ["3", "1.5", "40"]
     assert not list(report.glob("runs/*"))  # nothing trained
     assert json.loads((report / "results.json").read_text())["cases"] == []
