@@ -191,11 +191,7 @@ class DLPerfSession:
             for profile, n in extra.get("written", {}).items():
                 self.gate.written[profile] = self.gate.written.get(profile, 0) + n
             if extra.get("fingerprints"):  # each worker probed the nodes: keep each node's best
-                fp = hardware.Fingerprints.from_dict(extra["fingerprints"])
-                if self.fingerprints is None:
-                    self.fingerprints = fp
-                else:
-                    self.fingerprints.merge(fp)
+                self._keep(hardware.Fingerprints.from_dict(extra["fingerprints"]))
 
     def _flush_baselines(self, session: pytest.Session) -> None:
         """--update-baselines: write the passed cases; a store that cannot be written fails the run."""
@@ -278,7 +274,10 @@ class DLPerfSession:
 
     def probe_hardware(self, label: str) -> None:
         """Fingerprint the nodes (before every case: the best each node showed is its capability)."""
-        fp = hardware.measure(self.cluster, self.options.report_dir / "hwprobe" / label)
+        self._keep(hardware.measure(self.cluster, self.options.report_dir / "hwprobe" / label))
+
+    def _keep(self, fp: hardware.Fingerprints) -> None:
+        """Fold fingerprints into the session's: per node, the best probe seen so far."""
         if self.fingerprints is None:
             self.fingerprints = fp
         else:
