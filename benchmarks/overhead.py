@@ -7,7 +7,7 @@ of the exact per-node commands the dry-run prints, started as a user would from 
 plugin / by hand as the geometric mean of the K paired ratios with a 95% t interval (target:
 within 1%, which the interval must be narrow enough to show).
 
-The plugin runs gate against an empty baseline store (``--baseline-dir`` in the run's temporary
+The plugin runs gate against an empty baseline store (``--dlperf-baseline-dir`` in the run's temporary
 directory): whatever baselines the repository ships, the benchmark measures and never aborts on
 a verdict.
 
@@ -58,12 +58,12 @@ def by_hand(case: CaseSpec, m: Measurement, work: Path) -> float:
 def through_plugin(case: CaseSpec, m: Measurement, work: Path, i: int) -> float:
     report = work / f"plugin{i}"
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-q", "-p", "no:cacheprovider",
-           "-k", case.id, "--model", case.model, "--precision", case.precision,
-           "--batch-size", str(case.batch_size), "--image-size", str(case.image_size),
-           "--nodes", str(case.topology.nodes), "--gpus-per-node", str(case.topology.devices_per_node),
-           "--repeats", "1", "--dlperf-report", str(report), "--baseline-dir", str(work / "no-baselines")]
+           "-k", case.id, "--dlperf-model", case.model, "--dlperf-precision", case.precision,
+           "--dlperf-batch-size", str(case.batch_size), "--dlperf-image-size", str(case.image_size),
+           "--nodes", str(case.topology.nodes), "--dlperf-gpus-per-node", str(case.topology.devices_per_node),
+           "--dlperf-repeats", "1", "--dlperf-report", str(report), "--dlperf-baseline-dir", str(work / "no-baselines")]
     if not m.window_seconds:  # explicit lengths; else the CPU profile's, as the by-hand commands
-        cmd += ["--warmup-iters", str(m.warmup_iters), "--iters", str(m.iters)]
+        cmd += ["--dlperf-warmup-iters", str(m.warmup_iters), "--dlperf-iters", str(m.iters)]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(r.stdout + r.stderr)

@@ -6,7 +6,6 @@ decides, per case, what a verdict means for the test (pass, fail, skip) and whic
 """
 from __future__ import annotations
 
-import argparse
 import os
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -18,60 +17,15 @@ from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, Toler
                         judge, judge_scalar, resolve_tolerances)
 from .baselines.fingerprint import FingerprintComparison, compare
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND
-from .baselines.profile import check_profile_name
 from .clusters.base import Node
 from .hardware import Fingerprints
 from .results import CaseResult
 
-MISSING = ("skip", "fail", "record")
-NOISY = ("fail", "warn")
-HARDWARE = ("skip", "fail")
 
 
 def in_ci() -> bool:
     """The same test pytest uses for CI runs: CI or BUILD_NUMBER set."""
     return bool(os.environ.get("CI") or os.environ.get("BUILD_NUMBER"))
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05, got {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1) such as 0.05 for 5%, got {text!r}")
-    return value
-
-
-def _profile_name(text: str) -> str:
-    try:
-        return check_profile_name(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_gate_options(parser: pytest.Parser) -> None:
-    g = parser.getgroup("dlperf")
-    g.addoption("--update-baselines", action="store_true", default=False, dest="update_baselines",
-                help="record the cases that ran and passed as the profile's baseline (other entries are kept)")
-    g.addoption("--baseline-profile", type=_profile_name, default=None, dest="baseline_profile",
-                help="gate against this profile's file instead of the detected one (e.g. ecs.ebmgn6v.24xlarge)")
-    g.addoption("--baseline-dir", default=None, dest="baseline_dir", metavar="DIR",
-                help="the baseline store (default: <rootdir>/baselines)")
-    g.addoption("--tolerance", type=_fraction, default=None,
-                help="allowed throughput drop for this run, e.g. 0.05 (default: the profile file's)")
-    g.addoption("--speedup-tolerance", type=_fraction, default=None, dest="speedup_tolerance",
-                help="allowed speedup drop for this run (default: the profile file's)")
-    g.addoption("--efficiency-tolerance", type=_fraction, default=None, dest="efficiency_tolerance",
-                help="allowed scaling-efficiency drop for this run (default: the profile file's)")
-    g.addoption("--baseline-missing", choices=MISSING, default="skip", dest="baseline_missing",
-                help="a case without a baseline: skip (default, says how to record), fail, or record it")
-    g.addoption("--dlperf-noisy", choices=NOISY, default="fail", dest="dlperf_noisy",
-                help="a case too noisy to judge: fail (default) or warn and pass")
-    g.addoption("--dlperf-hardware", choices=HARDWARE, default=None, dest="dlperf_hardware",
-                help="a case whose baseline was recorded on other hardware (the fingerprints differ) is "
-                     "not judged: skip it, or fail it (default: fail under CI, i.e. CI or BUILD_NUMBER "
-                     "set; skip otherwise)")
 
 
 @dataclass(frozen=True)
@@ -89,14 +43,14 @@ class GateOptions:
     @classmethod
     def from_config(cls, config: pytest.Config) -> GateOptions:
         get = config.getoption
-        d = get("baseline_dir")
+        d = get("dlperf_baseline_dir")
         directory = Path(d).expanduser().resolve() if d else Path(config.rootpath) / "baselines"
         if directory.exists() and not directory.is_dir():
-            raise pytest.UsageError(f"--baseline-dir: {directory} exists and is not a directory")
-        return cls(update=get("update_baselines"), profile=get("baseline_profile"), directory=directory,
-                   tolerance={"throughput": get("tolerance"), "speedup": get("speedup_tolerance"),
-                              "efficiency": get("efficiency_tolerance")},
-                   missing=get("baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail",
+            raise pytest.UsageError(f"--dlperf-baseline-dir: {directory} exists and is not a directory")
+        return cls(update=get("dlperf_update_baselines"), profile=get("dlperf_baseline_profile"), directory=directory,
+                   tolerance={"throughput": get("dlperf_tolerance"), "speedup": get("dlperf_speedup_tolerance"),
+                              "efficiency": get("dlperf_efficiency_tolerance")},
+                   missing=get("dlperf_baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail",
                    hardware_fails=(get("dlperf_hardware") or ("fail" if in_ci() else "skip")) == "fail")
 
 
@@ -164,7 +118,7 @@ class Gate:
         if self.options.profile is None:
             return detected
         if self.options.profile != detected:
-            note = (f"gating against profile {self.options.profile!r} (named with --baseline-profile); "
+            note = (f"gating against profile {self.options.profile!r} (named with --dlperf-baseline-profile); "
                     f"this machine's profile is {detected!r}, so differences may be the hardware's")
             self.note(note)
         return self.options.profile
@@ -206,7 +160,7 @@ class Gate:
             mode = "fail" if self.options.hardware_fails else "skip"
             self.note(f"NOT JUDGED (hardware differs from the machine that recorded {bfile.path}): "
                       f"{comp.summary()}. Record this machine's own baseline (--update-baselines; with "
-                      f"--baseline-profile NAME to keep the committed file), or gate against a profile "
+                      f"--dlperf-baseline-profile NAME to keep the committed file), or gate against a profile "
                       f"recorded on the same hardware. These cases {mode} (--dlperf-hardware {mode}).")
         return comp
 
@@ -290,7 +244,7 @@ def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: F
     message = (f"HARDWARE {case} throughput: not judged: this machine is not the one that recorded the baseline "
                f"({comp.summary()}). Measured median {m_med:.4g} samples/s vs baseline {b_med:.4g} "
                f"({change:+.1%}). Record this machine's own baseline with --update-baselines (with "
-               f"--baseline-profile NAME to keep the committed file), or gate against a profile recorded on "
+               f"--dlperf-baseline-profile NAME to keep the committed file), or gate against a profile recorded on "
                f"the same hardware.")
     return Verdict(status="hardware", case=case, metric="throughput", tolerance=tolerance, message=message,
                    rule=rule, measured_median=m_med, measured_n=len(result.throughputs), baseline_median=b_med,

@@ -10,9 +10,6 @@ import pytest
 
 from .specs import PRECISIONS
 
-CLUSTERS = ("local", "ssh", "aliyun")
-
-
 def _number(kind: type, least: float, strict: bool, what: str):
     """An argparse type: ``kind`` at least ``least`` (above it when ``strict``), a clear error otherwise."""
     bound = f"{what} {'>' if strict else '>='} {least:g}"
@@ -42,39 +39,185 @@ def _csv(text: str) -> list[str]:
     return items
 
 
+CLUSTERS = ("local", "ssh", "aliyun")
+MISSING = ("skip", "fail", "record")
+NOISY = ("fail", "warn")
+HARDWARE = ("skip", "fail")
+HOST_KEY_CHECKING = ("strict", "accept-new", "off")
+DEFAULT_SSH_CONFIG = "~/.ssh/config"
+
+# Every option is --dlperf-*, so the plugin (loaded into every session of the environment) never
+# takes a name a repository's conftest uses (--model, --iters, --hosts, --tolerance ...). The design
+# card's three short names are added as aliases only where nobody else defined them.
+SHORT_NAMES = {"--nodes": "--dlperf-nodes", "--backend": "--dlperf-backend",
+               "--update-baselines": "--dlperf-update-baselines"}
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port 1-65535, got {text!r}")
+    return int(text)
+
+
+def _hosts(text: str) -> str:
+    """Checked when the command line is read, so a bad host list is a usage error (exit 4)."""
+    from .clusters.hosts import parse_hosts
+
+    try:
+        parse_hosts(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _hostfile(text: str) -> str:
+    from .clusters.hosts import parse_hostfile
+
+    try:
+        parse_hostfile(text)
+    except (ValueError, FileNotFoundError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05, got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1) such as 0.05 for 5%, got {text!r}")
+    return value
+
+
+def _profile_name(text: str) -> str:
+    from .baselines.profile import check_profile_name
+
+    try:
+        return check_profile_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_options(parser: pytest.Parser) -> None:
+    """Every option of the plugin, in one group; dests are ``dlperf_*`` (never a conftest's)."""
     g = parser.getgroup("dlperf", "distributed training benchmarks (pytest-dlperf)")
-    g.addoption("--cluster", choices=CLUSTERS, default="local",
-                help="where the nodes come from: local (processes on this machine, default), "
-                     "ssh (--hosts/--hostfile), aliyun")
-    g.addoption("--nodes", type=positive_int, default=None,
-                help="largest number of nodes in the ladder (local default 2; ssh: the hosts given)")
-    g.addoption("--gpus-per-node", type=positive_int, default=None, dest="gpus_per_node",
-                help="devices per node (GPUs; on a CPU node, worker processes). Default: GPUs found, else 1")
-    g.addoption("--backend", default="ddp", help="launch backend (ddp: PyTorch DDP via torchrun)")
-    g.addoption("--model", type=_csv, default=None,
-                help="models to train, comma-separated (default: every model of the backend)")
-    g.addoption("--precision", type=_csv, default=None,
-                help=f"precisions, comma-separated from {', '.join(PRECISIONS)} (default: all)")
-    g.addoption("--batch-size", type=positive_int, default=None, dest="batch_size",
-                help="samples per device per step (default: the hardware profile's, per model)")
-    g.addoption("--image-size", type=positive_int, default=None, dest="image_size",
-                help="image side in pixels (default: the hardware profile's, per model)")
-    g.addoption("--repeats", type=positive_int, default=None,
-                help="separate runs per case; mean and median are taken over them")
-    g.addoption("--warmup-iters", type=non_negative_int, default=None, dest="warmup_iters",
-                help="steps run before the measured window")
-    g.addoption("--iters", type=positive_int, default=None,
-                help="steps in the measured window (exactly, unless --window-seconds is given)")
-    g.addoption("--window-seconds", type=non_negative_seconds, default=None, dest="window_seconds",
-                help="size each measured window to about this many seconds at the warm-up's pace, "
-                     "--iters steps at least (default: the profile's, 1.5 on CPU; 0: fixed --iters)")
-    g.addoption("--dlperf-dryrun", action="store_true", default=False, dest="dlperf_dryrun",
-                help="print the exact per-node commands of every case; train nothing")
-    g.addoption("--dlperf-report", default=None, dest="dlperf_report", metavar="DIR",
-                help="directory for results.json and run logs (default .dlperf/reports/<time>)")
-    g.addoption("--dlperf-timeout", type=positive_seconds, default=900.0, dest="dlperf_timeout",
-                help="seconds one run may take before every process is killed (default 900)")
+    a = g.addoption
+    # -- what runs, where
+    a("--dlperf-cluster", choices=CLUSTERS, default="local",
+      help="where the nodes come from: local (processes on this machine, default), "
+           "ssh (--dlperf-hosts/--dlperf-hostfile), aliyun")
+    a("--dlperf-nodes", type=positive_int, default=None, metavar="N",
+      help="largest number of nodes in the ladder (local default 2; ssh: the hosts given). Alias: --nodes")
+    a("--dlperf-gpus-per-node", type=positive_int, default=None, metavar="G",
+      help="devices per node (GPUs; on a CPU node, worker processes). Default: GPUs found, else 1")
+    a("--dlperf-backend", default="ddp", metavar="NAME",
+      help="launch backend (ddp: PyTorch DDP via torchrun). Alias: --backend")
+    a("--dlperf-model", type=_csv, default=None, metavar="A,B",
+      help="models to train, comma-separated (default: every model of the backend)")
+    a("--dlperf-precision", type=_csv, default=None, metavar="P,Q",
+      help=f"precisions, comma-separated from {', '.join(PRECISIONS)} (default: all)")
+    a("--dlperf-batch-size", type=positive_int, default=None, metavar="B",
+      help="samples per device per step (default: the hardware profile's, per model)")
+    a("--dlperf-image-size", type=positive_int, default=None, metavar="PX",
+      help="image side in pixels (default: the hardware profile's, per model)")
+    # -- how it is measured
+    a("--dlperf-repeats", type=positive_int, default=None, metavar="R",
+      help="separate runs per case; mean and median are taken over them")
+    a("--dlperf-warmup-iters", type=non_negative_int, default=None, metavar="W",
+      help="steps run before the measured window")
+    a("--dlperf-iters", type=positive_int, default=None, metavar="I",
+      help="steps in the measured window (exactly, unless --dlperf-window-seconds is given)")
+    a("--dlperf-window-seconds", type=non_negative_seconds, default=None, metavar="S",
+      help="size each measured window to about this many seconds at the warm-up's pace, "
+           "--dlperf-iters steps at least (default: the profile's, 1.5 on CPU; 0: fixed --dlperf-iters)")
+    a("--dlperf-dryrun", action="store_true", default=False,
+      help="print the exact per-node commands of every case; train nothing")
+    a("--dlperf-report", default=None, metavar="DIR",
+      help="directory for results.json and run logs (default .dlperf/reports/<time>)")
+    a("--dlperf-timeout", type=positive_seconds, default=900.0, metavar="S",
+      help="seconds one run may take before every process is killed (default 900)")
+    # -- the SSH cluster
+    a("--dlperf-hosts", type=_hosts, default=None, metavar="HOST:SLOTS,...",
+      help="--dlperf-cluster ssh: the nodes, horovodrun style: host:slots[,host:slots...], e.g. "
+           "10.0.0.2:8,10.0.0.3:8. A host is an address or an alias of the ssh config; node 0 (the "
+           "first) is the rendezvous master")
+    a("--dlperf-hostfile", type=_hostfile, default=None, metavar="FILE",
+      help="--dlperf-cluster ssh: the nodes from a file, one host per line: 'host slots=N' "
+           "(MPI/Horovod hostfile), '#' starts a comment")
+    a("--dlperf-ssh-user", default=None, metavar="USER",
+      help="login name on every node (default: the ssh config's User, else yours)")
+    a("--dlperf-ssh-port", type=_port, default=None, metavar="PORT",
+      help="sshd port on every node (default: the ssh config's Port, else 22)")
+    a("--dlperf-ssh-key", default=None, metavar="FILE",
+      help="private key (identity file) to log in with (default: the ssh config's IdentityFile, "
+           "~/.ssh/id_* and the agent)")
+    a("--dlperf-ssh-known-hosts", default=None, metavar="FILE",
+      help="known_hosts file the host keys are checked against (default: ~/.ssh/known_hosts or the "
+           "ssh config's UserKnownHostsFile)")
+    a("--dlperf-ssh-config", default=DEFAULT_SSH_CONFIG, metavar="FILE",
+      help="OpenSSH client config for per-host HostName, Port, User, IdentityFile and ProxyJump "
+           f"(default {DEFAULT_SSH_CONFIG}; /dev/null reads none)")
+    a("--dlperf-ssh-host-key-checking", choices=HOST_KEY_CHECKING, default="strict",
+      help="strict (default): refuse hosts whose key is unknown or changed. accept-new: INSECURE, "
+           "trust unknown hosts for this session (changed keys are still refused). off: INSECURE, "
+           "accept any host key, even a changed one")
+    a("--dlperf-ssh-python", default="python3", metavar="PATH",
+      help="Python interpreter on the nodes that runs the launcher and workload (default python3)")
+    a("--dlperf-ssh-workdir", default=None, metavar="DIR",
+      help="directory on the nodes for per-run directories (default /tmp/pytest-dlperf-<user>; "
+           "relative paths are under the login's home)")
+    a("--dlperf-ssh-connect-timeout", type=positive_seconds, default=10.0, metavar="S",
+      help="seconds to wait for a node to answer (default 10)")
+    a("--dlperf-ssh-retries", type=non_negative_int, default=3, metavar="N",
+      help="extra connection attempts after a network error, with doubling backoff (default 3)")
+    # -- the baseline gate
+    a("--dlperf-update-baselines", action="store_true", default=False,
+      help="record the cases that ran and passed as the profile's baseline (other entries are kept). "
+           "Alias: --update-baselines")
+    a("--dlperf-baseline-profile", type=_profile_name, default=None, metavar="NAME",
+      help="gate against this profile's file instead of the detected one (e.g. ecs.ebmgn6v.24xlarge)")
+    a("--dlperf-baseline-dir", default=None, metavar="DIR",
+      help="the baseline store (default: <rootdir>/baselines)")
+    a("--dlperf-tolerance", type=_fraction, default=None, metavar="F",
+      help="allowed throughput drop for this run, e.g. 0.05 (default: the profile file's)")
+    a("--dlperf-speedup-tolerance", type=_fraction, default=None, metavar="F",
+      help="allowed speedup drop for this run (default: the profile file's)")
+    a("--dlperf-efficiency-tolerance", type=_fraction, default=None, metavar="F",
+      help="allowed scaling-efficiency drop for this run (default: the profile file's)")
+    a("--dlperf-baseline-missing", choices=MISSING, default="skip",
+      help="a case without a baseline: skip (default, says how to record), fail, or record it")
+    a("--dlperf-noisy", choices=NOISY, default="fail",
+      help="a case too noisy to judge: fail (default) or warn and pass")
+    a("--dlperf-hardware", choices=HARDWARE, default=None,
+      help="a case whose baseline was recorded on other hardware (the fingerprints differ) is not "
+           "judged: skip it, or fail it (default: fail under CI, i.e. CI or BUILD_NUMBER set; skip otherwise)")
+
+
+def _names_taken(parser: pytest.Parser) -> set[str]:
+    """Option strings already defined by pytest, plugins and the initial conftests."""
+    groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", [])]
+    return {name for g in groups if g is not None for opt in g.options for name in opt.names()}
+
+
+def add_short_names(parser: pytest.Parser) -> list[str]:
+    """Add --nodes, --backend and --update-baselines as aliases of their --dlperf-* options, each
+    only where no plugin or conftest took it (called after the initial conftests were loaded).
+    Returns the short names left out."""
+    taken, skipped = _names_taken(parser), []
+    g = parser.getgroup("dlperf")
+    for short, long in SHORT_NAMES.items():
+        if short in taken:
+            skipped.append(short)
+            continue
+        dest = long[2:].replace("-", "_")
+        if short == "--update-baselines":
+            g.addoption(short, action="store_true", default=False, dest=dest, help=f"same as {long}")
+        elif short == "--nodes":
+            g.addoption(short, type=positive_int, default=None, dest=dest, metavar="N", help=f"same as {long}")
+        else:
+            g.addoption(short, default="ddp", dest=dest, metavar="NAME", help=f"same as {long}")
+    return skipped
 
 
 @dataclass(frozen=True)
@@ -106,10 +249,10 @@ class RunOptions:
 def from_config(config: pytest.Config) -> RunOptions:
     """Read and validate; a bad value raises pytest.UsageError (exit 4) naming the option."""
     get = config.getoption
-    precisions = get("precision") or list(PRECISIONS)
+    precisions = get("dlperf_precision") or list(PRECISIONS)
     bad = [p for p in precisions if p not in PRECISIONS]
     if bad:
-        raise pytest.UsageError(f"--precision: unknown {', '.join(bad)}; allowed: {', '.join(PRECISIONS)}")
+        raise pytest.UsageError(f"--dlperf-precision: unknown {', '.join(bad)}; allowed: {', '.join(PRECISIONS)}")
     report = get("dlperf_report")
     workerinput = getattr(config, "workerinput", None)
     if workerinput and "dlperf_report_dir" in workerinput:  # an xdist worker: the controller's dir
@@ -122,10 +265,11 @@ def from_config(config: pytest.Config) -> RunOptions:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         report_dir = Path(config.rootpath) / ".dlperf" / "reports" / stamp
     return RunOptions(
-        cluster=get("cluster"), nodes=get("nodes"), gpus_per_node=get("gpus_per_node"),
-        backend=get("backend"), models=get("model"), precisions=list(dict.fromkeys(precisions)),
-        batch_size=get("batch_size"), image_size=get("image_size"), repeats=get("repeats"),
-        warmup_iters=get("warmup_iters"), iters=get("iters"), window_seconds=get("window_seconds"),
+        cluster=get("dlperf_cluster"), nodes=get("dlperf_nodes"), gpus_per_node=get("dlperf_gpus_per_node"),
+        backend=get("dlperf_backend"), models=get("dlperf_model"), precisions=list(dict.fromkeys(precisions)),
+        batch_size=get("dlperf_batch_size"), image_size=get("dlperf_image_size"), repeats=get("dlperf_repeats"),
+        warmup_iters=get("dlperf_warmup_iters"), iters=get("dlperf_iters"),
+        window_seconds=get("dlperf_window_seconds"),
         dryrun=get("dlperf_dryrun"),
         report_dir=report_dir, timeout=get("dlperf_timeout"),
     )

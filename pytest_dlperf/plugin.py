@@ -1,13 +1,21 @@
-"""pytest entry point (``pytest11``): options, hookspecs, and the session object."""
+"""pytest entry point (``pytest11``).
+
+Installed by entry point, this module loads into every pytest session of the environment, so it
+is light: options, hookspecs and a small front object. The dlperf session (cluster, launcher,
+gate; numpy, scipy, paramiko) is built only when a test asks for ``dlperf_case`` or ``dlperf``,
+so a session that runs no benchmark touches no node and imports none of that.
+"""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import pytest
 
-from . import builtin, hookspecs
-from .clusters.ssh_options import add_ssh_options
-from .gating import add_gate_options
-from .options import add_options, from_config
-from .session import DLPerfSession
+from . import hookspecs
+from .options import add_options, add_short_names, from_config
+
+if TYPE_CHECKING:
+    from .session import BoundRunner, DLPerfSession
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -16,8 +24,17 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
-    add_ssh_options(parser)
-    add_gate_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]):
+    """After the root conftests have added their options: the short aliases that are still free."""
+    result = yield
+    early_config.stash[SKIPPED_SHORT_NAMES] = add_short_names(parser)
+    return result
+
+
+SKIPPED_SHORT_NAMES = pytest.StashKey[list]()
 
 
 @pytest.hookimpl(trylast=True)
@@ -25,12 +42,73 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "dlperf(tolerance=, speedup_tolerance=, efficiency_tolerance=): per-test gate "
         "tolerances (fractions, e.g. tolerance=0.03)")
-    if not config.pluginmanager.has_plugin("dlperf_builtin"):
-        config.pluginmanager.register(builtin, "dlperf_builtin")
-    config.pluginmanager.register(DLPerfSession(config, from_config(config)), "dlperf_session")
+    config.pluginmanager.register(DLPerfFront(config), "dlperf_front")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    session = config.pluginmanager.get_plugin("dlperf_session")
-    if session is not None:
-        config.pluginmanager.unregister(session)
+    for name in ("dlperf_session", "dlperf_front"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
+
+
+class DLPerfFront:
+    """Registered in every session; builds the DLPerfSession on first need and hands over to it."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.options = from_config(config)  # validates the values given (exit 4 on a bad one)
+        self.session: DLPerfSession | None = None
+        self._usage_error: pytest.UsageError | None = None
+
+    def ensure_session(self) -> DLPerfSession:
+        if self.session is None:
+            from . import builtin
+            from .session import DLPerfSession
+
+            pm = self.config.pluginmanager
+            if not pm.has_plugin("dlperf_builtin"):
+                pm.register(builtin, "dlperf_builtin")
+            self.session = DLPerfSession(self.config, self.options)
+            pm.register(self.session, "dlperf_session")
+        return self.session
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "dlperf_case" not in metafunc.fixturenames:
+            return
+        from .clusters.base import ClusterError
+
+        try:
+            cases = self.ensure_session().cases()
+        except ClusterError as exc:
+            cases, self._usage_error = [], self._usage_error or pytest.UsageError(
+                f"--dlperf-cluster {self.options.cluster}: {exc}")
+        except pytest.UsageError as exc:
+            cases, self._usage_error = [], self._usage_error or exc
+        metafunc.parametrize("dlperf_case", cases, ids=[c.id for c in cases])
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """A bad host list or node count found while building the matrix stops the session as a
+        usage error (exit 4); raised inside a module's collection it would be that module's error."""
+        if self._usage_error is not None:
+            raise self._usage_error
+
+    @pytest.fixture
+    def dlperf(self, request: pytest.FixtureRequest) -> BoundRunner:
+        """``dlperf.run(case)`` measures a case over its repeats and gates it against its baseline."""
+        from .session import BoundRunner
+
+        return BoundRunner(self.ensure_session(), request.node)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        """pytest-xdist controller: every worker reports into this session's directory."""
+        node.workerinput["dlperf_report_dir"] = str(self.options.report_dir)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """An xdist controller collects nothing: where workers left parts, it builds the session to
+        merge them (the session, registered now, then prints the summary)."""
+        if self.session is None and any((self.options.report_dir / "parts").glob("*.json")):
+            self.ensure_session().pytest_sessionfinish(session)

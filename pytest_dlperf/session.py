@@ -47,7 +47,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 class DLPerfSession:
-    """Registered as ``dlperf_session``; the ``dlperf`` fixture binds it to each test."""
+    """Registered as ``dlperf_session`` by the plugin's front when a test first needs it; the
+    ``dlperf`` fixture binds it to each test."""
 
     def __init__(self, config: pytest.Config, options: RunOptions) -> None:
         self.config = config
@@ -75,7 +76,7 @@ class DLPerfSession:
     def _check_models(self) -> None:
         bad = [m for m in self.options.models or [] if m not in self.launcher.models]
         if bad:
-            raise pytest.UsageError(f"--model: {', '.join(bad)} not available with --backend "
+            raise pytest.UsageError(f"--dlperf-model: {', '.join(bad)} not available with --backend "
                                     f"{self.launcher.name}; allowed: {', '.join(self.launcher.models)}")
 
     @property
@@ -85,7 +86,7 @@ class DLPerfSession:
             hook = self.config.pluginmanager.hook
             cluster = hook.pytest_dlperf_make_cluster(config=self.config, options=self.options)
             if cluster is None:
-                raise pytest.UsageError(f"--cluster {self.options.cluster}: no installed plugin "
+                raise pytest.UsageError(f"--dlperf-cluster {self.options.cluster}: no installed plugin "
                                         "provides this cluster kind")
             self._cluster = cluster
         return self._cluster
@@ -95,7 +96,7 @@ class DLPerfSession:
 
     def measurement(self) -> Measurement:
         p, o = self.profile(), self.options
-        # An explicit --warmup-iters or --iters means exactly that many (unless --window-seconds).
+        # An explicit --dlperf-warmup-iters or --dlperf-iters means exactly that many (unless --dlperf-window-seconds).
         warm = p.warmup_iters if o.warmup_iters is None else o.warmup_iters
         window = o.window_seconds if o.window_seconds is not None else (0.0 if o.iters else p.window_seconds)
         return Measurement(
@@ -115,7 +116,7 @@ class DLPerfSession:
         slots = min(n.slots for n in nodes[:want])
         for n in nodes[:want]:
             if n.gpus and n.slots > n.gpus:
-                raise pytest.UsageError(f"--gpus-per-node {n.slots}: node {n.name} has {n.gpus} GPU(s)")
+                raise pytest.UsageError(f"--dlperf-gpus-per-node {n.slots}: node {n.name} has {n.gpus} GPU(s)")
         profile = self.profile()
         models = o.models or list(self.launcher.models)
         cases = []
@@ -129,34 +130,9 @@ class DLPerfSession:
         return cases
 
     # ------------------------------------------------------------------ pytest hooks
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection(self, session: pytest.Session) -> None:
-        """Build the matrix before collecting: a bad host list or node count stops the session as
-        a usage error (exit 4) naming the hosts; raised while collecting a module it would be
-        reported as that module's collection error instead."""
-        try:
-            self.cases()
-        except ClusterError as exc:
-            raise pytest.UsageError(f"--cluster {self.options.cluster}: {exc}") from None
-
-    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        if "dlperf_case" in metafunc.fixturenames:
-            cases = self.cases()
-            metafunc.parametrize("dlperf_case", cases, ids=[c.id for c in cases])
-
-    @pytest.fixture
-    def dlperf(self, request: pytest.FixtureRequest) -> BoundRunner:
-        """``dlperf.run(case)`` measures a case over its repeats and gates it against its baseline."""
-        return BoundRunner(self, request.node)
-
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
             self.gate.test_finished(report.nodeid, report.passed)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node) -> None:
-        """pytest-xdist controller: every worker reports into this session's directory."""
-        node.workerinput["dlperf_report_dir"] = str(self.options.report_dir)
 
     @property
     def worker_id(self) -> str | None:

@@ -138,15 +138,15 @@ class SSHNodes:
         return self.nodes[0].port
 
     def hosts(self, slots: int | None = 1, count: int | None = None) -> str:
-        """The --hosts value: ``127.0.0.2:1,127.0.0.3:1``."""
+        """The --dlperf-hosts value: ``127.0.0.2:1,127.0.0.3:1``."""
         picked = self.nodes[:count] if count else self.nodes
         return ",".join(n.address + (f":{slots}" if slots else "") for n in picked)
 
     def cli(self) -> list[str]:
         """Options that reach the nodes with the generated files (no ~/.ssh involved)."""
-        return ["--ssh-user", self.user, "--ssh-port", str(self.port), "--ssh-key", str(self.client_key),
-                "--ssh-known-hosts", str(self.known_hosts), "--ssh-config", os.devnull,
-                "--ssh-python", sys.executable, "--ssh-workdir", str(self.root / "remote")]
+        return ["--dlperf-ssh-user", self.user, "--dlperf-ssh-port", str(self.port), "--dlperf-ssh-key", str(self.client_key),
+                "--dlperf-ssh-known-hosts", str(self.known_hosts), "--dlperf-ssh-config", os.devnull,
+                "--dlperf-ssh-python", sys.executable, "--dlperf-ssh-workdir", str(self.root / "remote")]
 
     def settings(self, **overrides):
         """SSHSettings equal to cli()."""

@@ -168,8 +168,8 @@ def test_missing_baseline_is_explained_plainly(tmp_path):
     store.update("ecs.ebmgn6v.24xlarge", {e.key: e})
     msg = store.describe_missing(PROFILE, e.key)
     assert f"no baseline file for this machine's profile '{PROFILE}'" in msg
-    assert "ecs.ebmgn6v.24xlarge" in msg and "--update-baselines" in msg and "--baseline-profile" in msg
-    assert "profile 'other' named with --baseline-profile" in store.describe_missing("other", e.key, named=True)
+    assert "ecs.ebmgn6v.24xlarge" in msg and "--update-baselines" in msg and "--dlperf-baseline-profile" in msg
+    assert "profile 'other' named with --dlperf-baseline-profile" in store.describe_missing("other", e.key, named=True)
     store.update(PROFILE, {e.key: e})
     msg = store.describe_missing(PROFILE, "ddp/vgg16-fp32-bs4-32px-1n1g")
     assert "has no baseline for ddp/vgg16-fp32-bs4-32px-1n1g (its 1 entries are for backend(s) ddp)" in msg

@@ -13,8 +13,8 @@ import pytest
 from tests import cgroup
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = ["--model", "resnet50", "--precision", "fp32", "--batch-size", "2", "--image-size", "32",
-        "--warmup-iters", "1", "--iters", "3", "--repeats", "3", "--dlperf-timeout", "240"]
+TINY = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
+        "--dlperf-warmup-iters", "1", "--dlperf-iters", "3", "--dlperf-repeats", "3", "--dlperf-timeout", "240"]
 CASE = "resnet50-fp32-bs2-32px-1n1g"
 KEY = f"ddp/{CASE}"
 
@@ -22,7 +22,7 @@ KEY = f"ddp/{CASE}"
 def run(tmp: Path, store: Path, *args: str, suite: Path | None = None, env: dict | None = None,
         prefix: list[str] = ()) -> subprocess.CompletedProcess:
     cmd = [*prefix, sys.executable, "-m", "pytest", str(suite or ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           "-rs", "--rootdir", str(ROOT), "--dlperf-report", str(tmp / "report"), "--baseline-dir", str(store),
+           "-rs", "--rootdir", str(ROOT), "--dlperf-report", str(tmp / "report"), "--dlperf-baseline-dir", str(store),
            *TINY, *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, **(env or {})})
@@ -115,7 +115,7 @@ def test_marker_tolerance_applies_to_its_test(recorded, tmp_path):
 @pytest.mark.parametrize("mode, code", [("skip", 0), ("fail", 1), ("record", 0)])
 def test_missing_baseline_modes(tmp_path, mode, code):
     store = tmp_path / "empty-store"
-    r = run(tmp_path, store, "-k", "1n1g", "--baseline-missing", mode)
+    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-baseline-missing", mode)
     assert r.returncode == code, r.stdout + r.stderr
     if mode == "skip":
         assert "1 skipped" in r.stdout and "Record one with --update-baselines" in r.stdout
@@ -139,15 +139,15 @@ def test_corrupt_baseline_is_named_and_left_byte_for_byte(recorded, tmp_path):
 def test_named_profile_mismatch_is_said_plainly(recorded, tmp_path):
     store = tmp_path / "store"
     shutil.copytree(recorded, store)
-    r = run(tmp_path, store, "-k", "1n1g", "--baseline-profile", "ecs.ebmgn6v.24xlarge")
+    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-baseline-profile", "ecs.ebmgn6v.24xlarge")
     assert r.returncode == 0, r.stdout + r.stderr  # missing there: skipped, with the reason
-    assert "(named with --baseline-profile); this machine's profile is" in r.stdout
+    assert "(named with --dlperf-baseline-profile); this machine's profile is" in r.stdout
     assert "1 skipped" in r.stdout
 
 
 def test_update_under_xdist_workers_loses_no_case(tmp_path):
     store = tmp_path / "store"
-    r = run(tmp_path, store, "-n", "2", "--update-baselines", "--repeats", "1")
+    r = run(tmp_path, store, "-n", "2", "--update-baselines", "--dlperf-repeats", "1")
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(profile_file(store).read_text())
     assert sorted(doc["entries"]) == [KEY, KEY.replace("1n1g", "2n1g")]

@@ -15,8 +15,8 @@ import pytest
 from .procs import tagged_processes
 
 ROOT = Path(__file__).resolve().parent.parent
-SMALL = ["--model", "resnet50", "--precision", "fp32", "--batch-size", "2", "--image-size", "32",
-         "--warmup-iters", "1", "--iters", "3", "--repeats", "2"]
+SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
+         "--dlperf-warmup-iters", "1", "--dlperf-iters", "3", "--dlperf-repeats", "2"]
 
 
 def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -54,14 +54,14 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
 
 def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_path):
     report = tmp_path / "report"
-    r = run_suite(report, "-k", "1n1g", "--repeats", "1", "--window-seconds", "1.5")
+    r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "1", "--dlperf-window-seconds", "1.5")
     assert r.returncode == 0, r.stdout + r.stderr
     (case,) = json.loads((report / "results.json").read_text())["cases"]
     (run,) = case["runs"]
     meta, steps = run["meta"], run["steps"]
     warmup, iters = meta["warmup_iters"], meta["iters"]
     assert warmup == 1 and meta["window_seconds"] == 1.5
-    assert 3 < iters <= 40  # a 2-sample 32 px step is far shorter than 1.5 s: more than --iters 3
+    assert 3 < iters <= 40  # a 2-sample 32 px step is far shorter than 1.5 s: more than --dlperf-iters 3
     assert len(steps) == warmup + iters and sum(not s["warmup"] for s in steps) == iters
     window = meta["window"]["end"] - meta["window"]["start"]
     assert window > 0.5
@@ -73,7 +73,7 @@ def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_p
 
 def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
     report = tmp_path / "report"
-    r = run_suite(report, "-k", "2n1g", "--repeats", "1", env={"DLPERF_FAULT": "1:2"})
+    r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", env={"DLPERF_FAULT": "1:2"})
     assert r.returncode == 1, r.stdout + r.stderr
     out = r.stdout
     assert "injected fault on rank 1 at step 2" in out
@@ -84,7 +84,7 @@ def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
 
 def test_timeout_kills_every_process(tmp_path):
     report = tmp_path / "report"
-    r = run_suite(report, "-k", "2n1g", "--repeats", "1", "--iters", "500", "--dlperf-timeout", "8")
+    r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", "--dlperf-iters", "500", "--dlperf-timeout", "8")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "timed out after 8s (--dlperf-timeout)" in r.stdout
     assert tagged_processes(str(report)) == []
@@ -94,7 +94,7 @@ def test_timeout_kills_every_process(tmp_path):
 def test_interrupt_leaves_no_process(tmp_path, sig):
     report = tmp_path / "report"
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           "--dlperf-report", str(report), *SMALL, "--iters", "500", "-k", "2n1g"]
+           "--dlperf-report", str(report), *SMALL, "--dlperf-iters", "500", "-k", "2n1g"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -115,7 +115,7 @@ def test_interrupt_leaves_no_process(tmp_path, sig):
 
 def test_xdist_workers_report_into_one_results_file(tmp_path):
     report = tmp_path / "report"
-    r = run_suite(report, "-n", "2", "--repeats", "1")
+    r = run_suite(report, "-n", "2", "--dlperf-repeats", "1")
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((report / "results.json").read_text())
     ids = sorted(c["case"]["id"] for c in doc["cases"])

@@ -37,9 +37,9 @@ def test_default_matrix_is_models_x_precisions_x_ladder(suite):
 
 
 def test_options_shape_the_ids(suite):
-    r = suite.runpytest("--collect-only", "-q", "--nodes", "4", "--gpus-per-node", "2",
-                        "--model", "resnet50", "--precision", "amp", "--batch-size", "16",
-                        "--image-size", "96")
+    r = suite.runpytest("--collect-only", "-q", "--nodes", "4", "--dlperf-gpus-per-node", "2",
+                        "--dlperf-model", "resnet50", "--dlperf-precision", "amp", "--dlperf-batch-size", "16",
+                        "--dlperf-image-size", "96")
     assert r.ret == 0
     assert collected(r) == [f"resnet50-amp-bs16-96px-{t}" for t in ("1n1g", "1n2g", "2n2g", "4n2g")]
 
@@ -52,13 +52,13 @@ def test_k_selects_cases(suite):
 @pytest.mark.parametrize("args, words", [
     (["--nodes", "0"], ["--nodes", ">= 1"]),
     (["--nodes", "two"], ["--nodes", "'two'"]),
-    (["--gpus-per-node", "-1"], ["--gpus-per-node"]),
-    (["--precision", "fp16"], ["--precision", "fp16", "fp32, amp"]),
+    (["--dlperf-gpus-per-node", "-1"], ["--dlperf-gpus-per-node"]),
+    (["--dlperf-precision", "fp16"], ["--dlperf-precision", "fp16", "fp32, amp"]),
     (["--backend", "mxnet"], ["--backend", "mxnet", "ddp"]),
-    (["--model", "alexnet"], ["--model", "alexnet", "resnet50, vgg16"]),
-    (["--cluster", "slurm"], ["--cluster", "slurm", "local"]),
-    (["--repeats", "0"], ["--repeats"]),
-    (["--warmup-iters", "-3"], ["--warmup-iters", ">= 0"]),
+    (["--dlperf-model", "alexnet"], ["--dlperf-model", "alexnet", "resnet50, vgg16"]),
+    (["--dlperf-cluster", "slurm"], ["--dlperf-cluster", "slurm", "local"]),
+    (["--dlperf-repeats", "0"], ["--dlperf-repeats"]),
+    (["--dlperf-warmup-iters", "-3"], ["--dlperf-warmup-iters", ">= 0"]),
     (["--dlperf-timeout", "0"], ["--dlperf-timeout", "> 0"]),
 ])
 def test_bad_values_are_usage_errors_naming_the_option(suite, args, words):
@@ -79,7 +79,7 @@ def test_report_path_that_is_a_file_is_a_usage_error(suite):
 
 def test_explicit_lengths_are_exact_unless_a_window_is_asked_for(suite):
     def argv(*opts):
-        r = suite.runpytest("-q", "--dlperf-dryrun", "--model", "resnet50", "--precision", "fp32",
+        r = suite.runpytest("-q", "--dlperf-dryrun", "--dlperf-model", "resnet50", "--dlperf-precision", "fp32",
                             "-k", "1n1g", *opts)
         assert r.ret == 0
         line = next(ln for ln in r.outlines if ln.startswith("local0: "))
@@ -87,12 +87,12 @@ def test_explicit_lengths_are_exact_unless_a_window_is_asked_for(suite):
         return {k: args[args.index(k) + 1] for k in ("--warmup-iters", "--max-warmup-iters", "--iters",
                                                       "--window-seconds", "--max-iters")}
 
-    fixed = argv("--warmup-iters", "3", "--iters", "7")
+    fixed = argv("--dlperf-warmup-iters", "3", "--dlperf-iters", "7")
     assert fixed == {"--warmup-iters": "3", "--max-warmup-iters": "3", "--iters": "7",
                      "--window-seconds": "0", "--max-iters": "0"}
-    timed = argv("--iters", "7", "--window-seconds", "2.5")
+    timed = argv("--dlperf-iters", "7", "--dlperf-window-seconds", "2.5")
     assert timed["--iters"] == "7" and timed["--window-seconds"] == "2.5" and timed["--max-iters"] == "40"
-    r = suite.runpytest("-q", "--dlperf-dryrun", "--window-seconds", "-1")
+    r = suite.runpytest("-q", "--dlperf-dryrun", "--dlperf-window-seconds", "-1")
     assert r.ret == 4 and "expected seconds >= 0, got '-1'" in r.stderr.str()
 
 
@@ -106,7 +106,7 @@ def test_plugin_is_quiet_in_sessions_without_benchmarks(pytester):
 
 def test_dryrun_prints_per_node_torchrun_commands_and_trains_nothing(suite):
     report = suite.path / "rep"
-    r = suite.runpytest("-q", "--dlperf-dryrun", "--model", "resnet50", "--precision", "fp32",
+    r = suite.runpytest("-q", "--dlperf-dryrun", "--dlperf-model", "resnet50", "--dlperf-precision", "fp32",
                         "--dlperf-report", str(report))
     assert r.ret == 0
     r.assert_outcomes(skipped=2)
@@ -128,3 +128,54 @@ def test_dryrun_prints_per_node_torchrun_commands_and_trains_nothing(suite):
     assert [flag("--iters"), flag("--window-seconds"), flag("--max-iters")] == ["3", "1.5", "40"]
     assert not list(report.glob("runs/*"))  # nothing trained
     assert json.loads((report / "results.json").read_text())["cases"] == []
+
+
+# A repository's own conftest with the option names ML repositories commonly define.
+USER_CONFTEST = """
+def pytest_addoption(parser):
+    for name in ("--model", "--iters", "--precision", "--hosts", "--tolerance", "--nodes", "--backend",
+                 "--batch-size", "--cluster", "--repeats"):
+        parser.addoption(name, default="theirs-" + name[2:])
+"""
+
+HEAVY = ("paramiko", "scipy", "numpy", "rich", "torch", "filelock", "pytest_dlperf.session",
+         "pytest_dlperf.clusters.ssh", "alibabacloud_ecs20140526")
+
+PLAIN_TEST = f"""
+import sys
+
+def test_their_options_are_theirs(request):
+    get = request.config.getoption
+    assert get("model") == "resnet-from-cli" and get("iters") == "theirs-iters"
+    assert get("nodes") == "7" and get("tolerance") == "theirs-tolerance"
+    assert not [m for m in {HEAVY!r} if m in sys.modules], "heavy imports in a session without benchmarks"
+"""
+
+
+def test_plugin_leaves_a_repositorys_own_options_alone(pytester):
+    """pytest-dlperf loads by entry point into every session: it must not clash with a conftest's
+    --model/--iters/--nodes..., nor import SSH, cloud or numeric libraries where no benchmark runs."""
+    pytester.makeconftest(USER_CONFTEST)
+    pytester.makepyfile(test_theirs=PLAIN_TEST)
+    r = pytester.runpytest_subprocess("-q", "--model", "resnet-from-cli", "--nodes", "7", "-p", "no:cacheprovider")
+    assert r.ret == 0, r.stdout.str() + r.stderr.str()
+    r.assert_outcomes(passed=1)
+    assert not (pytester.path / ".dlperf").exists()
+
+
+def test_dlperf_options_still_work_beside_such_a_conftest(pytester):
+    """The short --nodes is the repository's here; --dlperf-nodes reaches the benchmark."""
+    pytester.makeconftest(USER_CONFTEST)
+    pytester.makepyfile(test_suite=SUITE)
+    r = pytester.runpytest("--collect-only", "-q", "--nodes", "7", "--dlperf-nodes", "1",
+                           "--dlperf-model", "resnet50", "--dlperf-precision", "fp32")
+    assert r.ret == 0, r.stdout.str()
+    assert collected(r) == ["resnet50-fp32-bs8-64px-1n1g"]
+
+
+def test_short_names_are_aliases_where_free(suite):
+    r = suite.runpytest("--collect-only", "-q", "--nodes", "1", "--dlperf-model", "vgg16",
+                        "--dlperf-precision", "amp")
+    assert collected(r) == ["vgg16-amp-bs4-32px-1n1g"]
+    r = suite.runpytest("--help")
+    assert "--nodes=N" in r.stdout.str() and "same as --dlperf-nodes" in r.stdout.str()

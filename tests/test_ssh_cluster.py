@@ -193,7 +193,7 @@ def test_failed_login_names_the_user_and_is_not_retried(ssh_nodes, tmp_path):
     keygen(stranger, "not-authorized")
     c = ssh_nodes.cluster(key=str(stranger), retries=3, backoff=5.0)
     t0 = time.monotonic()
-    with pytest.raises(ClusterError, match=r"login as 'root' .* failed .*--ssh-key"):
+    with pytest.raises(ClusterError, match=r"login as 'root' .* failed .*--dlperf-ssh-key"):
         c.nodes()
     assert time.monotonic() - t0 < 5.0  # a retry would have slept 5 s first
     c.close()
@@ -229,7 +229,7 @@ def test_preflight_names_nodes_without_python_or_with_other_versions(ssh_nodes, 
     with pytest.raises(ClusterError) as err:
         c.nodes()
     assert all(f"--- {n.address}: cannot run '/nonexistent/python3'" in str(err.value) for n in ssh_nodes.nodes)
-    assert "--ssh-python" in str(err.value)
+    assert "--dlperf-ssh-python" in str(err.value)
     c.close()
     # node 1 sees another torch: a dist-info first on its path
     fake = tmp_path / "fake"

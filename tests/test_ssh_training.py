@@ -1,4 +1,4 @@
-"""Real DDP training over SSH through the plugin (``pytest suites/ --cluster ssh``), on loopback sshd nodes."""
+"""Real DDP training over SSH through the plugin (``pytest suites/ --dlperf-cluster ssh``), on loopback sshd nodes."""
 from __future__ import annotations
 
 import json
@@ -16,13 +16,13 @@ from .procs import tagged_processes
 from .sshd import address_block
 
 ROOT = Path(__file__).resolve().parent.parent
-SMALL = ["--model", "resnet50", "--precision", "fp32", "--batch-size", "2", "--image-size", "32",
-         "--warmup-iters", "1", "--iters", "2", "--repeats", "1", "--dlperf-timeout", "180"]
+SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
+         "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "180"]
 
 
 def suite_cmd(sshd, report: Path, *args: str, hosts: str | None = None) -> list[str]:
     return [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-            "--dlperf-report", str(report), "--cluster", "ssh", "--hosts", hosts or sshd.hosts(), *sshd.cli(),
+            "--dlperf-report", str(report), "--dlperf-cluster", "ssh", "--dlperf-hosts", hosts or sshd.hosts(), *sshd.cli(),
             *SMALL, *args]
 
 
@@ -36,7 +36,7 @@ def test_two_nodes_train_over_ssh_in_a_hostile_directory(ssh_nodes, tmp_path):
     marker = f"dlperf-pwned-{uuid.uuid4().hex[:8]}"  # an injected `touch` would leave it in cwd or home
     workdir = tmp_path / f"remote dir 'q' \"d\" $(touch {marker}) ; `touch {marker}` & *"
     report = tmp_path / "report"
-    r = run_suite(ssh_nodes, report, "--ssh-workdir", str(workdir), "-k", "2n1g")
+    r = run_suite(ssh_nodes, report, "--dlperf-ssh-workdir", str(workdir), "-k", "2n1g")
     assert r.returncode == 0, r.stdout + r.stderr
     n0, n1 = ssh_nodes.nodes
     doc = json.loads((report / "results.json").read_text())
@@ -65,16 +65,16 @@ def test_two_nodes_train_over_ssh_in_a_hostile_directory(ssh_nodes, tmp_path):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--hosts", "{n0}:1,{n1}:x"], ["--hosts: '{n1}:x': slots must be a whole number >= 1", "host:slots"]),
-    (["--hosts", "{n0}:1,{n0}:2"], ["host {n0} is listed twice"]),
-    (["--hostfile", "{tmp}/no-hosts.txt"], ["--hostfile {tmp}/no-hosts.txt: no such file"]),
+    (["--dlperf-hosts", "{n0}:1,{n1}:x"], ["--dlperf-hosts: '{n1}:x': slots must be a whole number >= 1", "host:slots"]),
+    (["--dlperf-hosts", "{n0}:1,{n0}:2"], ["host {n0} is listed twice"]),
+    (["--dlperf-hostfile", "{tmp}/no-hosts.txt"], ["--dlperf-hostfile {tmp}/no-hosts.txt: no such file"]),
 ], ids=["bad-slots", "twice", "missing-hostfile"])
 def test_bad_host_lists_exit_4_naming_the_entry(ssh_nodes, tmp_path, args, words):
     n0, n1 = (n.address for n in ssh_nodes.nodes)
     fill = {"n0": n0, "n1": n1, "tmp": str(tmp_path)}
     cmd = suite_cmd(ssh_nodes, tmp_path / "report", *[a.format(**fill) for a in args])
-    if "--hostfile" in args:
-        del cmd[cmd.index("--hosts"):cmd.index("--hosts") + 2]
+    if "--dlperf-hostfile" in args:
+        del cmd[cmd.index("--dlperf-hosts"):cmd.index("--dlperf-hosts") + 2]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 4, r.stdout + r.stderr
     for w in words:
@@ -83,13 +83,13 @@ def test_bad_host_lists_exit_4_naming_the_entry(ssh_nodes, tmp_path, args, words
 
 @pytest.mark.parametrize("args, words", [
     (["--nodes", "3"], ["--nodes 3: only 2 host(s) given: {n0}, {n1}"]),
-    (["--no-hosts"], ["--cluster ssh needs the nodes: --hosts"]),
+    (["--no-hosts"], ["--dlperf-cluster ssh needs the nodes: --dlperf-hosts"]),
 ], ids=["too-many-nodes", "no-hosts"])
 def test_cluster_usage_errors_stop_the_session_naming_the_hosts(ssh_nodes, tmp_path, args, words):
     n0, n1 = (n.address for n in ssh_nodes.nodes)
     cmd = suite_cmd(ssh_nodes, tmp_path / "report", *[a for a in args if a != "--no-hosts"])
     if "--no-hosts" in args:
-        del cmd[cmd.index("--hosts"):cmd.index("--hosts") + 2]
+        del cmd[cmd.index("--dlperf-hosts"):cmd.index("--dlperf-hosts") + 2]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     assert "passed" not in r.stdout
@@ -99,7 +99,7 @@ def test_cluster_usage_errors_stop_the_session_naming_the_hosts(ssh_nodes, tmp_p
 
 def test_unreachable_node_is_named_before_any_training(ssh_nodes, tmp_path):
     dead = f"127.0.{address_block()}.251"
-    r = run_suite(ssh_nodes, tmp_path / "report", "--ssh-retries", "0",
+    r = run_suite(ssh_nodes, tmp_path / "report", "--dlperf-ssh-retries", "0",
                   hosts=f"{ssh_nodes.nodes[0].address}:1,{dead}:1", timeout=120)
     # the session stops with a usage error (exit 4) naming the node: the host list is what is wrong
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
@@ -112,7 +112,7 @@ def test_node_whose_sshd_dies_mid_run_fails_naming_it_and_leaves_nothing(fresh_s
     sshd = fresh_ssh_nodes(2)
     workdir = tmp_path / "remote"
     report = tmp_path / "report"
-    cmd = suite_cmd(sshd, report, "--ssh-workdir", str(workdir), "-k", "2n1g", "--iters", "500")
+    cmd = suite_cmd(sshd, report, "--dlperf-ssh-workdir", str(workdir), "-k", "2n1g", "--dlperf-iters", "500")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 150
@@ -162,7 +162,7 @@ def test_interrupted_or_killed_harness_leaves_nothing_on_the_nodes(ssh_nodes, tm
     """Ctrl-C: the runner stops every node. SIGKILL: no clean-up runs here; the connections drop and
     each node's watchdog stops its launcher on its own."""
     workdir = tmp_path / "remote"
-    cmd = suite_cmd(ssh_nodes, tmp_path / "report", "--ssh-workdir", str(workdir), "-k", "2n1g", "--iters", "500")
+    cmd = suite_cmd(ssh_nodes, tmp_path / "report", "--dlperf-ssh-workdir", str(workdir), "-k", "2n1g", "--dlperf-iters", "500")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 150
@@ -191,7 +191,7 @@ def test_interrupted_or_killed_harness_leaves_nothing_on_the_nodes(ssh_nodes, tm
 
 def test_dryrun_lines_pasted_into_shells_train_over_openssh(ssh_nodes, tmp_path):
     workdir = tmp_path / "remote"
-    r = run_suite(ssh_nodes, tmp_path / "report", "--ssh-workdir", str(workdir), "-k", "2n1g", "--dlperf-dryrun")
+    r = run_suite(ssh_nodes, tmp_path / "report", "--dlperf-ssh-workdir", str(workdir), "-k", "2n1g", "--dlperf-dryrun")
     assert r.returncode == 0, r.stdout + r.stderr
     names = tuple(f"{n.address}: " for n in ssh_nodes.nodes)
     lines = [ln.split(": ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith(names)]

@@ -226,7 +226,7 @@ def judge_scalar(measured: float | None, baseline: float | None, tolerance: floa
 def resolve_tolerances(default: Tolerances, *layers: Mapping[str, float | None] | Tolerances | None) -> Tolerances:
     """Tolerances in force: ``default`` (file or profile), then each layer in rising priority.
 
-    Typical order: entry's recorded tolerance, ``--tolerance`` for the run, the test's
+    Typical order: entry's recorded tolerance, ``--dlperf-tolerance`` for the run, the test's
     ``@pytest.mark.dlperf(tolerance=...)``. A layer may give only some metrics.
     """
     out = default

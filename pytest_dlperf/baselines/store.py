@@ -401,17 +401,17 @@ class BaselineStore:
     def describe_missing(self, profile: str, key: str, named: bool = False) -> str:
         """Why there is no baseline for a case, said plainly, with how to record one.
 
-        ``named``: the profile was given with --baseline-profile rather than detected.
+        ``named``: the profile was given with --dlperf-baseline-profile rather than detected.
         """
         path = self.path(profile)
         if not path.is_file():
             others = [p for p in self.profiles() if p != profile]
             have = f" (baselines there are for: {', '.join(others)})" if others else ""
-            whose = f"profile {profile!r} named with --baseline-profile" if named else \
+            whose = f"profile {profile!r} named with --dlperf-baseline-profile" if named else \
                 f"this machine's profile {profile!r}"
             return (f"no baseline file for {whose}: {path} does not exist{have}. "
                     f"Record one with --update-baselines, or gate against another profile's file with "
-                    f"--baseline-profile NAME.")
+                    f"--dlperf-baseline-profile NAME.")
         try:
             entries = self.load(profile).entries
         except BaselineError as exc:
@@ -420,4 +420,4 @@ class BaselineStore:
         what = (f"its {len(entries)} entries are for backend(s) {', '.join(backends)}" if entries
                 else "it has no entries")
         return (f"{path} has no baseline for {key} ({what}). Record it with --update-baselines "
-                f"(other entries in the file are kept), or pick another file with --baseline-profile.")
+                f"(other entries in the file are kept), or pick another file with --dlperf-baseline-profile.")

@@ -1,6 +1,6 @@
 """Host lists for the SSH cluster: horovodrun's ``host:slots,...`` and MPI/Horovod hostfiles.
 
-``--hosts 10.0.0.2:8,10.0.0.3:8`` and a hostfile with lines ``10.0.0.2 slots=8`` give the same
+``--dlperf-hosts 10.0.0.2:8,10.0.0.3:8`` and a hostfile with lines ``10.0.0.2 slots=8`` give the same
 specs. A host may carry a user (``alice@10.0.0.2:8``); IPv6 addresses go in brackets
 (``[fe80::1]:8``). Slots may be left out (``10.0.0.2``): the node's GPUs are used, else 1.
 """
@@ -92,11 +92,11 @@ def _unique(specs: list[HostSpec], where: str) -> list[HostSpec]:
 
 
 def parse_hosts(text: str) -> list[HostSpec]:
-    """``--hosts`` (horovodrun's ``-H``): comma-separated ``host:slots``."""
+    """``--dlperf-hosts`` (horovodrun's ``-H``): comma-separated ``host:slots``."""
     entries = [e for e in text.split(",")]
     if any(not e.strip() for e in entries):
-        raise ValueError(f"--hosts {text!r}: empty entry; expected {HOSTS_FORM}")
-    return _unique([parse_host(e) for e in entries], f"--hosts {text!r}")
+        raise ValueError(f"--dlperf-hosts {text!r}: empty entry; expected {HOSTS_FORM}")
+    return _unique([parse_host(e) for e in entries], f"--dlperf-hosts {text!r}")
 
 
 def parse_hostfile_text(text: str, source: str = "hostfile") -> list[HostSpec]:
@@ -134,7 +134,7 @@ def parse_hostfile(path: str | Path) -> list[HostSpec]:
     try:
         text = p.read_text()
     except FileNotFoundError:
-        raise FileNotFoundError(f"--hostfile {p}: no such file") from None
+        raise FileNotFoundError(f"--dlperf-hostfile {p}: no such file") from None
     except OSError as exc:
-        raise FileNotFoundError(f"--hostfile {p}: cannot read it: {exc}") from None
+        raise FileNotFoundError(f"--dlperf-hostfile {p}: cannot read it: {exc}") from None
     return parse_hostfile_text(text, str(p))

@@ -57,7 +57,7 @@ class _Host:
 
 
 class SSHCluster(Cluster):
-    """Hosts given with --hosts/--hostfile, each a node with its own GPUs (or CPU workers)."""
+    """Hosts given with --dlperf-hosts/--dlperf-hostfile, each a node with its own GPUs (or CPU workers)."""
 
     kind = "ssh"
 
@@ -66,7 +66,7 @@ class SSHCluster(Cluster):
                  lock_dir: str | Path | None = None, grace: float = 5.0) -> None:
         """Resolve the hosts against the ssh config; connect nothing yet."""
         if not hosts:
-            raise ClusterError("an SSH cluster needs at least one host (--hosts or --hostfile)")
+            raise ClusterError("an SSH cluster needs at least one host (--dlperf-hosts or --dlperf-hostfile)")
         self.settings = settings or SSHSettings()
         self.slots = slots
         self.frameworks = tuple(frameworks)
@@ -241,7 +241,7 @@ class SSHCluster(Cluster):
             _mkdirs(sftp, base, mode=0o700)
             st = sftp.lstat(base)
             if not stat.S_ISDIR(st.st_mode or 0):
-                raise ClusterError(f"{host.spec.name}: {base} is not a directory; pass --ssh-workdir")
+                raise ClusterError(f"{host.spec.name}: {base} is not a directory; pass --dlperf-ssh-workdir")
             host.workdir = base
         return host.workdir
 
@@ -257,7 +257,7 @@ class SSHCluster(Cluster):
                 sftp.mkdir(path)
             except OSError as exc:
                 raise ClusterError(f"{node.name}: cannot create the run directory under "
-                                   f"{self.settings.workdir or '/tmp'}: {exc}; pass --ssh-workdir") from exc
+                                   f"{self.settings.workdir or '/tmp'}: {exc}; pass --dlperf-ssh-workdir") from exc
         return path
 
     def upload(self, node: Node, local: Path, remote_dir: str) -> str:

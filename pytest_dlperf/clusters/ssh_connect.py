@@ -80,7 +80,7 @@ def load_config(path: str | None) -> paramiko.SSHConfig | None:
     try:
         return paramiko.SSHConfig.from_path(str(p))
     except (OSError, paramiko.ssh_exception.ConfigParseError) as exc:
-        raise ClusterError(f"--ssh-config {p}: cannot read it: {exc}") from exc
+        raise ClusterError(f"--dlperf-ssh-config {p}: cannot read it: {exc}") from exc
 
 
 def resolve(spec: HostSpec, settings: SSHSettings, config: paramiko.SSHConfig | None) -> Target:
@@ -203,8 +203,8 @@ def _explain(target: Target, exc: BaseException) -> str:
         return (f"{target.name}: host key of {target.key_name} ({fingerprint(exc.key)}) is not in "
                 f"known_hosts ({files}); refusing to connect. Check the fingerprint with the host's "
                 f"administrator, then add it: ssh-keyscan -p {target.port} {target.hostname} >> "
-                f"{files.split(', ')[0]} (or pass --ssh-known-hosts FILE). "
-                "--ssh-host-key-checking accept-new skips this check (insecure).")
+                f"{files.split(', ')[0]} (or pass --dlperf-ssh-known-hosts FILE). "
+                "--dlperf-ssh-host-key-checking accept-new skips this check (insecure).")
     if isinstance(exc, paramiko.BadHostKeyException):
         return (f"{target.name}: HOST KEY CHANGED for {target.key_name}: it offered "
                 f"{fingerprint(exc.key)}, known_hosts ({files}) has {fingerprint(exc.expected_key)}. "
@@ -214,7 +214,7 @@ def _explain(target: Target, exc: BaseException) -> str:
     if isinstance(exc, paramiko.AuthenticationException):
         keys = ", ".join(target.keys) or "the default keys and the agent"
         return (f"{target.name}: login as {target.user!r} on {target.hostname}:{target.port} failed "
-                f"({exc}) with {keys}; pass --ssh-user and --ssh-key, or set User/IdentityFile for "
+                f"({exc}) with {keys}; pass --dlperf-ssh-user and --dlperf-ssh-key, or set User/IdentityFile for "
                 "the host in the ssh config.")
     return f"{target.name}: {exc}"
 
@@ -222,7 +222,7 @@ def _explain(target: Target, exc: BaseException) -> str:
 def _jump_targets(target: Target, settings: SSHSettings, config: paramiko.SSHConfig | None) -> list[Target]:
     """The ProxyJump chain, each hop ([ssh://][user@]host[:port] or an alias) resolved like a host.
 
-    As with ``ssh -J``, --ssh-port and --ssh-user apply to the destination only; --ssh-key is
+    As with ``ssh -J``, --dlperf-ssh-port and --dlperf-ssh-user apply to the destination only; --dlperf-ssh-key is
     offered to a jump host that has no IdentityFile of its own.
     """
     hops = []
@@ -286,4 +286,4 @@ def connect(target: Target, settings: SSHSettings, config: paramiko.SSHConfig | 
     via = f" via {target.proxy_jump}" if target.proxy_jump else ""
     raise ClusterError(f"{target.name}: cannot reach {target.user}@{target.hostname}:{target.port}{via} "
                        f"after {settings.retries + 1} attempt(s): {last}. Check that the host is up, "
-                       "sshd runs there and the address/port are right (--hosts, --ssh-port, ssh config).")
+                       "sshd runs there and the address/port are right (--dlperf-hosts, --dlperf-ssh-port, ssh config).")

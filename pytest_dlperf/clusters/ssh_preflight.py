@@ -36,7 +36,7 @@ print(json.dumps({"python": platform.python_version(), "executable": sys.executa
 def parse_probe(returncode: int, stdout: str, tail: str, python: str) -> dict:
     """The probe's facts, or ClusterError saying how to fix the interpreter."""
     if returncode != 0:
-        raise ClusterError(f"cannot run {python!r} there (exit {returncode}); pass --ssh-python with the "
+        raise ClusterError(f"cannot run {python!r} there (exit {returncode}); pass --dlperf-ssh-python with the "
                            f"node's Python 3: {tail}")
     try:
         return json.loads(stdout.strip().splitlines()[-1])
@@ -51,7 +51,7 @@ def problems(facts: dict[str, dict], frameworks: Sequence[str]) -> list[str]:
         missing = [d for d in frameworks if not f["frameworks"].get(d)]
         if missing:
             found.append(f"{name}: {', '.join(missing)} not installed for {f['executable']}; install it there "
-                         "or point --ssh-python at an interpreter that has it")
+                         "or point --dlperf-ssh-python at an interpreter that has it")
     checks = [("Python", lambda f: f["python"])]
     checks += [(d, lambda f, d=d: f["frameworks"].get(d)) for d in frameworks]
     for what, get in checks:
