@@ -32,7 +32,7 @@ def collect(results: ResultSet, cluster=None) -> dict:
     metas = [run.meta for r in results.results for run in r.runs]
     devices = sorted({rank.get("device", "") for m in metas for rank in m.get("ranks", [])})
     hosts = sorted({rank.get("host", "") for m in metas for rank in m.get("ranks", [])})
-    frameworks = sorted({f"torch {m['torch']}" for m in metas if m.get("torch")})
+    frameworks = sorted({f"{k} {v}" for m in metas for k, v in (m.get("frameworks") or {}).items()})
     return {
         "pytest_dlperf": _version("pytest-dlperf"),
         "python": platform.python_version(),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, Tolerances, Verdict, detect_profile,
+from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, Verdict, detect_profile,
                         judge, judge_scalar, resolve_tolerances)
 from .baselines.fingerprint import FingerprintComparison, compare
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND
@@ -87,7 +87,8 @@ class Judgement:
 
 def _versions(result: CaseResult) -> dict[str, str]:
     meta = result.runs[0].meta if result.runs else {}
-    out = {k: str(meta[k]) for k in ("torch", "python", "backend", "cuda") if meta.get(k)}
+    out = {k: str(meta[k]) for k in ("python", "backend", "cuda") if meta.get(k)}
+    out.update({k: str(v) for k, v in (meta.get("frameworks") or {}).items()})
     try:
         out["pytest_dlperf"] = metadata.version("pytest-dlperf")
     except metadata.PackageNotFoundError:
@@ -97,7 +98,7 @@ def _versions(result: CaseResult) -> dict[str, str]:
 
 def _frameworks(result: CaseResult) -> list[str]:
     meta = result.runs[0].meta if result.runs else {}
-    return [f"torch {meta['torch']}"] if meta.get("torch") else []
+    return [f"{name} {version}" for name, version in sorted((meta.get("frameworks") or {}).items())]
 
 
 class Gate:

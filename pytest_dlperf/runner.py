@@ -6,18 +6,17 @@ node for processes that still carry the run's tag.
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess
 from .launchers.base import Launcher, RunPlan
 from .specs import CaseSpec, Measurement
+from .workloads import steplog
 
 TAIL_LINES = 40
 
@@ -47,7 +46,6 @@ class RunRecord:
     logs: dict[str, str]
     wall_seconds: float
     run_dir: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
@@ -63,30 +61,42 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     run_dirs, workload = {}, {}
     for node in nodes:
         run_dirs[node.name] = cluster.make_run_dir(node, run_id)
-        workload[node.name] = cluster.upload(node, launcher.workload_path(), run_dirs[node.name])
+        paths = [cluster.upload(node, f, run_dirs[node.name]) for f in launcher.workload_paths()]
+        workload[node.name] = paths[0]  # the entry script; the others (steplog.py) sit beside it
+    # A port chosen on each node (not here: a port free on the harness may be taken on a node).
+    ports = {n.name: cluster.free_port(n) for n in (nodes if launcher.ports_per_node else nodes[:1])}
+    hostfile = None
+    if launcher.spans_nodes:
+        hostfile = _write_hostfile(cluster, nodes, case.topology.devices_per_node, run_dirs[nodes[0].name], run_id)
     plan = RunPlan(case=case, measurement=measurement, nodes=nodes, run_dirs=run_dirs,
                    workload=workload, master_addr=nodes[0].address,
-                   master_port=cluster.free_port(nodes[0]), tag=f"dlperf-{uuid.uuid4().hex}")
-    return plan, launcher.commands(plan)
+                   master_port=ports[nodes[0].name], tag=f"dlperf-{uuid.uuid4().hex}",
+                   addresses={n.name: n.address for n in nodes}, ports=ports, hostfile=hostfile)
+    cmds = launcher.commands(plan)
+    if launcher.spans_nodes and [c.node.name for c in cmds] != [nodes[0].name]:
+        raise ClusterError(f"launcher {launcher.name!r} spans nodes: it must return one command, for node 0")
+    return plan, cmds
 
 
-def parse_steps(path: Path) -> tuple[dict, list[StepRecord]]:
-    """Read the workload's JSON lines: (meta, steps). Raises RunFailed when incomplete."""
-    meta: dict = {}
-    steps: list[StepRecord] = []
-    ended = False
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        if rec["kind"] == "meta":
-            meta = rec
-        elif rec["kind"] == "step":
-            steps.append(StepRecord(rec["step"], rec["warmup"], rec["start"], rec["end"],
-                                    rec["rank_times"], rec["samples"]))
-        elif rec["kind"] == "end":
-            ended = rec["steps"] == len(steps)
-    if not meta or not ended:
-        raise RunFailed(f"{path}: the workload's step log is incomplete")
-    return meta, steps
+def _write_hostfile(cluster: Cluster, nodes: list[Node], slots: int, run_dir: str, run_id: str) -> str:
+    """``address slots=N`` per node (MPI/Horovod form), uploaded to node 0's run directory."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dlperf-hostfile-") as tmp:
+        local = Path(tmp) / "hostfile"
+        local.write_text("".join(f"{n.address} slots={slots}\n" for n in nodes))
+        return cluster.upload(nodes[0], local, run_dir)
+
+
+def parse_steps(path: Path, source: str | None = None) -> tuple[dict, list[StepRecord]]:
+    """Read a workload's step log through the contract: (meta, steps). A truncated, garbled or
+    out-of-sync log raises steplog.StepLogError naming ``source`` (node:file) and the line."""
+    source = source or str(path)
+    log = steplog.parse(path.read_text(encoding="utf-8", errors="replace"), source)
+    steplog.check_in_sync(log, source)
+    steps = [StepRecord(s["step"], s["warmup"], s["start"], s["end"], s["rank_times"], s["samples"])
+             for s in log.steps]
+    return log.meta, steps
 
 
 def _describe_failure(procs: list[NodeProcess], codes: dict[str, int | None], why: str,
@@ -122,15 +132,12 @@ def stop_everything(cluster: Cluster, nodes: list[Node], tag: str, procs: list[N
 
 
 def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
-             log_dir: Path, repeat: int = 0, poll: float = 0.1,
-             on_start: Callable[[list[str]], None] | None = None) -> RunRecord:
+             log_dir: Path, repeat: int = 0, poll: float = 0.1) -> RunRecord:
     """Run one repeat of the case to completion; raise RunFailed with the nodes' last output."""
     log_dir.mkdir(parents=True, exist_ok=True)
     plan, cmds = plan_run(cluster, launcher, case, measurement)
     rendered = [cluster.render(c) for c in cmds]
     (log_dir / "commands.sh").write_text("\n".join(rendered) + "\n")
-    if on_start:
-        on_start(rendered)
     procs: list[NodeProcess] = []
     codes: dict[str, int | None] = {}
     t0 = time.monotonic()
@@ -158,12 +165,14 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
             time.sleep(poll)
         wall = time.monotonic() - t0
         out = log_dir / plan.output_name
+        node0, remote = plan.nodes[0], plan.output_path(plan.nodes[0])
         try:
-            cluster.download(plan.nodes[0], plan.output_path(plan.nodes[0]), out)
-            meta, steps = parse_steps(out)
+            cluster.download(node0, remote, out)
+            meta, steps = parse_steps(out, f"{node0.name}:{remote}")
         except (OSError, ValueError, KeyError) as exc:
             raise RunFailed(_describe_failure(
-                procs, codes, f"{case.id}: no usable step log from {plan.nodes[0].name}: {exc}")) from exc
+                procs, codes, f"{case.id}: no usable step log from node {node0.name} "
+                              f"({remote}, copied to {out}): {exc}")) from exc
     finally:
         sweep_errors = stop_everything(cluster, plan.nodes, plan.tag, procs)
         if sweep_errors:

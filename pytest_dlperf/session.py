@@ -121,7 +121,7 @@ class DLPerfSession:
         models = o.models or list(self.launcher.models)
         cases = []
         for model, precision, topo in itertools.product(models, o.precisions, ladder(want, slots)):
-            d = profile.models[model]
+            d = self.launcher.model_defaults(profile.name, model)
             cases.append(CaseSpec(model=model, precision=precision,
                                   batch_size=o.batch_size or d.batch_size,
                                   image_size=o.image_size or d.image_size,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 PRECISIONS = ("fp32", "amp")
 
@@ -104,16 +104,17 @@ class Measurement:
 
 @dataclass(frozen=True)
 class ModelDefaults:
+    """A model's default per-device batch and input size (image side; a sequence length for text)."""
+
     batch_size: int
     image_size: int
 
 
 @dataclass(frozen=True)
 class Profile:
-    """Default batch and image size per model and measurement lengths for a kind of node."""
+    """Measurement lengths for a kind of node (per-model sizes are the launcher's)."""
 
     name: str
-    models: dict[str, ModelDefaults] = field(default_factory=dict)
     warmup_iters: int = 5
     iters: int = 20
     repeats: int = 5
@@ -128,7 +129,6 @@ class Profile:
 # for first-touch memory for seconds); on GPUs the fixed lengths the seeds publish.
 CPU_PROFILE = Profile(
     name="cpu",
-    models={"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32)},
     warmup_iters=2,
     iters=3,
     repeats=3,
@@ -138,7 +138,6 @@ CPU_PROFILE = Profile(
 )
 GPU_PROFILE = Profile(
     name="gpu",
-    models={"resnet50": ModelDefaults(128, 224), "vgg16": ModelDefaults(64, 224)},
     warmup_iters=20,
     iters=100,
     repeats=5,

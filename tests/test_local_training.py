@@ -82,6 +82,27 @@ def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
     assert "resnet50-fp32-bs2-32px-2n1g" in json.loads((report / "results.json").read_text())["failures"]
 
 
+@pytest.mark.parametrize("fault, why", [("truncate", "is cut off (no newline): the step log is truncated"),
+                                        ("garble", "is not JSON")])
+def test_a_broken_step_log_fails_the_case_naming_node_and_file(tmp_path, fault, why):
+    report = tmp_path / "report"
+    r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "1", env={"DLPERF_STEPLOG_FAULT": fault})
+    assert r.returncode == 1, r.stdout + r.stderr
+    failure = json.loads((report / "results.json").read_text())["failures"]["resnet50-fp32-bs2-32px-1n1g"]
+    assert "no usable step log from node local0" in failure and "steps.jsonl" in failure, failure
+    assert "line 3 " in failure and why in failure, failure  # meta, step 0, then the broken step 1
+    assert tagged_processes(str(report)) == []
+
+
+def test_ranks_that_stop_synchronising_fail_instead_of_scaling_perfectly(tmp_path):
+    """DLPERF_FAULT=nosync trains each rank on its own (DDP no_sync): real drift, caught by the digests."""
+    report = tmp_path / "report"
+    r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", env={"DLPERF_FAULT": "nosync"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    failure = json.loads((report / "results.json").read_text())["failures"]["resnet50-fp32-bs2-32px-2n1g"]
+    assert "the ranks' parameters disagree after the last step" in failure and "local0" in failure, failure
+
+
 def test_timeout_kills_every_process(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", "--dlperf-iters", "500", "--dlperf-timeout", "8")

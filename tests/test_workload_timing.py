@@ -6,6 +6,7 @@ loading the workload file itself.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,11 @@ WORKLOAD = Path(__file__).resolve().parents[1] / "pytest_dlperf" / "workloads" /
 def wl():
     spec = importlib.util.spec_from_file_location("torch_ddp_under_test", WORKLOAD)
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    sys.path.insert(0, str(WORKLOAD.parent))  # on the nodes steplog.py sits beside the workload
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(WORKLOAD.parent))
     return mod
 
 

@@ -91,7 +91,7 @@ class LocalCluster(Cluster):
         self._nodes = [
             Node(
                 name=f"local{i}",
-                address="127.0.0.1",
+                address=f"127.0.0.{i + 1}",  # distinct, for engines that tell nodes apart by address
                 slots=slots or max(1, len(gpu_shares[i])),
                 cpus=len(cpu_shares[i]),
                 gpus=len(gpu_shares[i]),

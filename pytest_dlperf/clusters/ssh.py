@@ -297,27 +297,6 @@ class SSHCluster(Cluster):
             finally:
                 part.unlink(missing_ok=True)
 
-    def upload_all(self, local: Path, remote_dirs: dict[str, str]) -> dict[str, str]:
-        """Upload one file to every node's directory at once (node name -> directory); paths back."""
-        results = self._fan(lambda h: self.upload(self._node_of(h), local, remote_dirs[h.spec.name]),
-                            [self._host(n) for n in remote_dirs])
-        self._raise_failures(f"upload of {local}", results)
-        return {n: str(r) for n, r in results.items()}
-
-    def download_all(self, remotes: dict[str, str], local_dir: Path) -> dict[str, Path]:
-        """Download each node's file at once into local_dir/<node>/<name>."""
-        def one(h: _Host) -> Path:
-            remote = remotes[h.spec.name]
-            dest = local_dir / _safe(h.spec.name) / posixpath.basename(remote)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            self.download(self._node_of(h), remote, dest)
-            return dest
-
-        results = self._fan(one, [self._host(n) for n in remotes])
-        self._raise_failures("download", results)
-        return {n: r for n, r in results.items()}  # type: ignore[misc]
-
-    # ------------------------------------------------------------------ launches
     def start(self, cmd: NodeCommand, log_path: Path) -> NodeProcess:
         if RUN_TAG_ENV not in cmd.env:
             raise ClusterError(f"{cmd.node.name}: command started without {RUN_TAG_ENV}")

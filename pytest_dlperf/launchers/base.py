@@ -1,16 +1,18 @@
-"""The launcher interface: turns a case and a set of nodes into one command per node.
+"""The launcher interface, one seam for every engine: a case and a set of nodes become commands.
 
-A launcher only builds argument lists (TorchX style): the same commands are printed by
-``--dlperf-dryrun`` and run by the runner, so a pasted dry-run reproduces the case.
+A launcher declares its framework, models, workload files and per-model default sizes, and builds
+argument lists only (TorchX style): either one command per node (torchrun, Paddle's launch, TF
+workers) or one command on node 0 that starts every node (mpirun, horovodrun). The same commands
+are printed by ``--dlperf-dryrun`` and run by the runner, so a pasted dry-run reproduces the case.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clusters.base import Node, NodeCommand
-from ..specs import CaseSpec, Measurement
+from ..specs import CaseSpec, Measurement, ModelDefaults
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,9 @@ class RunPlan:
     master_addr: str
     master_port: int
     tag: str  # DLPERF_RUN_TAG for every process of the run
+    addresses: dict[str, str] = field(default_factory=dict)  # node name -> address the others reach it at
+    ports: dict[str, int] = field(default_factory=dict)  # node name -> a port free on that node
+    hostfile: str | None = None  # on node 0, MPI style "address slots=N" per node (spanning launchers)
 
     @property
     def output_name(self) -> str:
@@ -44,19 +49,32 @@ class RunPlan:
 CPU_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
 
 
+WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+
+
 class Launcher(ABC):
-    """Builds the per-node commands of one backend."""
+    """Builds the commands of one backend; what it needs of the nodes it declares here."""
 
-    name: str = ""
-    workload: str = ""  # file name in pytest_dlperf/workloads
+    name: str = ""  # the --backend value
+    framework: str = ""  # the package every node must have; profiles and baselines name its version
     models: tuple[str, ...] = ()
+    # Files of pytest_dlperf/workloads copied into every run directory; the first is the one run.
+    # steplog.py (the output contract) goes with every workload.
+    workload_files: tuple[str, ...] = ()
+    spans_nodes: bool = False  # True: one command on node 0 starts every node (mpirun style)
+    ports_per_node: bool = False  # True: the plan carries a free port chosen on every node
+    defaults: dict[str, dict[str, ModelDefaults]] = {}  # profile ("cpu", "gpu") -> model -> sizes
 
-    def workload_path(self) -> Path:
-        return Path(__file__).resolve().parent.parent / "workloads" / self.workload
+    def workload_paths(self) -> list[Path]:
+        files = list(dict.fromkeys([*self.workload_files, "steplog.py"]))
+        return [WORKLOADS / f for f in files]
+
+    def model_defaults(self, profile: str, model: str) -> ModelDefaults:
+        return self.defaults[profile][model]
 
     @abstractmethod
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
-        """One command per node of the plan."""
+        """One command per node of the plan, or (``spans_nodes``) one command for node 0."""
 
     @staticmethod
     def threads_per_worker(node: Node, workers: int) -> int:

@@ -2,15 +2,21 @@
 from __future__ import annotations
 
 from ..clusters.base import RUN_TAG_ENV, NodeCommand
-from .base import CPU_MALLOC_ENV, Launcher, RunPlan
+from .base import CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
 
 
 class TorchrunLauncher(Launcher):
     """``python -m torch.distributed.run --nnodes N --node_rank R ... torch_ddp.py ...``."""
 
     name = "ddp"
-    workload = "torch_ddp.py"
+    framework = "torch"
     models = ("resnet50", "vgg16")
+    workload_files = ("torch_ddp.py",)
+    # CPU: small enough that the default suite ends within 6 minutes on 2 cores (README).
+    defaults = {
+        "cpu": {"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32)},
+        "gpu": {"resnet50": ModelDefaults(128, 224), "vgg16": ModelDefaults(64, 224)},
+    }
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement

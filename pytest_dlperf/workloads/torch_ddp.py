@@ -13,15 +13,17 @@ and ends with a barrier (and a device synchronisation on GPUs); inside it each r
 timestamp after every step (CUDA events on GPUs), so a step's time is per rank and the window's
 wall time is exact: throughput = global samples / (end barrier - start barrier).
 
-Rank 0 writes JSON lines to ``--output``: one ``meta`` line (world, versions, devices, the warm-up
-and window lengths actually run), then one ``step`` line per step with the step time seen by every
-rank and the global samples, then ``end``. A window step's ``start``/``end`` are rank 0's clock;
-the first window step starts at the start barrier, the last ends at the end barrier.
+Rank 0 writes the step log (``--output``) through ``steplog.py``, the versioned contract copied
+next to this file: a ``meta`` line, a ``step`` line per step with the step time seen by every rank,
+an ``end`` line with every rank's parameter digest. A window step's ``start``/``end`` are rank 0's
+clock; the first window step starts at the start barrier, the last ends at the end barrier.
+DLPERF_FAULT=rank:step crashes that rank at that step; DLPERF_FAULT=nosync trains without
+synchronising gradients (the harness must catch the drift); DLPERF_PLANT_SLOWDOWN=d slows each step.
 """
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import math
 import os
 import platform
@@ -34,6 +36,8 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.elastic.multiprocessing.errors import record
+
+import steplog  # the step-log contract, copied beside this file
 
 MODELS = ("resnet50", "vgg16")
 
@@ -228,11 +232,14 @@ def main(argv: list[str] | None = None) -> int:
         images = images.contiguous(memory_format=torch.channels_last)
     labels = torch.randint(0, args.num_classes, (args.batch_size,), device=device)
 
+    nosync = os.environ.get("DLPERF_FAULT") == "nosync"  # the harness's own test of the digest check
+
     def step() -> torch.Tensor:
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
-            loss = F.cross_entropy(ddp(images), labels)
-        scaler.scale(loss).backward()
+        with ddp.no_sync() if nosync else contextlib.nullcontext():
+            with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
+                loss = F.cross_entropy(ddp(images), labels)
+            scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
         return loss.detach()
@@ -303,30 +310,31 @@ def main(argv: list[str] | None = None) -> int:
             "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
             "threads": torch.get_num_threads()}
     dist.all_gather_object(hosts, info)
+    with torch.no_grad():  # every rank's parameters after the last step: equal when in sync
+        params = [p.detach().double() for p in model.parameters()]
+        digest = torch.stack([sum(p.sum() for p in params), sum((p * p).sum() for p in params)]).to(device)
+    digests = [torch.zeros_like(digest) for _ in range(world)]
+    dist.all_gather(digests, digest)
 
     if rank == 0:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            meta = {
-                "kind": "meta", "model": args.model, "precision": args.precision,
-                "batch_size": args.batch_size, "image_size": args.image_size,
-                "warmup_iters": warmup, "iters": iters, "window_seconds": args.window_seconds,
-                "window": {"start": w0, "end": w1},
-                "world_size": world, "ranks": hosts,
-                "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
-                "nnodes": world // int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
-                "torch": torch.__version__, "python": platform.python_version(),
-                "backend": dist.get_backend(), "cuda": torch.version.cuda if cuda else None,
-                "parameters": sum(p.numel() for p in model.parameters()),
-            }
-            fh.write(json.dumps(meta) + "\n")
+        with steplog.Writer(args.output) as log:
+            log.meta(
+                model=args.model, precision=args.precision,
+                batch_size=args.batch_size, image_size=args.image_size,
+                warmup_iters=warmup, iters=iters, window_seconds=args.window_seconds,
+                window={"start": w0, "end": w1},
+                world_size=world, ranks=hosts,
+                local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+                nnodes=world // int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+                frameworks={"torch": torch.__version__}, python=platform.python_version(),
+                backend=dist.get_backend(), cuda=torch.version.cuda if cuda else None,
+                parameters=sum(p.numel() for p in model.parameters()),
+            )
             for i in range(total):
-                fh.write(json.dumps({
-                    "kind": "step", "step": i, "warmup": i < warmup,
-                    "start": starts[i], "end": ends[i],
-                    "rank_times": [float(g[i]) for g in gathered],
-                    "samples": args.batch_size * world, "loss": losses[i],
-                }) + "\n")
-            fh.write(json.dumps({"kind": "end", "steps": total}) + "\n")
+                log.step(step=i, warmup=i < warmup, start=starts[i], end=ends[i],
+                         rank_times=[float(g[i]) for g in gathered], samples=args.batch_size * world,
+                         loss=losses[i])
+            log.end([d.tolist() for d in digests])
     dist.barrier()
     dist.destroy_process_group()
     return 0

@@ -1,0 +1,96 @@
+"""The launch seam: a launcher may start every node from one command on node 0 (mpirun style),
+with a hostfile, per-node ports and distinct node addresses; a plugin adds one through the hooks."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from pytest_dlperf.clusters.local import LocalCluster
+
+pytest_plugins = ["pytester"]
+
+# A backend from a conftest: one command on node 0 that starts the torchrun of every node, the way
+# mpirun or horovodrun start all ranks from the first host. It trains for real.
+SPANNING = '''
+import shlex
+import pytest
+from pytest_dlperf import Launcher
+from pytest_dlperf.clusters.base import RUN_TAG_ENV, NodeCommand
+from pytest_dlperf.launchers.torchrun import TorchrunLauncher
+
+
+class Spanning(Launcher):
+    name = "span"
+    framework = "torch"
+    models = ("resnet50",)
+    workload_files = ("torch_ddp.py",)
+    spans_nodes = True
+    ports_per_node = True
+    defaults = TorchrunLauncher.defaults
+
+    def commands(self, plan):
+        node0 = plan.nodes[0]
+        per_node = TorchrunLauncher().commands(plan)  # what each node would run
+        lines = [f"cat {shlex.quote(plan.hostfile)}",
+                 "echo ports " + " ".join(f"{n}={p}" for n, p in plan.ports.items()),
+                 "echo addresses " + " ".join(f"{n}={a}" for n, a in plan.addresses.items())]
+        lines += [shlex.join(c.argv) + " &" for c in per_node]
+        lines.append("for p in $(jobs -p); do wait $p || exit 1; done")
+        env = {**per_node[0].env, RUN_TAG_ENV: plan.tag}
+        return [NodeCommand(node0, ["bash", "-c", "\\n".join(lines)], env, cwd=plan.run_dirs[node0.name])]
+
+
+@pytest.hookimpl
+def pytest_dlperf_make_launcher(config, backend):
+    return Spanning() if backend == "span" else None
+
+
+@pytest.hookimpl
+def pytest_dlperf_backends(config):
+    return ["span"]
+'''
+
+SUITE = """
+def test_train(dlperf_case, dlperf):
+    assert dlperf.run(dlperf_case).world_size_seen == dlperf_case.topology.world_size
+"""
+
+TINY = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2",
+        "--dlperf-image-size", "32", "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1"]
+
+
+def test_local_nodes_have_distinct_loopback_addresses(tmp_path):
+    nodes = LocalCluster(nodes=3, base_dir=tmp_path).nodes()
+    assert [n.address for n in nodes] == ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+
+
+def test_a_spanning_launcher_from_a_plugin_trains_from_node_0(pytester: pytest.Pytester):
+    pytester.makeconftest(SPANNING)
+    pytester.makepyfile(test_suite=SUITE)
+    report = pytester.path / "rep"
+    r = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "--backend", "span", "-k", "2n1g",
+                                      "--dlperf-report", str(report), *TINY)
+    assert r.ret == 0, r.stdout.str() + r.stderr.str()
+    (case,) = json.loads((report / "results.json").read_text())["cases"]
+    (run,) = case["runs"]
+    assert case["world_size_seen"] == 2 and len(run["commands"]) == 1  # one command, on node 0
+    assert set(run["logs"]) == {"local0"}
+    log = (report / "runs" / case["case"]["id"] / "r0" / "local0.log").read_text()
+    assert "127.0.0.1 slots=1\n127.0.0.2 slots=1\n" in log  # the hostfile on node 0
+    ports = dict(kv.split("=") for kv in next(ln for ln in log.splitlines() if ln.startswith("ports ")).split()[1:])
+    assert set(ports) == {"local0", "local1"} and all(p.isdigit() for p in ports.values())
+    assert "addresses local0=127.0.0.1 local1=127.0.0.2" in log
+    argv = shlex.split(run["commands"][0])
+    script = argv[argv.index("bash") + 2]  # the rendered line: cd <run dir> && env ... bash -c <script>
+    assert argv[argv.index("bash") + 1] == "-c" and f"--master_port {ports['local0']}" in script
+
+
+def test_a_spanning_launcher_must_return_one_command(pytester: pytest.Pytester):
+    pytester.makeconftest(SPANNING.replace('return [NodeCommand(node0, ["bash"', 'return per_node + [NodeCommand(node0, ["bash"'))
+    pytester.makepyfile(test_suite=SUITE)
+    r = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "--backend", "span", "-k", "2n1g",
+                                      "--dlperf-dryrun", *TINY)
+    assert r.ret == 1
+    assert "launcher 'span' spans nodes: it must return one command, for node 0" in r.stdout.str()
