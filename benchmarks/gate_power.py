@@ -46,11 +46,11 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
-from pytest_dlperf.reporting import atomic_write_text  # noqa: E402
+from pytest_dlperf.files import atomic_write_text  # noqa: E402
 from pytest_dlperf.runner import parse_steps  # noqa: E402
 from pytest_dlperf.specs import CPU_PROFILE  # noqa: E402
 
-WORKLOAD = ROOT / "pytest_dlperf" / "workloads" / "torch_ddp.py"
+WORKLOAD = ROOT / "pytest_dlperf" / "node" / "workloads" / "torch_ddp.py"
 # The lock LocalCluster.lease() holds around each dlperf run on this machine: taking it per run
 # means this script takes turns with pytest-dlperf sessions instead of competing with them.
 LEASE = Path(tempfile.gettempdir()) / "pytest-dlperf-local.lock"

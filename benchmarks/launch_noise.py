@@ -16,7 +16,7 @@ launchers now export on CPU nodes), thp (glibc.malloc.hugetlb=1), both, noaslr (
 import json, os, subprocess, sys, tempfile, time, statistics, resource
 from pathlib import Path
 
-W = str(Path(__file__).resolve().parents[1] / "pytest_dlperf" / "workloads" / "torch_ddp.py")
+W = str(Path(__file__).resolve().parents[1] / "pytest_dlperf" / "node" / "workloads" / "torch_ddp.py")
 VARIANTS = {
  "nommap": ([], {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}),
  "thp": ([], {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}),

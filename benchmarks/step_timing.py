@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What does the workload's per-step timing cost? Harness-timed steps vs a window timed from outside.
 
-The suite's workload (``pytest_dlperf/workloads/torch_ddp.py``) times each step between two
+The suite's workload (``pytest_dlperf/node/workloads/torch_ddp.py``) times each step between two
 barriers with a host sync (``float(loss)``) inside every step, while the seeds' benchmarks time a
 window of steps from outside. This script runs both in ONE launch of the same model, batch and
 threads, in alternating blocks of steps (A B A B ...), so that launch-to-launch noise (whole
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOAD = ROOT / "pytest_dlperf" / "workloads" / "torch_ddp.py"
+WORKLOAD = ROOT / "pytest_dlperf" / "node" / "workloads" / "torch_ddp.py"
 
 
 def worker(a: argparse.Namespace) -> None:

@@ -5,9 +5,11 @@ import pytest
 
 from .clusters.base import Cluster
 from .launchers.base import Launcher
+from .launchers.paddle import PaddleLauncher
+from .launchers.tf import TFLauncher
 from .launchers.torchrun import TorchrunLauncher
 
-LAUNCHERS: dict[str, type[Launcher]] = {TorchrunLauncher.name: TorchrunLauncher}
+LAUNCHERS: dict[str, type[Launcher]] = {cls.name: cls for cls in (TorchrunLauncher, TFLauncher, PaddleLauncher)}
 
 
 @pytest.hookimpl(trylast=True)
@@ -18,9 +20,10 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
         return LocalCluster(nodes=options.nodes or 2, slots=options.gpus_per_node,
                             base_dir=options.report_dir / "nodes")
     if options.cluster == "ssh":
-        from .clusters.ssh_options import make_ssh_cluster
+        from .clusters.ssh.factory import make_ssh_cluster
 
-        return make_ssh_cluster(config, options)
+        launcher = config.pluginmanager.hook.pytest_dlperf_make_launcher(config=config, backend=options.backend)
+        return make_ssh_cluster(config, options, (launcher.framework,) if launcher and launcher.framework else ())
     return None
 
 

@@ -1,4 +1,4 @@
-"""Hardware fingerprints of the nodes: run ``probes/hwprobe.py`` on every node at once, read back its JSON.
+"""Hardware fingerprints of the nodes: run ``node/hwprobe.py`` on every node at once, read back its JSON.
 
 The probe runs on all nodes of the cluster together (on the local cluster: every node's cores
 busy at the same time, as in the widest case), through the cluster's own ``start`` and clean-up,
@@ -17,7 +17,7 @@ from pathlib import Path
 from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, NodeCommand, NodeProcess
 from .runner import stop_everything
 
-PROBE = Path(__file__).resolve().parent / "probes" / "hwprobe.py"
+PROBE = Path(__file__).resolve().parent / "node" / "hwprobe.py"
 PROBE_SECONDS = 1.5
 PROBE_TIMEOUT = 120.0
 

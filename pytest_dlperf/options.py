@@ -116,7 +116,8 @@ def add_options(parser: pytest.Parser) -> None:
     a("--dlperf-model", type=_csv, default=None, metavar="A,B",
       help="models to train, comma-separated (default: every model of the backend)")
     a("--dlperf-precision", type=_csv, default=None, metavar="P,Q",
-      help=f"precisions, comma-separated from {', '.join(PRECISIONS)} (default: all)")
+      help=f"precisions, comma-separated from {', '.join(PRECISIONS)} (default: the profile's: "
+           "fp32 on CPU nodes, both on GPUs)")
     a("--dlperf-batch-size", type=positive_int, default=None, metavar="B",
       help="samples per device per step (default: the hardware profile's, per model)")
     a("--dlperf-image-size", type=positive_int, default=None, metavar="PX",
@@ -229,7 +230,7 @@ class RunOptions:
     gpus_per_node: int | None
     backend: str
     models: list[str] | None
-    precisions: list[str]
+    precisions: list[str] | None  # None: the profile's
     batch_size: int | None
     image_size: int | None
     repeats: int | None
@@ -249,8 +250,8 @@ class RunOptions:
 def from_config(config: pytest.Config) -> RunOptions:
     """Read and validate; a bad value raises pytest.UsageError (exit 4) naming the option."""
     get = config.getoption
-    precisions = get("dlperf_precision") or list(PRECISIONS)
-    bad = [p for p in precisions if p not in PRECISIONS]
+    precisions = get("dlperf_precision")
+    bad = [p for p in precisions or [] if p not in PRECISIONS]
     if bad:
         raise pytest.UsageError(f"--dlperf-precision: unknown {', '.join(bad)}; allowed: {', '.join(PRECISIONS)}")
     report = get("dlperf_report")
@@ -266,7 +267,7 @@ def from_config(config: pytest.Config) -> RunOptions:
         report_dir = Path(config.rootpath) / ".dlperf" / "reports" / stamp
     return RunOptions(
         cluster=get("dlperf_cluster"), nodes=get("dlperf_nodes"), gpus_per_node=get("dlperf_gpus_per_node"),
-        backend=get("dlperf_backend"), models=get("dlperf_model"), precisions=list(dict.fromkeys(precisions)),
+        backend=get("dlperf_backend"), models=get("dlperf_model"), precisions=list(dict.fromkeys(precisions)) if precisions else None,
         batch_size=get("dlperf_batch_size"), image_size=get("dlperf_image_size"), repeats=get("dlperf_repeats"),
         warmup_iters=get("dlperf_warmup_iters"), iters=get("dlperf_iters"),
         window_seconds=get("dlperf_window_seconds"),

@@ -4,14 +4,13 @@ from __future__ import annotations
 import datetime as _dt
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from .files import atomic_write_text
 from .results import ResultSet
 
 SCHEMA = 1
@@ -25,8 +24,9 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
     """One table per model, precision, batch and image size, as DLPerf and AIACC print them."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    for (model, precision, batch, image, backend), rows in results.groups().items():
-        table = Table(title=f"{model} {precision} bs{batch}/device {image}px ({backend})",
+    for (model, precision, batch, _image, backend, variant), rows in results.groups().items():
+        size = rows[0].case.size_label
+        table = Table(title=f"{model} {precision} bs{batch}/device {size}{' ' + variant if variant else ''} ({backend})",
                       title_justify="left", box=box.SIMPLE_HEAD)
         for col in ("topology", "nodes", "devices", "samples/s", "mean", "speedup", "efficiency",
                     "multi-node", "p50 step", "p95 step", "repeats"):
@@ -41,21 +41,6 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
         for r in rows:
             console.print(f"  {r.case.topology.name}: {r.acspeed_line}")
     return buf.getvalue()
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write through a temporary file in the same directory and rename: never half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_results(report_dir: Path, results: ResultSet, environment: dict, options: dict,

@@ -134,7 +134,8 @@ class ResultSet:
         out: dict[str, dict[str, dict[str, dict]]] = {}
         for r in self.results:
             c = r.case
-            out.setdefault(c.precision, {}).setdefault(c.model, {})[c.topology.name] = {
+            model = f"{c.model}-{c.variant}" if c.variant else c.model
+            out.setdefault(c.precision, {}).setdefault(model, {})[c.topology.name] = {
                 "average_speed": round(r.mean, 2),
                 "median_speed": round(r.median, 2),
                 "speedup": round(r.speedup, 2) if r.speedup is not None else None,

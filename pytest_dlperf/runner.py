@@ -16,7 +16,7 @@ from pathlib import Path
 from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess
 from .launchers.base import Launcher, RunPlan
 from .specs import CaseSpec, Measurement
-from .workloads import steplog
+from .node.workloads import steplog
 
 TAIL_LINES = 40
 
@@ -64,13 +64,14 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
         paths = [cluster.upload(node, f, run_dirs[node.name]) for f in launcher.workload_paths()]
         workload[node.name] = paths[0]  # the entry script; the others (steplog.py) sit beside it
     # A port chosen on each node (not here: a port free on the harness may be taken on a node).
-    ports = {n.name: cluster.free_port(n) for n in (nodes if launcher.ports_per_node else nodes[:1])}
+    want = launcher.ports_needed(case.topology)
+    ports = {n.name: cluster.free_ports(n, max(want, 1 if i == 0 else 0)) for i, n in enumerate(nodes)}
     hostfile = None
     if launcher.spans_nodes:
         hostfile = _write_hostfile(cluster, nodes, case.topology.devices_per_node, run_dirs[nodes[0].name], run_id)
     plan = RunPlan(case=case, measurement=measurement, nodes=nodes, run_dirs=run_dirs,
                    workload=workload, master_addr=nodes[0].address,
-                   master_port=ports[nodes[0].name], tag=f"dlperf-{uuid.uuid4().hex}",
+                   master_port=ports[nodes[0].name][0], tag=f"dlperf-{uuid.uuid4().hex}",
                    addresses={n.name: n.address for n in nodes}, ports=ports, hostfile=hostfile)
     cmds = launcher.commands(plan)
     if launcher.spans_nodes and [c.node.name for c in cmds] != [nodes[0].name]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from . import environment, hardware, reporting
+from . import environment, frameworks, hardware, reporting
 from .baselines import BaselineError, verdict_table
 from .clusters.base import Cluster, ClusterError
 from .gating import Gate, GateOptions, verdict_from_dict
@@ -61,6 +61,8 @@ class DLPerfSession:
         self._cluster: Cluster | None = None
         self._cases: list[CaseSpec] | None = None
         self.fingerprints: hardware.Fingerprints | None = None
+        self.node_frameworks: dict[str, dict[str, str]] = {}  # node -> framework -> version
+        self._framework_checked: dict[tuple[str, ...], tuple[str, str] | None] = {}
         self.gate = Gate(GateOptions.from_config(config))
 
     # ------------------------------------------------------------------ set-up
@@ -120,12 +122,13 @@ class DLPerfSession:
         profile = self.profile()
         models = o.models or list(self.launcher.models)
         cases = []
-        for model, precision, topo in itertools.product(models, o.precisions, ladder(want, slots)):
+        for model, precision in itertools.product(models, o.precisions or profile.precisions):
             d = self.launcher.model_defaults(profile.name, model)
-            cases.append(CaseSpec(model=model, precision=precision,
-                                  batch_size=o.batch_size or d.batch_size,
-                                  image_size=o.image_size or d.image_size,
-                                  topology=topo, backend=self.launcher.name))
+            for variant, topo in itertools.product(self.launcher.variants(profile.name, model), ladder(want, slots)):
+                cases.append(CaseSpec(model=model, precision=precision,
+                                      batch_size=o.batch_size or d.batch_size,
+                                      image_size=o.image_size or d.image_size,
+                                      topology=topo, backend=self.launcher.name, variant=variant))
         self._cases = cases
         return cases
 
@@ -146,7 +149,8 @@ class DLPerfSession:
                     reporting.write_part(self.options.report_dir, self.worker_id, self.results,
                                          self.failures, self.dryrun,
                                          {"notes": self.gate.notes, "written": self.gate.written,
-                                          "fingerprints": self.fingerprints.to_dict() if self.fingerprints else None})
+                                          "fingerprints": self.fingerprints.to_dict() if self.fingerprints else None,
+                                          "node_frameworks": self.node_frameworks})
                 return
             self._merge_worker_parts()
             if self.results.results or self.dryrun or self.failures:
@@ -166,6 +170,8 @@ class DLPerfSession:
             self.gate.notes.extend(n for n in extra.get("notes", []) if n not in self.gate.notes)
             for profile, n in extra.get("written", {}).items():
                 self.gate.written[profile] = self.gate.written.get(profile, 0) + n
+            for node, fws in (extra.get("node_frameworks") or {}).items():
+                self.node_frameworks.setdefault(node, {}).update(fws)
             if extra.get("fingerprints"):  # each worker probed the nodes: keep each node's best
                 self._keep(hardware.Fingerprints.from_dict(extra["fingerprints"]))
 
@@ -220,6 +226,7 @@ class DLPerfSession:
         runs, error = [], None
         try:
             with sigterm_as_interrupt(), self.cluster.lease():
+                self._framework_ready(case)
                 self.probe_hardware(case.id)
                 for rep in range(m.repeats):
                     runs.append(run_case(self.cluster, self.launcher, case, m, case_dir / f"r{rep}", rep))
@@ -237,6 +244,24 @@ class DLPerfSession:
         if judgement.outcome == "skip":
             pytest.skip(judgement.message)
         return result
+
+    def _framework_ready(self, case: CaseSpec) -> None:
+        """The backend's framework on every node of the case, in one version: else skip (missing,
+        with the install line) or fail (versions differ), naming the nodes. Asked once per node set."""
+        nodes = self.cluster.nodes()[:case.topology.nodes]
+        key = tuple(n.name for n in nodes)
+        if key not in self._framework_checked:
+            fw = self.launcher.framework
+            found = frameworks.check(self.cluster, nodes, fw, self.options.report_dir / "frameworks" / "-".join(key))
+            for node, version in found.versions.items():
+                self.node_frameworks.setdefault(node, {})[fw] = version
+            self._framework_checked[key] = found.problem(self.launcher.install_hint())
+        problem = self._framework_checked[key]
+        if problem is not None:
+            outcome, why = problem
+            if outcome == "skip":
+                pytest.skip(f"--backend {self.launcher.name}: {why}")
+            pytest.fail(f"--backend {self.launcher.name}: {why}", pytrace=False)
 
     def _second_look(self, case: CaseSpec, result: CaseResult) -> None:
         """Before calling the hardware different on probe figures alone, probe again a few times,
@@ -262,6 +287,7 @@ class DLPerfSession:
     def write_report(self) -> Path:
         env = environment.collect(self.results, self.cluster if self._cluster else None)
         env["hardware_fingerprints"] = self.fingerprints.to_dict() if self.fingerprints else None
+        env["node_frameworks"] = self.node_frameworks
         return reporting.write_results(self.options.report_dir, self.results, env,
                                        self.options.to_dict(), self.failures)
 

@@ -5,6 +5,7 @@ import re
 from dataclasses import asdict, dataclass
 
 PRECISIONS = ("fp32", "amp")
+SEQUENCE_MODELS = ("bert-base",)  # their input size is a sequence length, shown as seqN in case ids
 
 _TOPO_RE = re.compile(r"^(\d+)n(\d+)g$")
 
@@ -63,16 +64,22 @@ class CaseSpec:
     image_size: int
     topology: Topology
     backend: str = "ddp"
+    variant: str = ""  # a backend's own case dimension: "xla"/"noxla" (tf), "cls4096" (ArcFace classes)
+
+    @property
+    def size_label(self) -> str:
+        return f"seq{self.image_size}" if self.model in SEQUENCE_MODELS else f"{self.image_size}px"
 
     @property
     def id(self) -> str:
-        """The pytest id, e.g. ``resnet50-fp32-bs8-64px-2n1g``."""
-        return f"{self.model}-{self.precision}-bs{self.batch_size}-{self.image_size}px-{self.topology.name}"
+        """The pytest id, e.g. ``resnet50-fp32-bs8-64px-2n1g``, ``resnet50-fp32-bs8-64px-noxla-2n1g``."""
+        variant = f"-{self.variant}" if self.variant else ""
+        return f"{self.model}-{self.precision}-bs{self.batch_size}-{self.size_label}{variant}-{self.topology.name}"
 
     @property
-    def group(self) -> tuple[str, str, int, int, str]:
+    def group(self) -> tuple[str, str, int, int, str, str]:
         """Cases that share everything but the topology; speedup is taken within a group."""
-        return (self.model, self.precision, self.batch_size, self.image_size, self.backend)
+        return (self.model, self.precision, self.batch_size, self.image_size, self.backend, self.variant)
 
     @property
     def key(self) -> str:
@@ -115,6 +122,7 @@ class Profile:
     """Measurement lengths for a kind of node (per-model sizes are the launcher's)."""
 
     name: str
+    precisions: tuple[str, ...] = PRECISIONS  # the default precisions
     warmup_iters: int = 5
     iters: int = 20
     repeats: int = 5
@@ -123,12 +131,13 @@ class Profile:
     max_iters: int = 0
 
 
-# Small enough that the whole default suite (2 models x 2 precisions x 1n1g, 2n1g x 3 repeats)
-# finishes in about five minutes on 2 CPU cores: the window is time-based (about 1.5 s of steps, at least 3,
+# Small enough that a backend's whole default suite (its models x fp32 x 1n1g, 2n1g x 3 repeats)
+# finishes within six minutes on 2 CPU cores: the window is time-based (about 1.5 s of steps, at least 3,
 # whatever the machine's pace), the warm-up lasts until the steps settle (VGG's first steps pay
 # for first-touch memory for seconds); on GPUs the fixed lengths the seeds publish.
 CPU_PROFILE = Profile(
     name="cpu",
+    precisions=("fp32",),  # AMP (bf16 autocast) on CPU nodes with --dlperf-precision amp
     warmup_iters=2,
     iters=3,
     repeats=3,

@@ -150,7 +150,7 @@ class SSHNodes:
 
     def settings(self, **overrides):
         """SSHSettings equal to cli()."""
-        from pytest_dlperf.clusters.ssh_connect import SSHSettings
+        from pytest_dlperf.clusters.ssh.connect import SSHSettings
 
         kw = dict(user=self.user, port=self.port, key=str(self.client_key),
                   known_hosts=str(self.known_hosts), config=None, python=sys.executable,

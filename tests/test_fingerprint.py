@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_dlperf.baselines.fingerprint import best_of, compare, robust_cv
-from pytest_dlperf.probes import hwprobe
+from pytest_dlperf.node import hwprobe
 
 PROBE = Path(hwprobe.__file__)
 H100 = "{i}, NVIDIA H100 80GB HBM3, 81559, 1980, 2619, {w}.00, Enabled, 5, 16, 550.54.15, Disabled"

@@ -27,14 +27,16 @@ class Spanning(Launcher):
     models = ("resnet50",)
     workload_files = ("torch_ddp.py",)
     spans_nodes = True
-    ports_per_node = True
+
+    def ports_needed(self, topology):
+        return 2  # two ports chosen on every node
     defaults = TorchrunLauncher.defaults
 
     def commands(self, plan):
         node0 = plan.nodes[0]
         per_node = TorchrunLauncher().commands(plan)  # what each node would run
         lines = [f"cat {shlex.quote(plan.hostfile)}",
-                 "echo ports " + " ".join(f"{n}={p}" for n, p in plan.ports.items()),
+                 "echo ports " + " ".join(f"{n}={','.join(map(str, p))}" for n, p in plan.ports.items()),
                  "echo addresses " + " ".join(f"{n}={a}" for n, a in plan.addresses.items())]
         lines += [shlex.join(c.argv) + " &" for c in per_node]
         lines.append("for p in $(jobs -p); do wait $p || exit 1; done")
@@ -80,11 +82,12 @@ def test_a_spanning_launcher_from_a_plugin_trains_from_node_0(pytester: pytest.P
     log = (report / "runs" / case["case"]["id"] / "r0" / "local0.log").read_text()
     assert "127.0.0.1 slots=1\n127.0.0.2 slots=1\n" in log  # the hostfile on node 0
     ports = dict(kv.split("=") for kv in next(ln for ln in log.splitlines() if ln.startswith("ports ")).split()[1:])
-    assert set(ports) == {"local0", "local1"} and all(p.isdigit() for p in ports.values())
+    assert set(ports) == {"local0", "local1"}
+    assert all(len(set(p.split(","))) == 2 and p.replace(",", "").isdigit() for p in ports.values())
     assert "addresses local0=127.0.0.1 local1=127.0.0.2" in log
     argv = shlex.split(run["commands"][0])
     script = argv[argv.index("bash") + 2]  # the rendered line: cd <run dir> && env ... bash -c <script>
-    assert argv[argv.index("bash") + 1] == "-c" and f"--master_port {ports['local0']}" in script
+    assert argv[argv.index("bash") + 1] == "-c" and f"--master_port {ports['local0'].split(',')[0]}" in script
 
 
 def test_a_spanning_launcher_must_return_one_command(pytester: pytest.Pytester):

@@ -28,12 +28,17 @@ def collected(result: pytest.RunResult) -> list[str]:
 def test_default_matrix_is_models_x_precisions_x_ladder(suite):
     r = suite.runpytest("--collect-only", "-q")
     assert r.ret == 0
-    assert collected(r) == [
+    assert collected(r) == [  # the CPU profile: fp32 (amp on request), every model of ddp
         "resnet50-fp32-bs8-64px-1n1g", "resnet50-fp32-bs8-64px-2n1g",
-        "resnet50-amp-bs8-64px-1n1g", "resnet50-amp-bs8-64px-2n1g",
         "vgg16-fp32-bs4-32px-1n1g", "vgg16-fp32-bs4-32px-2n1g",
-        "vgg16-amp-bs4-32px-1n1g", "vgg16-amp-bs4-32px-2n1g",
+        "bert-base-fp32-bs2-seq32-1n1g", "bert-base-fp32-bs2-seq32-2n1g",
+        "arcface-fp32-bs8-64px-cls4096-1n1g", "arcface-fp32-bs8-64px-cls4096-2n1g",
     ]
+    r = suite.runpytest("--collect-only", "-q", "--dlperf-precision", "fp32,amp", "--dlperf-model", "vgg16")
+    assert collected(r) == ["vgg16-fp32-bs4-32px-1n1g", "vgg16-fp32-bs4-32px-2n1g",
+                            "vgg16-amp-bs4-32px-1n1g", "vgg16-amp-bs4-32px-2n1g"]
+    r = suite.runpytest("--collect-only", "-q", "--backend", "tf", "--dlperf-model", "bert-base")
+    assert collected(r) == ["bert-base-fp32-bs2-seq32-noxla-1n1g", "bert-base-fp32-bs2-seq32-noxla-2n1g"]
 
 
 def test_options_shape_the_ids(suite):

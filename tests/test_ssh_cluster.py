@@ -15,11 +15,13 @@ import paramiko
 import pytest
 import torch
 
+from pytest_dlperf.baselines.profile import detect_profile, slug
 from pytest_dlperf.clusters.base import ClusterError, NodeCommand
 from pytest_dlperf.clusters.hosts import parse_hosts
 from pytest_dlperf.clusters.local import detect_gpus
 from pytest_dlperf.clusters.ssh import SSHCluster
-from pytest_dlperf.clusters.ssh_connect import SSHSettings
+from pytest_dlperf.clusters.ssh.connect import SSHSettings
+from pytest_dlperf.environment import cpu_model
 
 from .procs import tagged_pids as tagged
 from .sshd import address_block, keygen
@@ -53,9 +55,11 @@ def test_preflight_finds_the_nodes_and_connections_are_reused(ssh_nodes, cluster
         assert n.cpus == len(os.sched_getaffinity(0)) and n.gpus == len(detect_gpus())
         assert n.python == sys.executable and n.slots == 1
         assert n.extra["torch"] == torch.__version__ and n.extra["port"] == str(ssh_nodes.port)
+        assert n.extra["cpu_model"] == cpu_model()  # the node's own processor names its profile
+    assert detect_profile(nodes, "ddp", ["torch 2.13.0"]).startswith(f"cpu-{slug(cpu_model())}-")
     transports = [h.conn.transport for h in cluster._hosts]
     cluster.run_all(["true"])
-    cluster.free_port(nodes[0])
+    cluster.free_ports(nodes[0])
     assert [h.conn.transport for h in cluster._hosts] == transports  # one connection per node, reused
     assert cluster.nodes() == nodes  # preflight ran once
 
@@ -136,11 +140,13 @@ def test_upload_skips_files_already_there_and_unchanged(cluster, tmp_path):
         cluster.download(node, f"{run_dir}/nothing.jsonl", tmp_path / "x")
 
 
-def test_free_port_is_free_on_the_node(cluster):
+def test_free_ports_are_free_on_the_node_and_distinct(cluster):
     node = cluster.nodes()[0]
-    port = cluster.free_port(node)
-    with socket.socket() as s:
-        s.bind((node.address, port))
+    ports = cluster.free_ports(node, 3)
+    assert len(set(ports)) == 3
+    for port in ports:
+        with socket.socket() as s:
+            s.bind((node.address, port))
 
 
 def test_unreachable_node_is_named(ssh_nodes):
@@ -311,7 +317,7 @@ def test_lease_keeps_other_processes_off_the_nodes(ssh_nodes, cluster, tmp_path)
         import sys, time
         from pytest_dlperf.clusters.hosts import parse_hosts
         from pytest_dlperf.clusters.ssh import SSHCluster
-        from pytest_dlperf.clusters.ssh_connect import SSHSettings
+        from pytest_dlperf.clusters.ssh.connect import SSHSettings
         c = SSHCluster(parse_hosts({ssh_nodes.hosts()!r}), SSHSettings(config=None, port={ssh_nodes.port}),
                        lock_dir={str(cluster.lock_dir)!r})
         with c.lease():

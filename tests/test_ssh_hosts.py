@@ -9,7 +9,7 @@ import pytest
 from pytest_dlperf.clusters.base import Node, NodeCommand
 from pytest_dlperf.clusters.hosts import HostSpec, parse_hostfile, parse_hostfile_text, parse_hosts
 from pytest_dlperf.clusters.ssh import SSHCluster
-from pytest_dlperf.clusters.ssh_connect import SSHSettings, load_config, resolve
+from pytest_dlperf.clusters.ssh.connect import SSHSettings, load_config, resolve
 
 
 def test_hosts_horovod_form():

@@ -206,3 +206,28 @@ def test_dryrun_lines_pasted_into_shells_train_over_openssh(ssh_nodes, tmp_path)
     assert records[0]["kind"] == "meta" and records[0]["world_size"] == 2
     assert sum(1 for x in records if x["kind"] == "step") == 3
     assert tagged_processes(str(workdir)) == []
+
+
+@pytest.mark.parametrize("backend, module, extra, case_id", [
+    ("tf", "tensorflow", "tf", "resnet50-fp32-bs2-32px-noxla-2n1g"),
+    ("paddle", "paddle", "paddle", "resnet50-fp32-bs2-32px-2n1g"),
+])
+def test_other_frameworks_train_two_nodes_over_ssh(ssh_nodes, tmp_path, backend, module, extra, case_id):
+    """The same seam over SSH: TF workers listen on ports chosen on their own nodes (node addresses in
+    TF_CONFIG); Paddle's launch meets on node 0. Each node's framework version is in results.json."""
+    from .frameworks import ensure
+
+    ensure(module, extra)
+    report = tmp_path / "report"
+    r = run_suite(ssh_nodes, report, "--backend", backend, "-k", "2n1g", "--dlperf-baseline-dir",
+                  str(tmp_path / "no-baselines"), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((report / "results.json").read_text())
+    (case,) = doc["cases"]
+    assert case["case"]["id"] == case_id and case["world_size_seen"] == 2
+    n0, n1 = ssh_nodes.nodes
+    assert set(doc["environment"]["node_frameworks"]) == {n0.address, n1.address}
+    assert all(module in v for v in doc["environment"]["node_frameworks"].values())
+    if backend == "tf":
+        assert all(f'"{n1.address}:' in line for line in case["runs"][0]["commands"])
+    assert tagged_processes(str(tmp_path)) == []

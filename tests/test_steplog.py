@@ -1,4 +1,4 @@
-"""The step-log contract (``workloads/steplog.py``): what a workload writes is what the harness reads,
+"""The step-log contract (``node/workloads/steplog.py``): what a workload writes is what the harness reads,
 and a truncated, garbled, foreign or out-of-sync log is an error naming the file and line."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_dlperf.workloads import steplog
-from pytest_dlperf.workloads.steplog import StepLogError, Writer
+from pytest_dlperf.node.workloads import steplog
+from pytest_dlperf.node.workloads.steplog import StepLogError, Writer
 
 META = {"model": "resnet50", "precision": "fp32", "batch_size": 2, "world_size": 2, "warmup_iters": 1,
         "iters": 2, "window": {"start": 1.0, "end": 3.0}, "frameworks": {"torch": "2.13.0"}}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-WORKLOAD = Path(__file__).resolve().parents[1] / "pytest_dlperf" / "workloads" / "torch_ddp.py"
+WORKLOAD = Path(__file__).resolve().parents[1] / "pytest_dlperf" / "node" / "workloads" / "torch_ddp.py"
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,8 @@ from __future__ import annotations
 from .gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, Verdict, judge, judge_scalar, resolve_tolerances
 from .profile import check_profile_name, default_tolerances, detect_profile
 from .report import verdict_table
-from .store import SCHEMA, BaselineError, BaselineFile, BaselineStore, Entry, Tolerances
+from .schema import BaselineError, Tolerances
+from .store import SCHEMA, BaselineFile, BaselineStore, Entry
 
 __all__ = [
     "DEFAULT_ALPHA", "DEFAULT_CV_BOUND", "SCHEMA", "BaselineError", "BaselineFile", "BaselineStore",

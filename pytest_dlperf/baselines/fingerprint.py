@@ -1,6 +1,6 @@
 """Is this the machine the baseline was recorded on? Compare two sets of hardware fingerprints.
 
-A fingerprint is the JSON object ``pytest_dlperf/probes/hwprobe.py`` prints on a node (its
+A fingerprint is the JSON object ``pytest_dlperf/node/hwprobe.py`` prints on a node (its
 module docstring is the contract). ``compare`` takes the fingerprints stored with a baseline and
 the ones measured now, both mapping node name -> fingerprint, and tells a slower MACHINE from
 slower SOFTWARE:

@@ -35,7 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from .significance import Significance, rank_test, significant, t_test
-from .store import METRICS, Entry, Tolerances
+from .schema import METRICS, Tolerances
+from .store import Entry
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_CV_BOUND = 0.10

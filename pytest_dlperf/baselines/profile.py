@@ -21,10 +21,12 @@ import re
 from collections.abc import Sequence
 
 from ..clusters.base import Node
-from .store import Tolerances
+from .schema import Tolerances
 
 # Frameworks whose major version matters per backend; a backend not listed keeps every one given.
-BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {"ddp": ("torch",)}
+BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {"ddp": ("torch",), "tf": ("tf",), "paddle": ("paddle",)}
+# Short names in profile names: tensorflow 2.21 -> "tf2" (as the seeds write TF2).
+FRAMEWORK_SHORT = {"tensorflow": "tf", "tensorflow-cpu": "tf", "paddlepaddle": "paddle"}
 
 _PROFILE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
 _NOISE = re.compile(
@@ -49,6 +51,7 @@ def framework_majors(framework_versions: Sequence[str], backend: str) -> list[st
         if not m:
             raise ValueError(f"framework version {text!r}: expected 'name version' such as 'torch 2.13.0'")
         name = slug(m.group(1))
+        name = FRAMEWORK_SHORT.get(name, name)
         if wanted is None or name in wanted:
             out.add(f"{name}{int(m.group(2))}")
     return sorted(out)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import re
 import statistics
@@ -20,105 +19,17 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from ..reporting import atomic_write_text
+from ..files import atomic_write_text
 from ..specs import CaseSpec, Topology
+from .profile import check_profile_name, default_tolerances
+from .schema import BaselineError, Tolerances, _is_number, _Reader
 
 SCHEMA = 1
-METRICS = ("throughput", "speedup", "efficiency")
 LOCK_TIMEOUT = 120.0
-_FIX = "the file was not modified; fix it by hand, or move it away and record again with --update-baselines"
-
-
-class BaselineError(Exception):
-    """A baseline file that cannot be used: the message names the file, the problem and the fix."""
-
-    def __init__(self, path: Path | str, problem: str, fix: str = _FIX) -> None:
-        self.path, self.problem, self.fix = Path(path), problem, fix
-        super().__init__(f"baseline file {path}: {problem} ({fix})")
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-class _Reader:
-    """Typed field access with errors that say where in the file the bad value sits."""
-
-    def __init__(self, path: Path, data: Mapping[str, Any], where: str) -> None:
-        self.path, self.data, self.where = path, data, where
-
-    def fail(self, name: str, problem: str) -> BaselineError:
-        return BaselineError(self.path, f"{self.where}{name!r} {problem}")
-
-    def get(self, name: str, kind: str, required: bool = True) -> Any:
-        if name not in self.data:
-            if required:
-                raise self.fail(name, "is missing")
-            return None
-        v = self.data[name]
-        if v is None and not required:
-            return None
-        checks = {
-            "str": isinstance(v, str) and v != "",
-            "text": isinstance(v, str),
-            "int": isinstance(v, int) and not isinstance(v, bool) and v > 0,
-            "number": _is_number(v) and v > 0,
-            "number0": _is_number(v) and v >= 0,
-            "dict": isinstance(v, dict),
-            "list": isinstance(v, list),
-        }
-        if not checks[kind]:
-            want = {"str": "a non-empty string", "text": "a string", "int": "a whole number >= 1",
-                    "number": "a number > 0", "number0": "a number >= 0", "dict": "an object",
-                    "list": "a list"}[kind]
-            raise self.fail(name, f"must be {want}, not {json.dumps(v)[:60]}")
-        return v
-
-
-@dataclass(frozen=True)
-class Tolerances:
-    """Allowed relative drop per metric before the gate calls it a regression (0.05 = 5%)."""
-
-    throughput: float = 0.05
-    speedup: float = 0.05
-    efficiency: float = 0.05
-
-    def __post_init__(self) -> None:
-        for name in METRICS:
-            v = getattr(self, name)
-            if not (_is_number(v) and 0 <= v < 1):
-                raise ValueError(f"tolerance {name}={v!r}: expected a fraction in [0, 1)")
-
-    def get(self, metric: str) -> float:
-        if metric not in METRICS:
-            raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
-        return float(getattr(self, metric))
-
-    def override(self, **values: float | None) -> Tolerances:
-        """A copy with the given metrics replaced (None keeps the current value)."""
-        return Tolerances(**{m: values[m] if values.get(m) is not None else getattr(self, m) for m in METRICS})
-
-    def to_dict(self) -> dict[str, float]:
-        return {m: getattr(self, m) for m in METRICS}
-
-    @classmethod
-    def read(cls, r: _Reader, name: str, required: bool) -> Tolerances | None:
-        d = r.get(name, "dict", required)
-        if d is None:
-            return None
-        sub = _Reader(r.path, d, f"{r.where}{name}.")
-        bad = sorted(set(d) - set(METRICS))
-        if bad:
-            raise sub.fail(bad[0], f"is not a metric; expected {', '.join(METRICS)}")
-        values = {m: sub.get(m, "number0") for m in METRICS}
-        try:
-            return cls(**values)
-        except ValueError as exc:
-            raise BaselineError(r.path, f"{r.where}{name}: {exc}") from None
 
 
 @dataclass
@@ -132,6 +43,7 @@ class Entry:
     backend: str
     topology: str
     median: float
+    variant: str = ""
     mean: float | None = None
     throughputs: list[float] = field(default_factory=list)  # raw per repeat; empty when unpublished
     speedup: float | None = None
@@ -147,7 +59,7 @@ class Entry:
     def case(self) -> CaseSpec:
         return CaseSpec(model=self.model, precision=self.precision, batch_size=self.batch_size,
                         image_size=self.image_size, topology=Topology.parse(self.topology),
-                        backend=self.backend)
+                        backend=self.backend, variant=self.variant)
 
     @property
     def key(self) -> str:
@@ -162,7 +74,8 @@ class Entry:
     def from_samples(cls, *, model: str, precision: str, batch_size: int, image_size: int, backend: str,
                      topology: str, throughputs: Sequence[float], tolerance: Tolerances | float | None,
                      versions: Mapping[str, str], source: str = "recorded", speedup: float | None = None,
-                     efficiency: float | None = None, recorded_at: str | None = None) -> Entry:
+                     efficiency: float | None = None, recorded_at: str | None = None,
+                     variant: str = "") -> Entry:
         """An entry from raw per-repeat throughputs: median and mean computed here."""
         xs = [float(x) for x in throughputs]
         if not xs:
@@ -173,7 +86,7 @@ class Entry:
                    backend=backend, topology=topology, median=statistics.median(xs),
                    mean=statistics.fmean(xs), throughputs=xs, speedup=speedup, efficiency=efficiency,
                    tolerance=tolerance, recorded_at=recorded_at or _now(), versions=dict(versions),
-                   source=source)
+                   source=source, variant=variant)
 
     @classmethod
     def from_result(cls, result: Any, tolerance: Tolerances | None, versions: Mapping[str, str]) -> Entry:
@@ -182,7 +95,7 @@ class Entry:
         return cls.from_samples(model=c.model, precision=c.precision, batch_size=c.batch_size,
                                 image_size=c.image_size, backend=c.backend, topology=c.topology.name,
                                 throughputs=result.throughputs, tolerance=tolerance, versions=versions,
-                                speedup=result.speedup, efficiency=result.efficiency)
+                                speedup=result.speedup, efficiency=result.efficiency, variant=c.variant)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -195,6 +108,8 @@ class Entry:
         }
         if self.machine:
             d["machine"] = self.machine
+        if self.variant:
+            d["variant"] = self.variant
         d.update({k: v for k, v in self.extra.items() if k not in d})
         return d
 
@@ -217,7 +132,7 @@ class Entry:
             raise r.fail("source", f"must be 'recorded' or 'published: <citation>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
                  "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
-                 "machine"}
+                 "machine", "variant"}
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
@@ -228,6 +143,7 @@ class Entry:
             tolerance=Tolerances.read(r, "tolerance", required=False),
             recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,
             machine=r.get("machine", "str", required=False) or "",
+            variant=r.get("variant", "str", required=False) or "",
             extra={k: v for k, v in d.items() if k not in known},
         )
         try:
@@ -248,7 +164,7 @@ class BaselineFile:
     description: str
     default_tolerance: Tolerances
     entries: dict[str, Entry] = field(default_factory=dict)
-    # machine id -> {node name -> hardware fingerprint (probes/hwprobe.py)}: what each entry's
+    # machine id -> {node name -> hardware fingerprint (node/hwprobe.py)}: what each entry's
     # "machine" was measured on, so the gate can tell a slower machine from slower software
     machines: dict[str, dict[str, dict]] = field(default_factory=dict)
     schema: int = SCHEMA
@@ -337,8 +253,6 @@ class BaselineStore:
         self.directory = Path(directory)
 
     def path(self, profile: str) -> Path:
-        from .profile import check_profile_name
-
         return self.directory / f"{check_profile_name(profile)}.json"
 
     def profiles(self) -> list[str]:
@@ -356,8 +270,6 @@ class BaselineStore:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            from .profile import default_tolerances
-
             return BaselineFile(path=path, profile=profile, description="", exists=False,
                                 default_tolerance=default_tolerances(profile))
         except (OSError, UnicodeDecodeError) as exc:

@@ -143,13 +143,17 @@ class Cluster(ABC):
         """The argument list as the node runs it (a local node adds CPU pinning, say)."""
         return list(argv)
 
-    def free_port(self, node: Node) -> int:
-        """A TCP port free on the node for the rendezvous."""
+    def free_ports(self, node: Node, n: int = 1) -> list[int]:
+        """``n`` distinct TCP ports free on the node (held together while chosen)."""
         import socket
 
-        with contextlib.closing(socket.socket()) as s:
-            s.bind(("", 0))
-            return int(s.getsockname()[1])
+        if n <= 0:
+            return []
+        with contextlib.ExitStack() as stack:
+            socks = [stack.enter_context(contextlib.closing(socket.socket())) for _ in range(n)]
+            for s in socks:
+                s.bind(("", 0))
+            return [int(s.getsockname()[1]) for s in socks]
 
     def render(self, cmd: NodeCommand) -> str:
         """How the command is run, as a line a user can paste (dry-run)."""

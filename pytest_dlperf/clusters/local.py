@@ -19,7 +19,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from .base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, NodeProcess
-from .killtag import kill_tag
+from ..node.killtag import kill_tag
 
 
 def detect_gpus() -> list[str]:

@@ -28,7 +28,7 @@ class RunPlan:
     master_port: int
     tag: str  # DLPERF_RUN_TAG for every process of the run
     addresses: dict[str, str] = field(default_factory=dict)  # node name -> address the others reach it at
-    ports: dict[str, int] = field(default_factory=dict)  # node name -> a port free on that node
+    ports: dict[str, list[int]] = field(default_factory=dict)  # node name -> ports free on that node
     hostfile: str | None = None  # on node 0, MPI style "address slots=N" per node (spanning launchers)
 
     @property
@@ -49,7 +49,11 @@ class RunPlan:
 CPU_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
 
 
-WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+WORKLOADS = Path(__file__).resolve().parent.parent / "node" / "workloads"
+
+
+# ArcFace's identities: PLSC's MS1M-ArcFace class count on GPUs; fewer on CPU nodes (in the case id).
+ARCFACE_CLASSES = {"cpu": 4096, "gpu": 85742}
 
 
 class Launcher(ABC):
@@ -58,12 +62,23 @@ class Launcher(ABC):
     name: str = ""  # the --backend value
     framework: str = ""  # the package every node must have; profiles and baselines name its version
     models: tuple[str, ...] = ()
-    # Files of pytest_dlperf/workloads copied into every run directory; the first is the one run.
+    # Files of pytest_dlperf/node/workloads copied into every run directory; the first is the one run.
     # steplog.py (the output contract) goes with every workload.
     workload_files: tuple[str, ...] = ()
     spans_nodes: bool = False  # True: one command on node 0 starts every node (mpirun style)
-    ports_per_node: bool = False  # True: the plan carries a free port chosen on every node
     defaults: dict[str, dict[str, ModelDefaults]] = {}  # profile ("cpu", "gpu") -> model -> sizes
+
+    def ports_needed(self, topology) -> int:  # noqa: ANN001 - Topology
+        """Ports the plan carries for every node, chosen on that node (0: only node 0's master port)."""
+        return 0
+
+    def variants(self, profile: str, model: str) -> tuple[str, ...]:
+        """The backend's own case dimension for a model on a profile ("" = none), e.g. XLA on/off."""
+        return ("",)
+
+    def install_hint(self) -> str:
+        """What to run on a node that lacks the framework."""
+        return f"pip install 'pytest-dlperf[{self.name}]'"
 
     def workload_paths(self) -> list[Path]:
         files = list(dict.fromkeys([*self.workload_files, "steplog.py"]))

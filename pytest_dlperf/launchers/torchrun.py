@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..clusters.base import RUN_TAG_ENV, NodeCommand
-from .base import CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
+from .base import ARCFACE_CLASSES, CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
 
 
 class TorchrunLauncher(Launcher):
@@ -10,13 +10,18 @@ class TorchrunLauncher(Launcher):
 
     name = "ddp"
     framework = "torch"
-    models = ("resnet50", "vgg16")
+    models = ("resnet50", "vgg16", "bert-base", "arcface")
     workload_files = ("torch_ddp.py",)
     # CPU: small enough that the default suite ends within 6 minutes on 2 cores (README).
     defaults = {
-        "cpu": {"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32)},
-        "gpu": {"resnet50": ModelDefaults(128, 224), "vgg16": ModelDefaults(64, 224)},
+        "cpu": {"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32),
+                "bert-base": ModelDefaults(2, 32), "arcface": ModelDefaults(8, 64)},
+        "gpu": {"resnet50": ModelDefaults(128, 224), "vgg16": ModelDefaults(64, 224),
+                "bert-base": ModelDefaults(32, 128), "arcface": ModelDefaults(128, 112)},
     }
+
+    def variants(self, profile: str, model: str) -> tuple[str, ...]:
+        return (f"cls{ARCFACE_CLASSES[profile]}",) if model == "arcface" else ("",)
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement
@@ -44,6 +49,8 @@ class TorchrunLauncher(Launcher):
                 "--threads", str(threads),
                 "--output", plan.output_path(node),
             ]
+            if case.variant.startswith("cls"):
+                argv += ["--num-classes", case.variant[3:]]
             env = {RUN_TAG_ENV: plan.tag}
             if threads:
                 env["OMP_NUM_THREADS"] = str(threads)

@@ -1,23 +1,40 @@
 """Preflight of SSH nodes: what each node has (Python, frameworks, CPUs, GPUs) and whether they agree.
 
-PROBE_SRC runs on every node (``python3 -c PROBE_SRC torch ...``) and prints one JSON line;
-``problems`` compares the nodes, so that a node with another torch fails before any training.
+PROBE_SRC runs on every node (``python3 -c PROBE_SRC torch ...``) and prints one JSON line (the
+frameworks are import names; none is imported); ``problems`` compares the nodes, so that a node
+with another version fails before any training. The CPU model is reported too: a CPU node's
+profile is named after the node's processor, not the harness machine's.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 
-from .base import ClusterError, Node
+from ..base import ClusterError, Node
 
 PROBE_SRC = r"""
 import json, os, platform, shutil, socket, subprocess, sys
 from importlib import metadata
-def version(dist):
+def version(name):
     try:
-        return metadata.version(dist)
+        return metadata.version(name)
     except Exception:
-        return None
+        pass
+    for dist in metadata.packages_distributions().get(name, []):  # tensorflow from tensorflow-cpu
+        try:
+            return metadata.version(dist)
+        except Exception:
+            pass
+    return None
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
 gpus = []
 smi = shutil.which("nvidia-smi")
 if smi:
@@ -29,7 +46,7 @@ if smi:
         gpus = []
 print(json.dumps({"python": platform.python_version(), "executable": sys.executable,
                   "frameworks": {d: version(d) for d in sys.argv[1:]}, "hostname": socket.gethostname(),
-                  "cpus": len(os.sched_getaffinity(0)), "gpus": gpus}))
+                  "cpus": len(os.sched_getaffinity(0)), "gpus": gpus, "cpu_model": cpu_model()}))
 """
 
 
@@ -44,12 +61,12 @@ def parse_probe(returncode: int, stdout: str, tail: str, python: str) -> dict:
         raise ClusterError(f"unexpected preflight output from {python!r}: {tail!r}") from None
 
 
-def problems(facts: dict[str, dict], frameworks: Sequence[str]) -> list[str]:
-    """Nodes missing a framework, and versions that differ between nodes (each named)."""
+def problems(facts: dict[str, dict], frameworks: Sequence[str], require: bool = True) -> list[str]:
+    """Nodes missing a framework (when ``require``), and versions that differ between nodes (each named)."""
     found = []
     for name, f in facts.items():
         missing = [d for d in frameworks if not f["frameworks"].get(d)]
-        if missing:
+        if missing and require:
             found.append(f"{name}: {', '.join(missing)} not installed for {f['executable']}; install it there "
                          "or point --dlperf-ssh-python at an interpreter that has it")
     checks = [("Python", lambda f: f["python"])]
@@ -70,4 +87,4 @@ def make_node(name: str, address: str, facts: dict, slots: int | None, python: s
                 gpus=len(gpus), python=python,
                 extra={**extra, "hostname": facts["hostname"], "python_version": facts["python"],
                        **{d: str(v) for d, v in facts["frameworks"].items()},
-                       "gpu_name": gpus[0] if gpus else ""})
+                       "gpu_name": gpus[0] if gpus else "", "cpu_model": facts.get("cpu_model") or ""})

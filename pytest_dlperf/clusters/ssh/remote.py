@@ -3,7 +3,7 @@
 Both kinds run under a guard on the node that stops their whole process group when the channel
 goes away (the client died, sshd died) or when the client sends the line ``kill``: short
 commands under a small sh wrapper (EXEC_SH, cheap enough for fan-out), launchers under the
-Python watchdog sshwatch.py (process group, descendants and orphans, TERM then KILL).
+Python watchdog node/sshwatch.py (process group, descendants and orphans, TERM then KILL).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import paramiko
 
-from .base import Node, NodeCommand, NodeProcess
+from ..base import Node, NodeCommand, NodeProcess
 
-WATCH_SRC = (Path(__file__).resolve().parent / "sshwatch.py").read_text()
+WATCH_SRC = (Path(__file__).resolve().parents[2] / "node" / "sshwatch.py").read_text()
 LOST = 255  # the exit code of a node whose connection went away, as ssh(1) reports it
 _CHANNEL_ERRORS = (OSError, EOFError, paramiko.SSHException)
 

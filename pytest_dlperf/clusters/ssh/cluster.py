@@ -5,7 +5,7 @@ parallel once (preflight: reachable, Python and framework versions, CPUs and GPU
 versions everywhere) and the connections are reused for the whole session. Commands, uploads
 and downloads fan out over the nodes in parallel; each node's exit code, stdout and stderr are
 kept apart and a failure names the node with its last output lines. Launchers run under a
-watchdog on their node, so no remote process outlives its run (ssh_remote.py).
+watchdog on their node, so no remote process outlives its run (remote.py).
 """
 from __future__ import annotations
 
@@ -28,15 +28,16 @@ from typing import TypeVar
 import paramiko
 from filelock import FileLock
 
-from .base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess
-from .hosts import HostSpec
-from .ssh_connect import DEFAULT_CONFIG, DEFAULT_KNOWN_HOSTS, Connection, SSHSettings, Target, connect, \
+from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess
+from ..hosts import HostSpec
+from .connect import DEFAULT_CONFIG, DEFAULT_KNOWN_HOSTS, Connection, SSHSettings, Target, connect, \
     load_config, resolve
-from .ssh_preflight import PROBE_SRC, make_node, parse_probe, problems
-from .ssh_remote import LOST, CommandTimeout, SSHProcess, exec_line, run_channel, watch_line
+from .preflight import PROBE_SRC, make_node, parse_probe, problems
+from .remote import LOST, CommandTimeout, SSHProcess, exec_line, run_channel, watch_line
 
-KILLTAG_SRC = (Path(__file__).resolve().parent / "killtag.py").read_text()
-FREE_PORT_SRC = "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"
+KILLTAG_SRC = (Path(__file__).resolve().parents[2] / "node" / "killtag.py").read_text()
+FREE_PORT_SRC = ("import socket, sys; ss = [socket.socket() for _ in range(int(sys.argv[1]))]; "
+                 "[s.bind(('', 0)) for s in ss]; print(*[s.getsockname()[1] for s in ss])")
 TAIL_LINES = 20
 T = TypeVar("T")
 _CHANNEL_ERRORS = (OSError, EOFError, paramiko.SSHException)
@@ -63,13 +64,14 @@ class SSHCluster(Cluster):
 
     def __init__(self, hosts: Sequence[HostSpec], settings: SSHSettings | None = None,
                  slots: int | None = None, frameworks: Sequence[str] = ("torch",),
-                 lock_dir: str | Path | None = None, grace: float = 5.0) -> None:
+                 lock_dir: str | Path | None = None, grace: float = 5.0, require_frameworks: bool = True) -> None:
         """Resolve the hosts against the ssh config; connect nothing yet."""
         if not hosts:
             raise ClusterError("an SSH cluster needs at least one host (--dlperf-hosts or --dlperf-hostfile)")
         self.settings = settings or SSHSettings()
         self.slots = slots
         self.frameworks = tuple(frameworks)
+        self.require_frameworks = require_frameworks  # False: a missing one is the session's to skip
         self.grace = grace
         self.lock_dir = Path(lock_dir or Path(tempfile.gettempdir()) / "pytest-dlperf-ssh-leases")
         self._config = load_config(self.settings.config)
@@ -218,7 +220,7 @@ class SSHCluster(Cluster):
                 return self._nodes
             results = self._fan(self._probe, self._hosts)
             self._raise_failures("SSH preflight", results)
-            found = problems(results, self.frameworks)  # type: ignore[arg-type]
+            found = problems(results, self.frameworks, self.require_frameworks)  # type: ignore[arg-type]
             if found:
                 raise ClusterError("SSH preflight: " + "\n".join(found))
             self._nodes = [
@@ -339,10 +341,16 @@ class SSHCluster(Cluster):
             raise ClusterError(f"{node.name}: {left} process(es) tagged {tag} survived SIGKILL")
         return found
 
-    def free_port(self, node: Node) -> int:
-        res = self.exec(node, [node.python, "-c", FREE_PORT_SRC], guard=False, timeout=30)
+    def free_ports(self, node: Node, n: int = 1) -> list[int]:
+        """``n`` ports free on the node itself (a port free here may be taken there)."""
+        if n <= 0:
+            return []
+        res = self.exec(node, [node.python, "-c", FREE_PORT_SRC, str(n)], guard=False, timeout=30)
         try:
-            return int(res.stdout.split()[-1])
+            ports = [int(w) for w in res.stdout.split()[-n:]]
+            if len(ports) != n:
+                raise ValueError
+            return ports
         except (ValueError, IndexError):
             raise ClusterError(f"{node.name}: cannot find a free port (exit {res.returncode}): "
                                f"{res.tail(5)}") from None

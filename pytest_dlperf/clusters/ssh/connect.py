@@ -18,8 +18,8 @@ from pathlib import Path
 
 import paramiko
 
-from .base import ClusterError
-from .hosts import HostSpec
+from ..base import ClusterError
+from ..hosts import HostSpec
 
 log = logging.getLogger("pytest_dlperf.ssh")
 

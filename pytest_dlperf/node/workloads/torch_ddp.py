@@ -5,7 +5,7 @@ This script runs on the nodes and imports nothing from the harness: it can be co
 and started by hand with the command that ``pytest --dlperf-dryrun`` prints.
 
 Timing, as the seeds' benchmarks time: no barrier and no host synchronisation inside a measured
-step. Warm-up steps run until two in a row agree within ``WARMUP_AGREE`` (at least
+step. Warm-up steps run until two in a row agree within ``steplog.WARMUP_AGREE`` (at least
 ``--warmup-iters``, at most ``--max-warmup-iters``; rank 0 decides and tells the others). The
 measured window then has ``--iters`` steps, or with ``--window-seconds S`` as many as fill about S
 seconds at the warm-up's pace (at least ``--iters``, at most ``--max-iters``). The window starts
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import platform
 import socket
@@ -38,8 +37,9 @@ import torch.nn.functional as F
 from torch.distributed.elastic.multiprocessing.errors import record
 
 import steplog  # the step-log contract, copied beside this file
+from steplog import cpu_model, warmup_done, window_iters
 
-MODELS = ("resnet50", "vgg16")
+MODELS = ("resnet50", "vgg16", "bert-base", "arcface")
 
 
 # ---------------------------------------------------------------- models (torchvision layouts)
@@ -124,11 +124,54 @@ class VGG16(nn.Module):
         return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
 
 
-def build_model(name: str, num_classes: int) -> nn.Module:
+class BertBase(nn.Module):
+    """BERT-base (12 layers, hidden 768, 12 heads, GELU FFN 3072) for sequence classification."""
+
+    def __init__(self, seq_len: int, num_classes: int = 2, vocab: int = 30522) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, 768)
+        self.positions = nn.Embedding(512, 768)
+        self.norm = nn.LayerNorm(768, eps=1e-12)
+        layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.1, activation="gelu", batch_first=True,
+                                           layer_norm_eps=1e-12)
+        self.encoder = nn.TransformerEncoder(layer, 12, enable_nested_tensor=False)
+        self.pool = nn.Linear(768, 768)
+        self.classifier = nn.Linear(768, num_classes)
+        self.register_buffer("pos_ids", torch.arange(seq_len)[None, :], persistent=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.norm(self.tokens(ids) + self.positions(self.pos_ids))
+        x = self.encoder(x)
+        return self.classifier(torch.tanh(self.pool(x[:, 0])))
+
+
+class ArcFace(nn.Module):
+    """PLSC's ArcFace: ResNet-50 features -> 512-d embedding -> cos(theta + m) margin logits x s."""
+
+    def __init__(self, num_classes: int, embedding: int = 512, s: float = 64.0, m: float = 0.5) -> None:
+        super().__init__()
+        self.backbone = ResNet50(num_classes=1)
+        self.backbone.fc = nn.Identity()
+        self.embed = nn.Sequential(nn.Linear(2048, embedding), nn.BatchNorm1d(embedding))
+        self.weight = nn.Parameter(torch.randn(num_classes, embedding) * 0.01)
+        self.s, self.m = s, m
+
+    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        emb = F.normalize(self.embed(self.backbone(x)), dim=1)
+        cos = F.linear(emb, F.normalize(self.weight, dim=1)).float().clamp(-1 + 1e-7, 1 - 1e-7)
+        target = F.one_hot(labels, cos.shape[1]).to(cos.dtype)
+        return self.s * (target * torch.cos(torch.acos(cos) + self.m) + (1 - target) * cos)
+
+
+def build_model(name: str, num_classes: int, size: int) -> nn.Module:
     if name == "resnet50":
         return ResNet50(num_classes)
     if name == "vgg16":
         return VGG16(num_classes)
+    if name == "bert-base":
+        return BertBase(size)
+    if name == "arcface":
+        return ArcFace(num_classes)
     raise SystemExit(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
 
 
@@ -138,8 +181,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", choices=MODELS, required=True)
     p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
     p.add_argument("--batch-size", type=int, required=True, help="samples per device per step")
-    p.add_argument("--image-size", type=int, required=True)
-    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--image-size", type=int, required=True, help="image side; sequence length for bert-base")
+    p.add_argument("--num-classes", type=int, default=1000, help="classes (ArcFace: identities)")
     p.add_argument("--warmup-iters", type=int, default=5, help="warm-up steps, at least")
     p.add_argument("--max-warmup-iters", type=int, default=0,
                    help="warm-up steps at most, until two agree (0: exactly --warmup-iters)")
@@ -153,52 +196,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def cpu_model() -> str:
-    """The processor's model name (platform.processor() is empty on Linux)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
-
-def _fault(rank: int, step: int) -> None:
-    """Crash on purpose when DLPERF_FAULT='rank:step' names this rank and step (fault tests)."""
-    spec = os.environ.get("DLPERF_FAULT", "")
-    if spec and spec.split(":") == [str(rank), str(step)]:
-        print(f"rank {rank}: injected fault at step {step}", file=sys.stderr, flush=True)
-        raise RuntimeError(f"injected fault on rank {rank} at step {step}")
-
-
-def _planted_slowdown() -> float:
-    """DLPERF_PLANT_SLOWDOWN=d (0 <= d < 1) plants a throughput loss of d; for benchmarks/gate_power.py only."""
-    d = float(os.environ.get("DLPERF_PLANT_SLOWDOWN", "0") or 0)
-    if not 0 <= d < 1:
-        raise SystemExit(f"DLPERF_PLANT_SLOWDOWN={d}: expected a fraction in [0, 1)")
-    return d
-
-
-WARMUP_AGREE = 0.10  # warm-up ends when a step is within 10% of the one before it
-
-
-def window_iters(step_seconds: float, iters: int, window_seconds: float, max_iters: int) -> int:
-    """Steps in the measured window: ``iters``, or enough to fill ``window_seconds`` at this pace."""
-    n = iters
-    if window_seconds > 0 and step_seconds > 0:
-        n = max(iters, math.ceil(window_seconds / step_seconds))
-    return min(n, max_iters) if max_iters > 0 else n
-
-
-def warmup_done(times: list[float], least: int, most: int) -> bool:
-    """True once ``least`` steps ran and the last two agree, or ``most`` steps ran."""
-    if len(times) < least:
-        return False
-    if most <= least or len(times) >= most:
-        return True
-    return len(times) >= 2 and abs(times[-1] - times[-2]) <= WARMUP_AGREE * times[-1]
 
 
 @record  # torchrun then shows this rank's traceback in its "Root Cause" summary
@@ -218,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         device = torch.device("cpu")
     torch.manual_seed(args.seed + rank)
 
-    model = build_model(args.model, args.num_classes).to(device)
-    if cuda:
+    model = build_model(args.model, args.num_classes, args.image_size).to(device)
+    if cuda and args.model != "bert-base":
         model = model.to(memory_format=torch.channels_last)
     ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
@@ -227,24 +225,30 @@ def main(argv: list[str] | None = None) -> int:
     amp_dtype = torch.float16 if cuda else torch.bfloat16
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and cuda)
 
-    images = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=device)
-    if cuda:
-        images = images.contiguous(memory_format=torch.channels_last)
-    labels = torch.randint(0, args.num_classes, (args.batch_size,), device=device)
+    if args.model == "bert-base":  # synthetic token ids, two classes
+        images = torch.randint(0, 30522, (args.batch_size, args.image_size), device=device)
+        labels = torch.randint(0, 2, (args.batch_size,), device=device)
+    else:
+        images = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=device)
+        if cuda:
+            images = images.contiguous(memory_format=torch.channels_last)
+        labels = torch.randint(0, args.num_classes, (args.batch_size,), device=device)
+    arcface = args.model == "arcface"
 
-    nosync = os.environ.get("DLPERF_FAULT") == "nosync"  # the harness's own test of the digest check
+    nosync = steplog.no_sync_fault()
 
     def step() -> torch.Tensor:
         opt.zero_grad(set_to_none=True)
         with ddp.no_sync() if nosync else contextlib.nullcontext():
             with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
-                loss = F.cross_entropy(ddp(images), labels)
+                logits = ddp(images, labels) if arcface else ddp(images)
+                loss = F.cross_entropy(logits.float(), labels)
             scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
         return loss.detach()
 
-    plant = _planted_slowdown()
+    plant = steplog.planted_slowdown()
     decide = torch.zeros(2, dtype=torch.float64, device=device)  # rank 0's [warm-up done, window steps]
 
     def sync() -> None:
@@ -256,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)  # sizing needs one step's pace
     decide[1] = args.iters
     while least > 0:
-        _fault(rank, len(losses))
+        steplog.fault(rank, len(losses))
         t0 = time.perf_counter()
         losses.append(float(step()))  # a host sync: the time is the step's
         sync()
@@ -282,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     if cuda:
         events[0].record()
     for k in range(iters):
-        _fault(rank, warmup + k)
+        steplog.fault(rank, warmup + k)
         step_losses.append(step())
         if plant:  # sleep d/(1-d) x this step's time: throughput x (1-d); a GPU step is synced first
             sync()

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from .base import ClusterError
-from .hosts import HOSTFILE_FORM, HOSTS_FORM, HostSpec, parse_hostfile, parse_hosts
-from .ssh import SSHCluster
-from .ssh_connect import SSHSettings
+from ..base import ClusterError
+from ..hosts import HOSTFILE_FORM, HOSTS_FORM, HostSpec, parse_hostfile, parse_hosts
+from .cluster import SSHCluster
+from .connect import SSHSettings
 
 
 def _host_specs(config: pytest.Config) -> list[HostSpec]:
@@ -24,7 +24,7 @@ def _host_specs(config: pytest.Config) -> list[HostSpec]:
         raise pytest.UsageError(str(exc) if not hosts else f"--dlperf-hosts: {exc}") from None
 
 
-def make_ssh_cluster(config: pytest.Config, options) -> SSHCluster:  # noqa: ANN001 - RunOptions
+def make_ssh_cluster(config: pytest.Config, options, frameworks: tuple[str, ...] = ()) -> SSHCluster:  # noqa: ANN001
     """The SSH cluster of the options; bad input raises pytest.UsageError (exit 4) naming it."""
     specs = _host_specs(config)
     names = ", ".join(s.name for s in specs)
@@ -52,6 +52,8 @@ def make_ssh_cluster(config: pytest.Config, options) -> SSHCluster:  # noqa: ANN
         python=config.getoption("dlperf_ssh_python"), workdir=config.getoption("dlperf_ssh_workdir"),
         connect_timeout=config.getoption("dlperf_ssh_connect_timeout"), retries=config.getoption("dlperf_ssh_retries"))
     try:
-        return SSHCluster(specs, settings, slots=slots)
+        # The backend's framework: versions that differ between nodes stop the session here; a node
+        # without it has its cases skipped by the session (with the install line).
+        return SSHCluster(specs, settings, slots=slots, frameworks=frameworks, require_frameworks=False)
     except ClusterError as exc:
         raise pytest.UsageError(f"--dlperf-cluster ssh: {exc}") from None

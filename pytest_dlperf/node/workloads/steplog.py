@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
+import sys
 from dataclasses import dataclass
 
 VERSION = 1
@@ -36,6 +38,64 @@ DIGEST_RTOL = 1e-6  # parameters of synchronised ranks are equal; this only abso
 # DLPERF_STEPLOG_FAULT=truncate stops the file in the middle of a step line, =garble writes a line
 # that is not JSON. (DLPERF_FAULT and DLPERF_PLANT_SLOWDOWN are read by the workloads themselves.)
 FAULT_ENV = "DLPERF_STEPLOG_FAULT"
+
+
+# ---------------------------------------------------------------- the measurement rules
+# Every workload sizes its warm-up and window the same way (the flags in the README's "Writing a
+# workload"): warm-up until two steps agree within WARMUP_AGREE, a window of about
+# --window-seconds at the warm-up's pace. Rank 0 decides with these and tells the others.
+WARMUP_AGREE = 0.10
+
+
+def warmup_done(times: list[float], least: int, most: int) -> bool:
+    """True once ``least`` steps ran and the last two agree, or ``most`` steps ran."""
+    if len(times) < least:
+        return False
+    if most <= least or len(times) >= most:
+        return True
+    return len(times) >= 2 and abs(times[-1] - times[-2]) <= WARMUP_AGREE * times[-1]
+
+
+def window_iters(step_seconds: float, iters: int, window_seconds: float, max_iters: int) -> int:
+    """Steps in the measured window: ``iters``, or enough to fill ``window_seconds`` at this pace."""
+    n = iters
+    if window_seconds > 0 and step_seconds > 0:
+        n = max(iters, math.ceil(window_seconds / step_seconds))
+    return min(n, max_iters) if max_iters > 0 else n
+
+
+def cpu_model() -> str:
+    """The processor's model name (platform.processor() is empty on Linux): a CPU rank's device."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+# ---------------------------------------------------------------- fault and slow-down hooks
+def fault(rank: int, step: int) -> None:
+    """Crash on purpose when DLPERF_FAULT='rank:step' names this rank and step (the harness's tests)."""
+    spec = os.environ.get("DLPERF_FAULT", "")
+    if spec and spec.split(":") == [str(rank), str(step)]:
+        print(f"rank {rank}: injected fault at step {step}", file=sys.stderr, flush=True)
+        raise RuntimeError(f"injected fault on rank {rank} at step {step}")
+
+
+def no_sync_fault() -> bool:
+    """DLPERF_FAULT=nosync: train without synchronising gradients (the digests must catch it)."""
+    return os.environ.get("DLPERF_FAULT") == "nosync"
+
+
+def planted_slowdown() -> float:
+    """DLPERF_PLANT_SLOWDOWN=d (0 <= d < 1): sleep so that throughput drops by d (benchmarks/gate_power.py)."""
+    d = float(os.environ.get("DLPERF_PLANT_SLOWDOWN", "0") or 0)
+    if not 0 <= d < 1:
+        raise SystemExit(f"DLPERF_PLANT_SLOWDOWN={d}: expected a fraction in [0, 1)")
+    return d
 
 
 class StepLogError(ValueError):
@@ -84,7 +144,7 @@ class Writer:
     def end(self, param_digests: list[list[float]]) -> None:
         if not self._fh.closed:
             self._write({"kind": "end", "steps": self._steps,
-                         "param_digests": [[float(v) for v in d] for d in param_digests]})
+                         "param_digests": [[_finite_or_none(v) for v in d] for d in param_digests]})
 
     def close(self) -> None:
         if not self._fh.closed:
@@ -95,6 +155,12 @@ class Writer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _finite_or_none(v: float) -> float | None:
+    """JSON has no NaN or infinity: a diverged parameter sum is written as null."""
+    v = float(v)
+    return v if math.isfinite(v) else None
 
 
 @dataclass
@@ -166,8 +232,13 @@ def digests_disagree(digests: list[list[float]], rtol: float = DIGEST_RTOL) -> l
     if not digests:
         return []
     ref = digests[0]
-    return [r for r, d in enumerate(digests[1:], 1)
-            if len(d) != len(ref) or any(abs(a - b) > rtol * max(1.0, abs(b)) for a, b in zip(d, ref))]
+
+    def differ(a: float | None, b: float | None) -> bool:  # null (not finite) equals only null
+        if a is None or b is None:
+            return (a is None) != (b is None)
+        return abs(a - b) > rtol * max(1.0, abs(b))
+
+    return [r for r, d in enumerate(digests[1:], 1) if len(d) != len(ref) or any(differ(a, b) for a, b in zip(d, ref))]
 
 
 def check_in_sync(log: StepLog, source: str) -> None:
@@ -178,6 +249,6 @@ def check_in_sync(log: StepLog, source: str) -> None:
         raise StepLogError(f"{source}: {len(digests)} parameter digest(s) for {world} ranks")
     bad = digests_disagree(digests)
     if bad:
-        shown = "; ".join(f"rank {r}: sum {digests[r][0]:.9g}" for r in [0, *bad[:3]])
+        shown = "; ".join(f"rank {r}: sum {digests[r][0]}" for r in [0, *bad[:3]])
         raise StepLogError(f"{source}: the ranks' parameters disagree after the last step ({shown}): "
                            "gradients were not synchronised, so this run's scaling is not real")

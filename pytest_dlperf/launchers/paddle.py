@@ -1,0 +1,62 @@
+"""PaddlePaddle collective training: ``python -m paddle.distributed.launch`` on every node
+(``--master`` node 0, ``--nnodes``, ``--rank``, ``--nproc_per_node``), as PLSC's runs start it."""
+from __future__ import annotations
+
+import shlex
+
+from ..clusters.base import RUN_TAG_ENV, NodeCommand
+from .base import ARCFACE_CLASSES, CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
+
+
+class PaddleLauncher(Launcher):
+    """One ``paddle.distributed.launch`` per node; rank logs (``workerlog.N``) end up in the node's log."""
+
+    name = "paddle"
+    framework = "paddle"
+    models = ("resnet50", "vgg16", "arcface")
+    workload_files = ("paddle_dp.py",)
+    defaults = {
+        "cpu": {"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32), "arcface": ModelDefaults(8, 64)},
+        "gpu": {"resnet50": ModelDefaults(128, 224), "vgg16": ModelDefaults(64, 224),
+                "arcface": ModelDefaults(128, 112)},
+    }
+
+    def install_hint(self) -> str:
+        return ("pip install 'pytest-dlperf[paddle]' (paddlepaddle, CPU; GPU nodes: paddlepaddle-gpu from "
+                "https://www.paddlepaddle.org.cn/packages/stable/cu126/)")
+
+    def variants(self, profile: str, model: str) -> tuple[str, ...]:
+        return (f"cls{ARCFACE_CLASSES[profile]}",) if model == "arcface" else ("",)
+
+    def commands(self, plan: RunPlan) -> list[NodeCommand]:
+        case, m, topo = plan.case, plan.measurement, plan.case.topology
+        master = f"{plan.master_addr}:{plan.master_port}"
+        cmds = []
+        for rank, node in enumerate(plan.nodes):
+            threads = self.threads_per_worker(node, topo.devices_per_node) if node.gpus == 0 else 0
+            logs = f"{plan.run_dirs[node.name]}/paddle-logs"
+            # --host: the address the other nodes reach this one at (Paddle otherwise takes the
+            # hostname's address, and node 0 only serves as master when that equals --master's)
+            launch = [node.python, "-m", "paddle.distributed.launch", "--master", master,
+                      "--host", plan.addresses[node.name],
+                      "--nnodes", str(topo.nodes), "--rank", str(rank),
+                      "--nproc_per_node", str(topo.devices_per_node), "--log_dir", logs,
+                      plan.workload[node.name],
+                      "--model", case.model, "--precision", case.precision,
+                      "--batch-size", str(case.batch_size), "--image-size", str(case.image_size),
+                      "--warmup-iters", str(m.warmup_iters), "--max-warmup-iters", str(m.max_warmup_iters),
+                      "--iters", str(m.iters), "--window-seconds", f"{m.window_seconds:g}",
+                      "--max-iters", str(m.max_iters), "--threads", str(threads),
+                      "--output", plan.output_path(node)]
+            if case.variant.startswith("cls"):
+                launch += ["--num-classes", case.variant[3:]]
+            # The ranks write to workerlog.N: show their last lines in the node's log when one fails.
+            script = (f"{shlex.join(launch)}; rc=$?; if [ $rc -ne 0 ]; then tail -n 40 {shlex.quote(logs)}/workerlog.*; "
+                      "fi; exit $rc")
+            env = {RUN_TAG_ENV: plan.tag}
+            if threads:
+                env["OMP_NUM_THREADS"] = str(threads)
+            if node.gpus == 0:
+                env.update(CPU_MALLOC_ENV)
+            cmds.append(NodeCommand(node, ["bash", "-c", script], env, cwd=plan.run_dirs[node.name]))
+        return cmds

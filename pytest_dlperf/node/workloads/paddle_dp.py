@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""PaddlePaddle data-parallel training benchmark on synthetic data, launched by
+``python -m paddle.distributed.launch`` on every node (one process per device, per slot on CPU).
+
+Runs on the nodes and imports nothing from the harness. Models: ResNet-50 and VGG-16 from
+``paddle.vision.models`` (no weights downloaded) and ArcFace in PLSC's shape: a ResNet-50 backbone,
+a 512-d embedding, an additive angular margin head (s=64, m=0.5) over ``--num-classes`` classes.
+Timing, warm-up and the step log (through ``steplog.py``, beside this file) as the torch workload:
+no sync inside a measured step, a barrier at each end of the window, a parameter digest per rank.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import sys
+import time
+
+import paddle
+import paddle.distributed as dist
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+import steplog  # the step-log contract, copied beside this file
+from steplog import cpu_model, warmup_done, window_iters
+
+MODELS = ("resnet50", "vgg16", "arcface")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=MODELS, required=True)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--batch-size", type=int, required=True, help="samples per device per step")
+    p.add_argument("--image-size", type=int, required=True)
+    p.add_argument("--num-classes", type=int, default=1000, help="classes (ArcFace: identities)")
+    p.add_argument("--warmup-iters", type=int, default=5)
+    p.add_argument("--max-warmup-iters", type=int, default=0)
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--window-seconds", type=float, default=0.0)
+    p.add_argument("--max-iters", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", required=True, help="step log, written by rank 0")
+    return p.parse_args(argv)
+
+
+class ArcFace(nn.Layer):
+    """PLSC's ArcFace: ResNet-50 features -> 512-d embedding -> cos(theta + m) margin logits x s."""
+
+    def __init__(self, num_classes: int, embedding: int = 512, s: float = 64.0, m: float = 0.5) -> None:
+        super().__init__()
+        self.backbone = paddle.vision.models.resnet50(num_classes=0, with_pool=True)
+        self.embed = nn.Sequential(nn.Flatten(), nn.Linear(2048, embedding), nn.BatchNorm1D(embedding))
+        self.weight = self.create_parameter([embedding, num_classes],
+                                            default_initializer=nn.initializer.Normal(std=0.01))
+        self.s, self.m = s, m
+
+    def forward(self, x: paddle.Tensor, label: paddle.Tensor) -> paddle.Tensor:
+        emb = F.normalize(self.embed(self.backbone(x)), axis=1)
+        cos = paddle.matmul(emb, F.normalize(self.weight, axis=0)).clip(-1 + 1e-7, 1 - 1e-7)
+        target = F.one_hot(label, cos.shape[1]).astype(cos.dtype)
+        margin = paddle.cos(paddle.acos(cos) + self.m)
+        return self.s * (target * margin + (1 - target) * cos)
+
+
+def build_model(args: argparse.Namespace) -> nn.Layer:
+    if args.model == "arcface":
+        return ArcFace(args.num_classes)
+    return {"resnet50": paddle.vision.models.resnet50, "vgg16": paddle.vision.models.vgg16}[args.model](
+        num_classes=args.num_classes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cuda = paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0
+    paddle.set_device(f"gpu:{int(os.environ.get('FLAGS_selected_gpus', '0').split(',')[0])}" if cuda else "cpu")
+    if args.threads > 0:
+        os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    dist.init_parallel_env()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    paddle.seed(args.seed)  # the same initial parameters on every rank
+    model = build_model(args)
+    dp = paddle.DataParallel(model)
+    opt = paddle.optimizer.Momentum(0.01, momentum=0.9, parameters=model.parameters(), weight_decay=1e-4)
+    use_amp = args.precision == "amp"
+    amp_dtype = "float16" if cuda else "bfloat16"
+    scaler = paddle.amp.GradScaler(enable=use_amp and cuda)
+    paddle.seed(args.seed + 1 + rank)  # each rank its own synthetic batch
+    images = paddle.randn([args.batch_size, 3, args.image_size, args.image_size])
+    labels = paddle.randint(0, args.num_classes, [args.batch_size])
+    nosync = steplog.no_sync_fault()
+
+    def step() -> paddle.Tensor:
+        opt.clear_grad()
+        with paddle.amp.auto_cast(enable=use_amp, dtype=amp_dtype, level="O1"):
+            if nosync:
+                with dp.no_sync():
+                    loss = _loss(model, images, labels, args.model)
+            else:
+                loss = _loss(dp, images, labels, args.model)
+        if nosync:
+            loss.backward()
+            opt.step()
+        else:
+            scaled = scaler.scale(loss)
+            scaled.backward()
+            scaler.step(opt)
+            scaler.update()
+        return loss
+
+    def sync() -> None:
+        if cuda:
+            paddle.device.synchronize()
+
+    def gather(values: list[float]) -> list[list[float]]:
+        if world == 1:  # one process: Paddle sets up no communication group
+            return [list(values)]
+        t = paddle.to_tensor(values, dtype="float64")
+        out: list = []
+        dist.all_gather(out, t)
+        return [o.numpy().tolist() for o in out]
+
+    def barrier() -> None:
+        if world > 1:
+            dist.barrier()
+
+
+    plant = steplog.planted_slowdown()
+    starts, ends, losses, mine = [], [], [], []
+    least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)
+    iters = args.iters
+    while least > 0:
+        steplog.fault(rank, len(losses))
+        t0 = time.perf_counter()
+        losses.append(float(step()))
+        sync()
+        starts.append(t0)
+        ends.append(time.perf_counter())
+        mine.append(ends[-1] - t0)
+        decide = gather([float(warmup_done(mine, args.warmup_iters, args.max_warmup_iters)),
+                         float(window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters))])[0]
+        iters = int(decide[1])
+        if decide[0] > 0:
+            break
+    warmup = len(losses)
+
+    sync()
+    barrier()
+    w0 = time.perf_counter()
+    stamps, step_losses = [w0], []
+    for k in range(iters):
+        steplog.fault(rank, warmup + k)
+        step_losses.append(step())
+        if plant:
+            sync()
+            time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
+        stamps.append(time.perf_counter())
+    sync()
+    barrier()
+    w1 = time.perf_counter()
+    losses += [float(v) for v in step_losses]
+    mine += [b - a for a, b in zip(stamps, stamps[1:])]
+    starts += stamps[:-1]
+    ends += stamps[1:-1] + [w1]
+    total = warmup + iters
+
+    gathered = gather(mine)
+    with paddle.no_grad():
+        # trainable parameters only: BatchNorm's running statistics are parameters in Paddle, and
+        # each rank keeps its own (DataParallel does not synchronise them)
+        params = [p.astype("float64") for p in model.parameters() if not p.stop_gradient]
+        digest = [float(sum(p.sum() for p in params)), float(sum((p * p).sum() for p in params))]
+    digests = gather(digest)
+    info = json.dumps({"host": socket.gethostname(), "device": paddle.device.get_device() if cuda else cpu_model(),
+                       "threads": args.threads})
+    codes = gather([float(b) for b in info.encode()[:512].ljust(512)])
+    ranks = [json.loads(bytes(int(c) for c in row).decode(errors="replace").rstrip()) for row in codes]
+
+    if rank == 0:
+        with steplog.Writer(args.output) as log:
+            log.meta(model=args.model, precision=args.precision, batch_size=args.batch_size,
+                     image_size=args.image_size, num_classes=args.num_classes,
+                     warmup_iters=warmup, iters=iters, window_seconds=args.window_seconds,
+                     window={"start": w0, "end": w1}, world_size=world, ranks=ranks,
+                     nnodes=int(os.environ.get("PADDLE_NNODES", "1") or 1),
+                     frameworks={"paddle": paddle.__version__}, python=platform.python_version(),
+                     backend="nccl" if cuda else "gloo",
+                     parameters=int(sum(int(p.numel()) for p in model.parameters())))
+            for i in range(total):
+                log.step(step=i, warmup=i < warmup, start=starts[i], end=ends[i],
+                         rank_times=[row[i] for row in gathered], samples=args.batch_size * world,
+                         loss=losses[i])
+            log.end(digests)
+    barrier()
+    return 0
+
+
+def _loss(net: nn.Layer, images: paddle.Tensor, labels: paddle.Tensor, model: str) -> paddle.Tensor:
+    logits = net(images, labels) if model == "arcface" else net(images)
+    return F.cross_entropy(logits.astype("float32"), labels)
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""TensorFlow 2 MultiWorkerMirroredStrategy training benchmark on synthetic data, one process per worker.
+
+Runs on the nodes and imports nothing from the harness. Each worker gets its ``TF_CONFIG`` (the
+cluster's worker addresses and its own index) from the environment, as TensorFlow's own multi-worker
+jobs do; the command ``pytest --dlperf-dryrun`` prints starts it by hand. The training step is a
+custom loop (``strategy.run`` inside a ``tf.function``, XLA-compiled with ``--xla on``): Keras 3's
+``model.fit`` fails across workers (keras-team/keras#20585).
+
+Timing as the torch workload: warm-up until two steps agree within 10% (bounded), then a window
+with a collective barrier at each end and a timestamp per step on every worker, no sync inside.
+Output through ``steplog.py`` (the contract, beside this file): meta, steps, and each worker's
+parameter digest at the end, so a run whose workers stopped synchronising fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+import steplog  # noqa: E402  (the step-log contract, copied beside this file)
+from steplog import cpu_model, warmup_done, window_iters  # noqa: E402
+
+MODELS = ("resnet50", "vgg16", "bert-base")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=MODELS, required=True)
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--batch-size", type=int, required=True, help="samples per worker per step")
+    p.add_argument("--image-size", type=int, required=True, help="image side; sequence length for bert")
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--xla", choices=("on", "off"), default="off", help="jit_compile the training step")
+    p.add_argument("--warmup-iters", type=int, default=5)
+    p.add_argument("--max-warmup-iters", type=int, default=0)
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--window-seconds", type=float, default=0.0)
+    p.add_argument("--max-iters", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="intra-op threads (0: TensorFlow's default)")
+    p.add_argument("--local-worker", type=int, default=0, help="this worker's index on its node (its GPU)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", required=True, help="step log, written by worker 0")
+    return p.parse_args(argv)
+
+
+def bert_base(seq_len: int, num_classes: int, vocab: int = 30522) -> tf.keras.Model:
+    """BERT-base (12 layers, hidden 768, 12 heads, GELU FFN 3072) for sequence classification."""
+    layers = tf.keras.layers
+    ids = layers.Input((seq_len,), dtype="int32")
+    x = layers.Embedding(vocab, 768)(ids)
+    x = x + layers.Embedding(512, 768)(tf.range(seq_len)[None, :])
+    x = layers.Dropout(0.1)(layers.LayerNormalization(epsilon=1e-12)(x))
+    for _ in range(12):
+        a = layers.MultiHeadAttention(12, 64, dropout=0.1)(x, x)
+        x = layers.LayerNormalization(epsilon=1e-12)(x + layers.Dropout(0.1)(a))
+        f = layers.Dense(768)(layers.Dense(3072, activation="gelu")(x))
+        x = layers.LayerNormalization(epsilon=1e-12)(x + layers.Dropout(0.1)(f))
+    pooled = layers.Dense(768, activation="tanh")(x[:, 0])
+    out = layers.Dense(num_classes, dtype="float32")(pooled)
+    return tf.keras.Model(ids, out)
+
+
+def build_model(args: argparse.Namespace) -> tf.keras.Model:
+    if args.model == "bert-base":
+        return bert_base(args.image_size, 2)
+    app = {"resnet50": tf.keras.applications.ResNet50, "vgg16": tf.keras.applications.VGG16}[args.model]
+    return app(weights=None, input_shape=(args.image_size, args.image_size, 3), classes=args.num_classes,
+               classifier_activation=None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.threads > 0:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:  # one worker per GPU: the node's k-th visible GPU
+        gpus = [gpus[args.local_worker % len(gpus)]]
+        tf.config.set_visible_devices(gpus, "GPU")
+    if args.precision == "amp":
+        tf.keras.mixed_precision.set_global_policy("mixed_float16" if gpus else "mixed_bfloat16")
+    comm = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.NCCL if gpus
+        else tf.distribute.experimental.CommunicationImplementation.RING)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
+    task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
+    rank, world = int(task.get("index", 0)), strategy.num_replicas_in_sync
+    tf.random.set_seed(args.seed)
+
+    with strategy.scope():
+        model = build_model(args)
+        opt = tf.keras.optimizers.SGD(0.01, momentum=0.9)
+        if args.precision == "amp" and gpus:
+            opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    global_batch = args.batch_size * world
+    g = tf.random.Generator.from_seed(args.seed + rank)  # each worker its own synthetic batch
+    if args.model == "bert-base":
+        x = g.uniform((args.batch_size, args.image_size), 0, 30522, dtype=tf.int32)
+        y = g.uniform((args.batch_size,), 0, 2, dtype=tf.int32)
+    else:
+        x = g.normal((args.batch_size, args.image_size, args.image_size, 3))
+        y = g.uniform((args.batch_size,), 0, args.num_classes, dtype=tf.int32)
+    nosync = steplog.no_sync_fault()
+
+    def step_fn():
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = tf.reduce_sum(loss_fn(y, tf.cast(logits, tf.float32))) / global_batch
+            scaled = opt.scale_loss(loss) if hasattr(opt, "scale_loss") else loss
+        grads = tape.gradient(scaled, model.trainable_variables)
+        if nosync:  # each worker applies only its own gradients: the digests must catch the drift
+            for v, gr in zip(model.trainable_variables, grads):
+                v.assign_sub(0.01 * gr)
+        else:
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    @tf.function(jit_compile=args.xla == "on")
+    def train_step():
+        per_replica = strategy.run(step_fn)
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    @tf.function
+    def all_gather(v):  # a collective: also the barrier at each end of the window
+        return strategy.run(lambda t: tf.distribute.get_replica_context().all_gather(t[None], axis=0), args=(v,))
+
+    def gather(values: list[float]) -> list[list[float]]:
+        out = all_gather(tf.constant(values, tf.float64))
+        return strategy.experimental_local_results(out)[0].numpy().tolist()
+
+
+    plant = steplog.planted_slowdown()
+    starts, ends, losses, mine = [], [], [], []
+    least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)
+    iters = args.iters
+    while least > 0:
+        steplog.fault(rank, len(losses))
+        t0 = time.perf_counter()
+        losses.append(float(train_step()))
+        starts.append(t0)
+        ends.append(time.perf_counter())
+        mine.append(ends[-1] - t0)
+        # worker 0 decides for everyone: [done, window steps]
+        decide = gather([float(warmup_done(mine, args.warmup_iters, args.max_warmup_iters)),
+                         float(window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters))])[0]
+        iters = int(decide[1])
+        if decide[0] > 0:
+            break
+    warmup = len(losses)
+
+    gather([0.0])  # start barrier
+    w0 = time.perf_counter()
+    stamps = [w0]
+    for k in range(iters):
+        steplog.fault(rank, warmup + k)
+        losses.append(float(train_step()))
+        if plant:
+            time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
+        stamps.append(time.perf_counter())
+    gather([0.0])  # end barrier
+    w1 = time.perf_counter()
+    mine += [b - a for a, b in zip(stamps, stamps[1:])]
+    starts += stamps[:-1]
+    ends += stamps[1:-1] + [w1]
+    total = warmup + iters
+
+    gathered = gather(mine)
+    params = [tf.cast(v, tf.float64) for v in model.trainable_variables]
+    digest = [float(sum(tf.reduce_sum(p) for p in params)), float(sum(tf.reduce_sum(p * p) for p in params))]
+    digests = gather(digest)
+    info = json.dumps({"host": socket.gethostname(), "device": gpus[0].name if gpus else cpu_model(),
+                       "threads": args.threads or os.cpu_count()})
+    hosts = [json.loads(h) for h in _gather_text(gather, info)]
+
+    if rank == 0:
+        with steplog.Writer(args.output) as log:
+            log.meta(model=args.model, precision=args.precision, batch_size=args.batch_size,
+                     image_size=args.image_size, xla=args.xla, warmup_iters=warmup, iters=iters,
+                     window_seconds=args.window_seconds, window={"start": w0, "end": w1},
+                     world_size=world, ranks=hosts, frameworks={"tensorflow": tf.__version__},
+                     python=platform.python_version(), backend="grpc+" + ("nccl" if gpus else "ring"),
+                     nnodes=len(json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {}).get("worker", [1])),
+                     parameters=int(sum(int(tf.size(v)) for v in model.trainable_variables)))
+            for i in range(total):
+                log.step(step=i, warmup=i < warmup, start=starts[i], end=ends[i],
+                         rank_times=[row[i] for row in gathered], samples=global_batch, loss=losses[i])
+            log.end(digests)
+    gather([0.0])
+    return 0
+
+
+def _gather_text(gather, text: str) -> list[str]:
+    """Every worker's short text, through the float all-gather (codes padded to one length)."""
+    codes = [float(b) for b in text.encode()[:512].ljust(512)]
+    return [bytes(int(c) for c in row).decode(errors="replace").rstrip() for row in gather(codes)]
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # no teardown of the collective runtime after a finished run

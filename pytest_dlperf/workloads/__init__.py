@@ -1,1 +1,0 @@
-"""Scripts that run on the nodes. They import nothing from the harness and are copied as files."""
