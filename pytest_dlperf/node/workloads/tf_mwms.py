@@ -46,6 +46,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--window-seconds", type=float, default=0.0)
     p.add_argument("--max-iters", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="intra-op threads (0: TensorFlow's default)")
+    p.add_argument("--bytes-per-pack", type=int, default=0,
+                   help="all-reduce gradients in packs of about this many bytes (0: one all-reduce per variable)")
     p.add_argument("--local-worker", type=int, default=0, help="this worker's index on its node (its GPU)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", required=True, help="step log, written by worker 0")
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.precision == "amp":
         tf.keras.mixed_precision.set_global_policy("mixed_float16" if gpus else "mixed_bfloat16")
     comm = tf.distribute.experimental.CommunicationOptions(
+        bytes_per_pack=args.bytes_per_pack,
         implementation=tf.distribute.experimental.CommunicationImplementation.NCCL if gpus
         else tf.distribute.experimental.CommunicationImplementation.RING)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
