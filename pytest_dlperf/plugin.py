@@ -30,11 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]):
     """After the root conftests have added their options: the short aliases that are still free."""
     result = yield
-    early_config.stash[SKIPPED_SHORT_NAMES] = add_short_names(parser)
+    add_short_names(parser)
     return result
-
-
-SKIPPED_SHORT_NAMES = pytest.StashKey[list]()
 
 
 @pytest.hookimpl(trylast=True)

@@ -68,7 +68,7 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     ports = {n.name: cluster.free_ports(n, max(want, 1 if i == 0 else 0)) for i, n in enumerate(nodes)}
     hostfile = None
     if launcher.spans_nodes:
-        hostfile = _write_hostfile(cluster, nodes, case.topology.devices_per_node, run_dirs[nodes[0].name], run_id)
+        hostfile = _write_hostfile(cluster, nodes, case.topology.devices_per_node, run_dirs[nodes[0].name])
     plan = RunPlan(case=case, measurement=measurement, nodes=nodes, run_dirs=run_dirs,
                    workload=workload, master_addr=nodes[0].address,
                    master_port=ports[nodes[0].name][0], tag=f"dlperf-{uuid.uuid4().hex}",
@@ -79,7 +79,7 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     return plan, cmds
 
 
-def _write_hostfile(cluster: Cluster, nodes: list[Node], slots: int, run_dir: str, run_id: str) -> str:
+def _write_hostfile(cluster: Cluster, nodes: list[Node], slots: int, run_dir: str) -> str:
     """``address slots=N`` per node (MPI/Horovod form), uploaded to node 0's run directory."""
     import tempfile
 

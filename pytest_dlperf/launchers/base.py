@@ -73,8 +73,14 @@ class Launcher(ABC):
         return 0
 
     def variants(self, profile: str, model: str) -> tuple[str, ...]:
-        """The backend's own case dimension for a model on a profile ("" = none), e.g. XLA on/off."""
-        return ("",)
+        """The backend's own case dimension for a model on a profile ("" = none), e.g. XLA on/off.
+        By default ArcFace's class count (``cls4096``), for every backend that trains it."""
+        return (f"cls{ARCFACE_CLASSES[profile]}",) if model == "arcface" else ("",)
+
+    @staticmethod
+    def variant_flags(case: CaseSpec) -> list[str]:
+        """Workload flags the default variants stand for: ``cls4096`` -> ``--num-classes 4096``."""
+        return ["--num-classes", case.variant[3:]] if case.variant.startswith("cls") else []
 
     def install_hint(self) -> str:
         """What to run on a node that lacks the framework."""

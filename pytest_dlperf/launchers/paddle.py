@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from ..clusters.base import RUN_TAG_ENV, NodeCommand
-from .base import ARCFACE_CLASSES, CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
+from .base import CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
 
 
 class PaddleLauncher(Launcher):
@@ -24,9 +24,6 @@ class PaddleLauncher(Launcher):
     def install_hint(self) -> str:
         return ("pip install 'pytest-dlperf[paddle]' (paddlepaddle, CPU; GPU nodes: paddlepaddle-gpu from "
                 "https://www.paddlepaddle.org.cn/packages/stable/cu126/)")
-
-    def variants(self, profile: str, model: str) -> tuple[str, ...]:
-        return (f"cls{ARCFACE_CLASSES[profile]}",) if model == "arcface" else ("",)
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m, topo = plan.case, plan.measurement, plan.case.topology
@@ -48,8 +45,7 @@ class PaddleLauncher(Launcher):
                       "--iters", str(m.iters), "--window-seconds", f"{m.window_seconds:g}",
                       "--max-iters", str(m.max_iters), "--threads", str(threads),
                       "--output", plan.output_path(node)]
-            if case.variant.startswith("cls"):
-                launch += ["--num-classes", case.variant[3:]]
+            launch += self.variant_flags(case)
             # The ranks write to workerlog.N: show their last lines in the node's log when one fails.
             script = (f"{shlex.join(launch)}; rc=$?; if [ $rc -ne 0 ]; then tail -n 40 {shlex.quote(logs)}/workerlog.*; "
                       "fi; exit $rc")

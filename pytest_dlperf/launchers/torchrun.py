@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..clusters.base import RUN_TAG_ENV, NodeCommand
-from .base import ARCFACE_CLASSES, CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
+from .base import CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
 
 
 class TorchrunLauncher(Launcher):
@@ -20,8 +20,8 @@ class TorchrunLauncher(Launcher):
                 "bert-base": ModelDefaults(32, 128), "arcface": ModelDefaults(128, 112)},
     }
 
-    def variants(self, profile: str, model: str) -> tuple[str, ...]:
-        return (f"cls{ARCFACE_CLASSES[profile]}",) if model == "arcface" else ("",)
+    def install_hint(self) -> str:
+        return ("pip install torch==2.13.0 (CPU nodes: --index-url https://download.pytorch.org/whl/cpu)")
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement
@@ -49,8 +49,7 @@ class TorchrunLauncher(Launcher):
                 "--threads", str(threads),
                 "--output", plan.output_path(node),
             ]
-            if case.variant.startswith("cls"):
-                argv += ["--num-classes", case.variant[3:]]
+            argv += self.variant_flags(case)
             env = {RUN_TAG_ENV: plan.tag}
             if threads:
                 env["OMP_NUM_THREADS"] = str(threads)
