@@ -5,11 +5,13 @@ import pytest
 
 from .clusters.base import Cluster
 from .launchers.base import Launcher
+from .launchers.horovod import HorovodLauncher, PerseusLauncher
 from .launchers.paddle import PaddleLauncher
 from .launchers.tf import TFLauncher
-from .launchers.torchrun import TorchrunLauncher
+from .launchers.torchrun import ACSpeedLauncher, TorchrunLauncher
 
-LAUNCHERS: dict[str, type[Launcher]] = {cls.name: cls for cls in (TorchrunLauncher, TFLauncher, PaddleLauncher)}
+LAUNCHERS: dict[str, type[Launcher]] = {cls.name: cls for cls in (
+    TorchrunLauncher, TFLauncher, PaddleLauncher, HorovodLauncher, PerseusLauncher, ACSpeedLauncher)}
 
 
 @pytest.hookimpl(trylast=True)
@@ -22,15 +24,21 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
     if options.cluster == "ssh":
         from .clusters.ssh.factory import make_ssh_cluster
 
-        launcher = config.pluginmanager.hook.pytest_dlperf_make_launcher(config=config, backend=options.backend)
-        return make_ssh_cluster(config, options, (launcher.framework,) if launcher and launcher.framework else ())
+        hook = config.pluginmanager.hook
+        launchers = [hook.pytest_dlperf_make_launcher(config=config, backend=b) for b in options.backends]
+        frameworks = tuple(dict.fromkeys(la.framework for la in launchers if la and la.framework))
+        return make_ssh_cluster(config, options, frameworks)
     return None
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_dlperf_make_launcher(config, backend: str) -> Launcher | None:
     cls = LAUNCHERS.get(backend)
-    return cls() if cls else None
+    if cls is None:
+        return None
+    if issubclass(cls, HorovodLauncher):
+        return cls(controller=config.getoption("dlperf_horovod_controller", "gloo"))
+    return cls()
 
 
 @pytest.hookimpl

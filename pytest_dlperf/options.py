@@ -112,7 +112,13 @@ def add_options(parser: pytest.Parser) -> None:
     a("--dlperf-gpus-per-node", type=positive_int, default=None, metavar="G",
       help="devices per node (GPUs; on a CPU node, worker processes). Default: GPUs found, else 1")
     a("--dlperf-backend", default="ddp", metavar="NAME",
-      help="launch backend (ddp: PyTorch DDP via torchrun). Alias: --backend")
+      help="launch backend, or several comma-separated (each runs its matrix; the summary compares "
+           "them): ddp (PyTorch DDP, torchrun), tf (MultiWorkerMirroredStrategy), paddle, "
+           "horovod (horovodrun on node 0), perseus (AIACC-Training, perseusrun), acspeed (DDP with "
+           "ACSpeed). Alias: --backend")
+    a("--dlperf-horovod-controller", choices=("gloo", "mpi"), default="gloo",
+      help="horovod, perseus: how the ranks are started and rendezvous (gloo, default; mpi: mpirun, "
+           "OpenMPI on every node)")
     a("--dlperf-model", type=_csv, default=None, metavar="A,B",
       help="models to train, comma-separated (default: every model of the backend)")
     a("--dlperf-precision", type=_csv, default=None, metavar="P,Q",
@@ -153,6 +159,9 @@ def add_options(parser: pytest.Parser) -> None:
     a("--dlperf-ssh-key", default=None, metavar="FILE",
       help="private key (identity file) to log in with (default: the ssh config's IdentityFile, "
            "~/.ssh/id_* and the agent)")
+    a("--dlperf-ssh-node-key", default=None, metavar="FILE",
+      help="backends that start every node from node 0 (horovod, perseus): the key file ON NODE 0 "
+           "that logs in to the other nodes (default: node 0's own ssh defaults)")
     a("--dlperf-ssh-known-hosts", default=None, metavar="FILE",
       help="known_hosts file the host keys are checked against (default: ~/.ssh/known_hosts or the "
            "ssh config's UserKnownHostsFile)")
@@ -228,7 +237,7 @@ class RunOptions:
     cluster: str
     nodes: int | None
     gpus_per_node: int | None
-    backend: str
+    backend: str  # as given: one engine, or several comma-separated (--backend ddp,horovod)
     models: list[str] | None
     precisions: list[str] | None  # None: the profile's
     batch_size: int | None
@@ -240,6 +249,10 @@ class RunOptions:
     dryrun: bool
     report_dir: Path
     timeout: float
+
+    @property
+    def backends(self) -> list[str]:
+        return list(dict.fromkeys(b.strip() for b in self.backend.split(",") if b.strip()))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -254,6 +267,9 @@ def from_config(config: pytest.Config) -> RunOptions:
     bad = [p for p in precisions or [] if p not in PRECISIONS]
     if bad:
         raise pytest.UsageError(f"--dlperf-precision: unknown {', '.join(bad)}; allowed: {', '.join(PRECISIONS)}")
+    if not [b for b in get("dlperf_backend").split(",") if b.strip()]:
+        raise pytest.UsageError("--backend: give an engine (ddp, tf, paddle, horovod, perseus, acspeed) or a "
+                                "comma-separated list of them")
     report = get("dlperf_report")
     workerinput = getattr(config, "workerinput", None)
     if workerinput and "dlperf_report_dir" in workerinput:  # an xdist worker: the controller's dir

@@ -75,14 +75,17 @@ class DLPerfFront:
             return
         from .clusters.base import ClusterError
 
+        names = None
         try:
-            cases = self.ensure_session().cases()
+            dl = self.ensure_session()
+            cases = dl.cases()
+            names = [dl.case_name(c) for c in cases]
         except ClusterError as exc:
             cases, self._usage_error = [], self._usage_error or pytest.UsageError(
                 f"--dlperf-cluster {self.options.cluster}: {exc}")
         except pytest.UsageError as exc:
             cases, self._usage_error = [], self._usage_error or exc
-        metafunc.parametrize("dlperf_case", cases, ids=[c.id for c in cases])
+        metafunc.parametrize("dlperf_case", cases, ids=names or [])
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:

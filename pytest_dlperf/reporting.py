@@ -43,6 +43,33 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
     return buf.getvalue()
 
 
+def engine_table(results: ResultSet, width: int = 200) -> str:
+    """Engines side by side (``--backend A,B``), as the AIACC tables put Perseus beside Horovod: per
+    engine samples/s, efficiency and multi-node efficiency, then the first engine's ratio to each other."""
+    rows = results.engine_comparison()
+    if not rows:
+        return ""
+    engines = list(dict.fromkeys(e for row in rows for e in row["engines"]))
+    ratios = list(dict.fromkeys(k for row in rows for k in row["ratios"]))
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    table = Table(title="engines compared: samples/s (efficiency, multi-node efficiency)", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    for col in ("case", "framework", "topology", *engines, *ratios):
+        table.add_column(col, justify="left" if col in ("case", "framework", "topology") else "right", no_wrap=True)
+    for row in rows:
+        case = f"{row['model']} {row['precision']} bs{row['batch_size']}" + (f" {row['variant']}" if row["variant"] else "")
+        cells = [case, row["framework"], row["topology"]]
+        for e in engines:
+            f = row["engines"].get(e)
+            cells.append("-" if f is None else f"{f['samples_per_s']:.2f} ({_fmt(f['efficiency'], '.2f')}, "
+                                                f"{_fmt(f['multi_node_efficiency'], '.2f')})")
+        cells += [_fmt(row["ratios"].get(k), ".3f") for k in ratios]
+        table.add_row(*cells)
+    console.print(table)
+    return buf.getvalue()
+
+
 def write_results(report_dir: Path, results: ResultSet, environment: dict, options: dict,
                   failures: dict[str, str]) -> Path:
     """results.json (everything, raw steps included) and dlperf_<precision>.json (DLPerf's shape)."""
@@ -53,6 +80,7 @@ def write_results(report_dir: Path, results: ResultSet, environment: dict, optio
         "environment": environment,
         "options": options,
         "summary": summary,
+        "engines": results.engine_comparison(),
         "cases": [r.to_dict() for r in results.results],
         "failures": failures,
     }

@@ -129,12 +129,43 @@ class ResultSet:
             out.setdefault(r.case.group, []).append(r)
         return out
 
+    def engine_comparison(self) -> list[dict]:
+        """The AIACC table: per model, precision, sizes, training framework and topology, each engine's
+        samples/s, efficiency and multi-node efficiency side by side, and the first engine's ratio to
+        each other one (``ddp/horovod``). Only rows that two or more engines measured."""
+        engines = list(dict.fromkeys(r.case.backend for r in self.results))
+        rows: dict[tuple, dict] = {}
+        for r in self.results:
+            c = r.case
+            key = (c.model, c.precision, c.batch_size, c.image_size, trained_with(r), comparable_variant(c),
+                   c.topology.nodes, c.topology.devices_per_node)
+            rows.setdefault(key, {})[c.backend] = r
+        out = []
+        for key, by_engine in sorted(rows.items()):
+            if len(by_engine) < 2:
+                continue
+            model, precision, batch, image, framework, variant, _, _ = key
+            present = [e for e in engines if e in by_engine]
+            first = by_engine[present[0]]
+            out.append({
+                "model": model, "precision": precision, "batch_size": batch, "image_size": image,
+                "framework": framework, "variant": variant, "topology": first.case.topology.name,
+                "engines": {e: {"samples_per_s": by_engine[e].median, "efficiency": by_engine[e].efficiency,
+                                "multi_node_efficiency": by_engine[e].multi_node_efficiency} for e in present},
+                "ratios": {f"{present[0]}/{e}": first.median / by_engine[e].median
+                           for e in present[1:] if by_engine[e].median > 0},
+            })
+        return out
+
     def dlperf_summary(self) -> dict[str, dict[str, dict[str, dict]]]:
         """DLPerf's result shape, one per precision: {precision: {model: {topology: {...}}}}."""
         out: dict[str, dict[str, dict[str, dict]]] = {}
+        several = len({r.case.backend for r in self.results}) > 1
         for r in self.results:
             c = r.case
             model = f"{c.model}-{c.variant}" if c.variant else c.model
+            if several:  # one engine's row must not overwrite another's
+                model = f"{c.backend}:{model}"
             out.setdefault(c.precision, {}).setdefault(model, {})[c.topology.name] = {
                 "average_speed": round(r.mean, 2),
                 "median_speed": round(r.median, 2),
@@ -143,3 +174,22 @@ class ResultSet:
                 "image_size": c.image_size,
             }
         return out
+
+
+# Names a workload's meta line gives its training framework under ("frameworks": {...}).
+TRAINING_FRAMEWORKS = {"torch": "torch", "tensorflow": "tf", "paddle": "paddle", "paddlepaddle": "paddle"}
+
+
+def trained_with(result: CaseResult) -> str:
+    """The framework that trained the case (from the workload's meta line), e.g. "torch"."""
+    for run in result.runs:
+        for name in (run.meta.get("frameworks") or {}):
+            if name in TRAINING_FRAMEWORKS:
+                return TRAINING_FRAMEWORKS[name]
+    return "?"
+
+
+def comparable_variant(case: CaseSpec) -> str:
+    """The variant without the part that names the framework (``torch-cls4096`` -> ``cls4096``), so
+    that ddp's and horovod's ArcFace rows meet."""
+    return "-".join(p for p in case.variant.split("-") if p and p not in ("torch", "tf"))

@@ -6,6 +6,7 @@ node for processes that still carry the run's tag.
 """
 from __future__ import annotations
 
+import posixpath
 import sys
 import time
 import uuid
@@ -61,18 +62,27 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     run_dirs, workload = {}, {}
     for node in nodes:
         run_dirs[node.name] = cluster.make_run_dir(node, run_id)
-        paths = [cluster.upload(node, f, run_dirs[node.name]) for f in launcher.workload_paths()]
+        # A launcher that starts every node from node 0 runs one command line everywhere: the
+        # workload sits at one path on every node, the run's directory above the node's own.
+        where = posixpath.dirname(run_dirs[node.name]) if launcher.spans_nodes else run_dirs[node.name]
+        paths = [cluster.upload(node, f, where) for f in launcher.workload_paths()]
         workload[node.name] = paths[0]  # the entry script; the others (steplog.py) sit beside it
+    if launcher.spans_nodes and len(set(workload.values())) > 1:
+        shown = ", ".join(f"{name}: {path}" for name, path in workload.items())
+        raise ClusterError(f"{launcher.name} starts every node from node 0 with one command line, but the "
+                           f"workload landed at different paths ({shown}): give every node the same "
+                           "absolute --dlperf-ssh-workdir")
     # A port chosen on each node (not here: a port free on the harness may be taken on a node).
     want = launcher.ports_needed(case.topology)
     ports = {n.name: cluster.free_ports(n, max(want, 1 if i == 0 else 0)) for i, n in enumerate(nodes)}
-    hostfile = None
+    hostfile, span = None, None
     if launcher.spans_nodes:
         hostfile = _write_hostfile(cluster, nodes, case.topology.devices_per_node, run_dirs[nodes[0].name])
+        span = cluster.span_access(nodes, run_dirs[nodes[0].name])
     plan = RunPlan(case=case, measurement=measurement, nodes=nodes, run_dirs=run_dirs,
                    workload=workload, master_addr=nodes[0].address,
                    master_port=ports[nodes[0].name][0], tag=f"dlperf-{uuid.uuid4().hex}",
-                   addresses={n.name: n.address for n in nodes}, ports=ports, hostfile=hostfile)
+                   addresses={n.name: n.address for n in nodes}, ports=ports, hostfile=hostfile, span=span)
     cmds = launcher.commands(plan)
     if launcher.spans_nodes and [c.node.name for c in cmds] != [nodes[0].name]:
         raise ClusterError(f"launcher {launcher.name!r} spans nodes: it must return one command, for node 0")
@@ -98,6 +108,13 @@ def parse_steps(path: Path, source: str | None = None) -> tuple[dict, list[StepR
     steps = [StepRecord(s["step"], s["warmup"], s["start"], s["end"], s["rank_times"], s["samples"])
              for s in log.steps]
     return log.meta, steps
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _describe_failure(procs: list[NodeProcess], codes: dict[str, int | None], why: str,
@@ -154,8 +171,10 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                 time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
                 codes = {p.node.name: p.poll() for p in procs}
                 names = ", ".join(f"{p.node.name} (exit {codes[p.node.name]})" for p in failed)
-                raise RunFailed(_describe_failure(procs, codes, f"{case.id}: node {names} failed",
-                                                  first=failed))
+                why = f"{case.id}: node {names} failed"
+                if launcher.spans_nodes:  # one log for every node's ranks: say whose rank failed first
+                    why += "".join(f"; {b}" for b in [launcher.blame(plan, _read(procs[0].log_path))] if b)
+                raise RunFailed(_describe_failure(procs, codes, why, first=failed))
             if all(c == 0 for c in codes.values()):
                 break
             if time.monotonic() > deadline:

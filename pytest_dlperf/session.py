@@ -1,6 +1,6 @@
 """The dlperf session: one object per pytest session, registered as a plugin.
 
-It owns the cluster and the launcher, turns the options into parametrized cases, runs them,
+It owns the cluster and the launchers (one per --backend), turns the options into parametrized cases, runs them,
 keeps the results, and at the end writes the report and prints the summary tables.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from . import environment, frameworks, hardware, reporting
+from . import environment, frameworks, hardware, reach, reporting
 from .baselines import BaselineError, verdict_table
 from .clusters.base import Cluster, ClusterError
 from .gating import Gate, GateOptions, verdict_from_dict
@@ -56,7 +56,7 @@ class DLPerfSession:
         self.results = ResultSet()
         self.dryrun: list[tuple[str, list[str]]] = []
         self.failures: dict[str, str] = {}
-        self.launcher = self._make_launcher()
+        self.launchers = self._make_launchers()
         self._check_models()
         self._cluster: Cluster | None = None
         self._cases: list[CaseSpec] | None = None
@@ -66,20 +66,31 @@ class DLPerfSession:
         self.gate = Gate(GateOptions.from_config(config))
 
     # ------------------------------------------------------------------ set-up
-    def _make_launcher(self) -> Launcher:
+    def _make_launchers(self) -> dict[str, Launcher]:
+        """One launcher per engine of ``--backend A,B``, in that order (each gets its own matrix)."""
         hook = self.config.pluginmanager.hook
-        launcher = hook.pytest_dlperf_make_launcher(config=self.config, backend=self.options.backend)
-        if launcher is None:
-            known = sorted({b for names in hook.pytest_dlperf_backends(config=self.config) for b in names})
-            raise pytest.UsageError(f"--backend: unknown {self.options.backend!r}; "
-                                    f"available: {', '.join(known)}")
-        return launcher
+        out = {}
+        for backend in self.options.backends:
+            launcher = hook.pytest_dlperf_make_launcher(config=self.config, backend=backend)
+            if launcher is None:
+                known = sorted({b for names in hook.pytest_dlperf_backends(config=self.config) for b in names})
+                raise pytest.UsageError(f"--backend: unknown {backend!r}; available: {', '.join(known)}")
+            out[backend] = launcher
+        return out
+
+    def launcher(self, case: CaseSpec) -> Launcher:
+        return self.launchers[case.backend]
+
+    def case_name(self, case: CaseSpec) -> str:
+        """The test id and run directory: the case id, after its engine's name when several run."""
+        return case.id if len(self.launchers) == 1 else f"{case.backend}-{case.id}"
 
     def _check_models(self) -> None:
-        bad = [m for m in self.options.models or [] if m not in self.launcher.models]
+        offered = {m for launcher in self.launchers.values() for m in launcher.models}
+        bad = [m for m in self.options.models or [] if m not in offered]
         if bad:
             raise pytest.UsageError(f"--dlperf-model: {', '.join(bad)} not available with --backend "
-                                    f"{self.launcher.name}; allowed: {', '.join(self.launcher.models)}")
+                                    f"{','.join(self.launchers)}; allowed: {', '.join(sorted(offered))}")
 
     @property
     def cluster(self) -> Cluster:
@@ -120,15 +131,16 @@ class DLPerfSession:
             if n.gpus and n.slots > n.gpus:
                 raise pytest.UsageError(f"--dlperf-gpus-per-node {n.slots}: node {n.name} has {n.gpus} GPU(s)")
         profile = self.profile()
-        models = o.models or list(self.launcher.models)
         cases = []
-        for model, precision in itertools.product(models, o.precisions or profile.precisions):
-            d = self.launcher.model_defaults(profile.name, model)
-            for variant, topo in itertools.product(self.launcher.variants(profile.name, model), ladder(want, slots)):
-                cases.append(CaseSpec(model=model, precision=precision,
-                                      batch_size=o.batch_size or d.batch_size,
-                                      image_size=o.image_size or d.image_size,
-                                      topology=topo, backend=self.launcher.name, variant=variant))
+        for launcher in self.launchers.values():
+            models = [m for m in o.models or launcher.models if m in launcher.models]
+            for model, precision in itertools.product(models, o.precisions or profile.precisions):
+                d = launcher.model_defaults(profile.name, model)
+                for variant, topo in itertools.product(launcher.variants(profile.name, model), ladder(want, slots)):
+                    cases.append(CaseSpec(model=model, precision=precision,
+                                          batch_size=o.batch_size or d.batch_size,
+                                          image_size=o.image_size or d.image_size,
+                                          topology=topo, backend=launcher.name, variant=variant))
         self._cases = cases
         return cases
 
@@ -200,6 +212,8 @@ class DLPerfSession:
             tr.write_sep("=", "dlperf results")
             for line in reporting.summary_tables(self.results).splitlines():
                 tr.write_line(line)
+            for line in reporting.engine_table(self.results).splitlines():
+                tr.write_line(line)
         # Derived from the results, so xdist workers' verdicts (merged as results) are included.
         verdicts = [verdict_from_dict(v) for r in self.results.results for v in (r.verdict or {}).values()]
         table = verdict_table(verdicts)
@@ -219,26 +233,26 @@ class DLPerfSession:
         """Measure the case over its repeats and gate it (with --dlperf-dryrun: print its commands)."""
         m = self.measurement()
         if self.options.dryrun:
-            _, cmds = plan_run(self.cluster, self.launcher, case, m)
-            self.dryrun.append((case.id, [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
+            _, cmds = plan_run(self.cluster, self.launcher(case), case, m)
+            self.dryrun.append((self.case_name(case), [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
             pytest.skip("dry-run: the per-node commands are printed in the summary")
-        case_dir = self.options.report_dir / "runs" / case.id
+        case_dir = self.options.report_dir / "runs" / self.case_name(case)
         runs, error = [], None
         try:
             with sigterm_as_interrupt(), self.cluster.lease():
                 self._framework_ready(case)
-                self.probe_hardware(case.id)
+                self.probe_hardware(self.case_name(case))
                 for rep in range(m.repeats):
-                    runs.append(run_case(self.cluster, self.launcher, case, m, case_dir / f"r{rep}", rep))
+                    runs.append(run_case(self.cluster, self.launcher(case), case, m, case_dir / f"r{rep}", rep))
         except (RunFailed, ClusterError) as exc:
             error = str(exc)
         if error is not None:  # outside the except block: the report shows the nodes, not a chain
-            self.failures[case.id] = error
+            self.failures[self.case_name(case)] = error
             pytest.fail(error, pytrace=False)
         result = self.results.add(summarize(case, m, runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         self._second_look(case, result)
-        judgement = self.gate.judge(result, self.cluster.nodes(), self.launcher.name, item, self.fingerprints)
+        judgement = self.gate.judge(result, self.cluster.nodes(), case.backend, item, self.fingerprints)
         if judgement.outcome == "fail":
             pytest.fail(judgement.message, pytrace=False)
         if judgement.outcome == "skip":
@@ -249,29 +263,36 @@ class DLPerfSession:
         """The backend's framework on every node of the case, in one version: else skip (missing,
         with the install line) or fail (versions differ), naming the nodes. Asked once per node set."""
         nodes = self.cluster.nodes()[:case.topology.nodes]
-        key = tuple(n.name for n in nodes)
+        launcher = self.launcher(case)
+        fws = launcher.frameworks_for(case)
+        key = (*fws, *(n.name for n in nodes))
         if key not in self._framework_checked:
-            fw = self.launcher.framework
-            found = frameworks.check(self.cluster, nodes, fw, self.options.report_dir / "frameworks" / "-".join(key))
-            for node, version in found.versions.items():
-                self.node_frameworks.setdefault(node, {})[fw] = version
-            self._framework_checked[key] = found.problem(self.launcher.install_hint())
+            problem = None
+            for fw in fws:  # in order: horovod before the framework it was built for
+                found = frameworks.check(self.cluster, nodes, fw,
+                                         self.options.report_dir / "frameworks" / "-".join(key) / fw)
+                for node, version in found.versions.items():
+                    self.node_frameworks.setdefault(node, {})[fw] = version
+                problem = problem or found.problem(launcher.install_hint(fw))
+            if problem is None and launcher.spans_nodes and len(nodes) > 1:
+                problem = reach.check(self.cluster, nodes, self.options.report_dir / "reach" / "-".join(key))
+            self._framework_checked[key] = problem
         problem = self._framework_checked[key]
         if problem is not None:
             outcome, why = problem
             if outcome == "skip":
-                pytest.skip(f"--backend {self.launcher.name}: {why}")
-            pytest.fail(f"--backend {self.launcher.name}: {why}", pytrace=False)
+                pytest.skip(f"--backend {case.backend}: {why}")
+            pytest.fail(f"--backend {case.backend}: {why}", pytrace=False)
 
     def _second_look(self, case: CaseSpec, result: CaseResult) -> None:
         """Before calling the hardware different on probe figures alone, probe again a few times,
         seconds apart: this host has been seen running 20-50% slower for whole seconds."""
         for i in range(RECHECKS):
-            if not self.gate.probe_again(result, self.cluster.nodes(), self.launcher.name, self.fingerprints):
+            if not self.gate.probe_again(result, self.cluster.nodes(), case.backend, self.fingerprints):
                 return
             time.sleep(RECHECK_PAUSE)
             with contextlib.suppress(ClusterError), self.cluster.lease():
-                self.probe_hardware(f"{case.id}-again{i + 1}")
+                self.probe_hardware(f"{self.case_name(case)}-again{i + 1}")
 
     def probe_hardware(self, label: str) -> None:
         """Fingerprint the nodes (before every case: the best each node showed is its capability)."""

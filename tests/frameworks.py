@@ -26,3 +26,15 @@ def ensure(module: str, extra: str) -> None:
         if r.returncode != 0:
             raise RuntimeError(f"pip install {' '.join(reqs)} (the [{extra}] extra) failed:\n{r.stdout}{r.stderr}")
         importlib.invalidate_caches()
+
+
+def ensure_horovod() -> None:
+    """Horovod built for this Python's torch and TensorFlow, with Gloo and MPI (Debian's OpenMPI,
+    installed by the script as root), by the project's own script: a cached wheel installs in
+    seconds; the first build takes about 5 minutes on 2 cores."""
+    with FileLock(str(Path("/tmp") / "dlperf-tests-pip-horovod.lock")):
+        r = subprocess.run([sys.executable, "-m", "pytest_dlperf.node.install_horovod", "--mpi"], capture_output=True,
+                           text=True, timeout=1800)
+        if r.returncode != 0:
+            raise RuntimeError(f"python -m pytest_dlperf.node.install_horovod failed:\n{r.stdout}{r.stderr}")
+        importlib.invalidate_caches()

@@ -32,3 +32,28 @@ def tagged_pids(tag: str) -> list[int]:
 def tagged_processes(marker: str) -> list[tuple[int, str]]:
     """(pid, cmdline) of live tagged processes whose command line mentions marker (a report dir)."""
     return [(pid, cmd) for pid, _, cmd in _live_tagged() if marker in cmd]
+
+
+def signal_once_running(cmd: list[str], cwd, marker: str, script: str, count: int, sig: int,
+                        start_timeout: float = 180) -> tuple[int, str]:
+    """Start cmd (a pytest run); once ``count`` tagged processes running ``script`` under ``marker``
+    exist, send it ``sig``; return (exit code, output). Fails the test if they never start."""
+    import subprocess
+    import time
+
+    import pytest
+
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + start_timeout
+        while len([p for p in tagged_processes(marker) if script in p[1]]) < count:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail(f"the workers never started:\n{proc.communicate()[0] if proc.poll() is not None else ''}")
+            time.sleep(0.2)
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out

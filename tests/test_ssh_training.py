@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .procs import tagged_processes
+from .procs import signal_once_running, tagged_processes
 from .sshd import address_block
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,26 +163,12 @@ def test_interrupted_or_killed_harness_leaves_nothing_on_the_nodes(ssh_nodes, tm
     each node's watchdog stops its launcher on its own."""
     workdir = tmp_path / "remote"
     cmd = suite_cmd(ssh_nodes, tmp_path / "report", "--dlperf-ssh-workdir", str(workdir), "-k", "2n1g", "--dlperf-iters", "500")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 150
-        while time.monotonic() < deadline:
-            if len([p for p in tagged_processes(str(workdir)) if "torch_ddp.py" in p[1]]) >= 2:
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail("the workers never started")
-        proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    code, out = signal_once_running(cmd, ROOT, str(workdir), "torch_ddp.py", 2, sig, start_timeout=150)
     if sig == signal.SIGINT:
-        assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+        assert code == pytest.ExitCode.INTERRUPTED, out
         assert tagged_processes(str(workdir)) == []
     else:
-        assert proc.returncode == -signal.SIGKILL
+        assert code == -signal.SIGKILL
         deadline = time.monotonic() + 60
         while tagged_processes(str(workdir)) and time.monotonic() < deadline:
             time.sleep(0.2)

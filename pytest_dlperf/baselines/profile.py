@@ -24,7 +24,10 @@ from ..clusters.base import Node
 from .schema import Tolerances
 
 # Frameworks whose major version matters per backend; a backend not listed keeps every one given.
-BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {"ddp": ("torch",), "tf": ("tf",), "paddle": ("paddle",)}
+BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {
+    "ddp": ("torch",), "tf": ("tf",), "paddle": ("paddle",), "acspeed": ("torch", "acspeed"),
+    "horovod": ("horovod", "torch", "tf"), "perseus": ("perseus", "torch", "tf"),
+}
 # Short names in profile names: tensorflow 2.21 -> "tf2" (as the seeds write TF2).
 FRAMEWORK_SHORT = {"tensorflow": "tf", "tensorflow-cpu": "tf", "paddlepaddle": "paddle"}
 

@@ -56,6 +56,17 @@ class NodeCommand:
 
 
 @dataclass
+class SpanAccess:
+    """How node 0 reaches the other nodes when one launcher there starts them all (horovodrun,
+    perseusrun, mpirun: ``ssh [-p PORT] [-i KEY] HOST COMMAND``)."""
+
+    env: dict[str, str] = field(default_factory=dict)  # for node 0's launcher (the local cluster's agent)
+    ssh_port: int | None = None  # one port for every node (horovodrun takes one)
+    ssh_identity: str | None = None  # a key file on node 0
+    preflight: bool = True  # prove node 0 reaches every node over SSH before the first run
+
+
+@dataclass
 class ExecResult:
     """What one command did on one node."""
 
@@ -154,6 +165,10 @@ class Cluster(ABC):
             for s in socks:
                 s.bind(("", 0))
             return [int(s.getsockname()[1]) for s in socks]
+
+    def span_access(self, nodes: Sequence[Node], run_dir: str) -> SpanAccess:
+        """How node 0 starts processes on the other nodes; ``run_dir`` is node 0's run directory."""
+        raise ClusterError(f"the {self.kind} cluster cannot run a launcher that starts every node from node 0")
 
     def render(self, cmd: NodeCommand) -> str:
         """How the command is run, as a line a user can paste (dry-run)."""

@@ -8,18 +8,23 @@ same way with ``CUDA_VISIBLE_DEVICES``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from filelock import FileLock
 
-from .base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, NodeProcess
 from ..node.killtag import kill_tag
+from ..node.localsh import NODES_ENV
+from .base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, NodeProcess, SpanAccess
+
+LOCALSH = Path(__file__).resolve().parent.parent / "node" / "localsh.py"
 
 
 def detect_gpus() -> list[str]:
@@ -156,6 +161,19 @@ class LocalCluster(Cluster):
         if left:
             raise ClusterError(f"{node.name}: {left} process(es) tagged {tag} survived SIGKILL")
         return found
+
+    def span_access(self, nodes: Sequence[Node], run_dir: str) -> SpanAccess:
+        """The nodes are shares of this machine that launchers take for remote hosts: an ``ssh``
+        first on node 0's PATH (node/localsh.py) runs their commands here, pinned as the node is."""
+        script = self.upload(nodes[0], LOCALSH, run_dir)
+        bindir = Path(run_dir) / "localsh-bin"
+        bindir.mkdir(exist_ok=True)
+        agent = bindir / "ssh"
+        agent.write_text(f"#!/bin/sh\nexec {shlex.quote(nodes[0].python)} {shlex.quote(script)} \"$@\"\n")
+        agent.chmod(0o755)
+        where = {n.address: (n.extra.get("cpuset", "") if self.pin else "") for n in nodes}
+        return SpanAccess(env={"PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                               NODES_ENV: json.dumps(where, separators=(",", ":"))}, preflight=False)
 
     def render(self, cmd: NodeCommand) -> str:
         wrapped = NodeCommand(cmd.node, self.wrap(cmd.node, cmd.argv),

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..clusters.base import Node, NodeCommand
+from ..clusters.base import Node, NodeCommand, SpanAccess
 from ..specs import CaseSpec, Measurement, ModelDefaults
 
 
@@ -30,6 +30,7 @@ class RunPlan:
     addresses: dict[str, str] = field(default_factory=dict)  # node name -> address the others reach it at
     ports: dict[str, list[int]] = field(default_factory=dict)  # node name -> ports free on that node
     hostfile: str | None = None  # on node 0, MPI style "address slots=N" per node (spanning launchers)
+    span: SpanAccess | None = None  # spanning launchers: how node 0 reaches the other nodes
 
     @property
     def output_name(self) -> str:
@@ -79,11 +80,17 @@ class Launcher(ABC):
 
     @staticmethod
     def variant_flags(case: CaseSpec) -> list[str]:
-        """Workload flags the default variants stand for: ``cls4096`` -> ``--num-classes 4096``."""
-        return ["--num-classes", case.variant[3:]] if case.variant.startswith("cls") else []
+        """Workload flags the default variants stand for: ``cls4096`` -> ``--num-classes 4096``
+        (a variant may join several parts with '-', e.g. ``torch-cls4096``)."""
+        return [f for part in case.variant.split("-") if part.startswith("cls")
+                for f in ("--num-classes", part[3:])]
 
-    def install_hint(self) -> str:
-        """What to run on a node that lacks the framework."""
+    def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
+        """Packages (import names) every node of the case needs, in one version on all of them."""
+        return (self.framework,)
+
+    def install_hint(self, framework: str | None = None) -> str:
+        """What to run on a node that lacks ``framework`` (by default the backend's own)."""
         return f"pip install 'pytest-dlperf[{self.name}]'"
 
     def workload_paths(self) -> list[Path]:
@@ -96,6 +103,20 @@ class Launcher(ABC):
     @abstractmethod
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         """One command per node of the plan, or (``spans_nodes``) one command for node 0."""
+
+    @staticmethod
+    def workload_flags(case: CaseSpec, m: Measurement, threads: int, output: str) -> list[str]:
+        """The flags every workload accepts (README, "Writing a workload"), for this case and measurement."""
+        return ["--model", case.model, "--precision", case.precision,
+                "--batch-size", str(case.batch_size), "--image-size", str(case.image_size),
+                "--warmup-iters", str(m.warmup_iters), "--max-warmup-iters", str(m.max_warmup_iters),
+                "--iters", str(m.iters), "--window-seconds", f"{m.window_seconds:g}",
+                "--max-iters", str(m.max_iters), "--threads", str(threads), "--output", output]
+
+    def blame(self, plan: RunPlan, log: str) -> str | None:
+        """Spanning launchers: from node 0's log (every rank's output), which rank on which node
+        failed first, e.g. "rank 1 on local1 failed first"; None when the log does not say."""
+        return None
 
     @staticmethod
     def threads_per_worker(node: Node, workers: int) -> int:

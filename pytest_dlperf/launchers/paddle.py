@@ -21,7 +21,7 @@ class PaddleLauncher(Launcher):
                 "arcface": ModelDefaults(128, 112)},
     }
 
-    def install_hint(self) -> str:
+    def install_hint(self, framework: str | None = None) -> str:
         return ("pip install 'pytest-dlperf[paddle]' (paddlepaddle, CPU; GPU nodes: paddlepaddle-gpu from "
                 "https://www.paddlepaddle.org.cn/packages/stable/cu126/)")
 
@@ -38,13 +38,7 @@ class PaddleLauncher(Launcher):
                       "--host", plan.addresses[node.name],
                       "--nnodes", str(topo.nodes), "--rank", str(rank),
                       "--nproc_per_node", str(topo.devices_per_node), "--log_dir", logs,
-                      plan.workload[node.name],
-                      "--model", case.model, "--precision", case.precision,
-                      "--batch-size", str(case.batch_size), "--image-size", str(case.image_size),
-                      "--warmup-iters", str(m.warmup_iters), "--max-warmup-iters", str(m.max_warmup_iters),
-                      "--iters", str(m.iters), "--window-seconds", f"{m.window_seconds:g}",
-                      "--max-iters", str(m.max_iters), "--threads", str(threads),
-                      "--output", plan.output_path(node)]
+                      plan.workload[node.name], *self.workload_flags(case, m, threads, plan.output_path(node))]
             launch += self.variant_flags(case)
             # The ranks write to workerlog.N: show their last lines in the node's log when one fails.
             script = (f"{shlex.join(launch)}; rc=$?; if [ $rc -ne 0 ]; then tail -n 40 {shlex.quote(logs)}/workerlog.*; "

@@ -6,7 +6,7 @@ import json
 import shlex
 
 from ..clusters.base import RUN_TAG_ENV, NodeCommand
-from ..specs import CaseSpec, Topology
+from ..specs import Topology
 from .base import CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
 
 
@@ -38,7 +38,7 @@ class TFLauncher(Launcher):
         training step with XLA costs more than the suite's budget: off only (-k xla on GPUs)."""
         return ("xla", "noxla") if profile == "gpu" else ("noxla",)
 
-    def install_hint(self) -> str:
+    def install_hint(self, framework: str | None = None) -> str:
         return "pip install 'pytest-dlperf[tf]' (tensorflow-cpu; GPU nodes: pip install 'tensorflow[and-cuda]')"
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
@@ -56,8 +56,10 @@ class TFLauncher(Launcher):
                 index = node_index * g + k
                 tf_config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}},
                                        separators=(",", ":"))
-                argv = [node.python, plan.workload[node.name], *self._flags(case, m, threads),
-                        "--local-worker", str(k), "--output", plan.output_path(node)]
+                argv = [node.python, plan.workload[node.name],
+                        *self.workload_flags(case, m, threads, plan.output_path(node)),
+                        "--xla", "on" if case.variant == "xla" else "off", "--bytes-per-pack", str(BYTES_PER_PACK),
+                        "--local-worker", str(k)]
                 per_worker.append(({"TF_CONFIG": tf_config}, argv))
             if g == 1:
                 (wenv, argv), = per_worker
@@ -69,12 +71,3 @@ class TFLauncher(Launcher):
             lines.append("for p in $(jobs -p); do wait $p || exit 1; done")
             cmds.append(NodeCommand(node, ["bash", "-c", "\n".join(lines)], env, cwd=plan.run_dirs[node.name]))
         return cmds
-
-    @staticmethod
-    def _flags(case: CaseSpec, m, threads: int) -> list[str]:
-        return ["--model", case.model, "--precision", case.precision,
-                "--batch-size", str(case.batch_size), "--image-size", str(case.image_size),
-                "--xla", "on" if case.variant == "xla" else "off", "--bytes-per-pack", str(BYTES_PER_PACK),
-                "--warmup-iters", str(m.warmup_iters), "--max-warmup-iters", str(m.max_warmup_iters),
-                "--iters", str(m.iters), "--window-seconds", f"{m.window_seconds:g}",
-                "--max-iters", str(m.max_iters), "--threads", str(threads)]

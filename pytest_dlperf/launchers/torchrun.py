@@ -20,7 +20,7 @@ class TorchrunLauncher(Launcher):
                 "bert-base": ModelDefaults(32, 128), "arcface": ModelDefaults(128, 112)},
     }
 
-    def install_hint(self) -> str:
+    def install_hint(self, framework: str | None = None) -> str:
         return ("pip install torch==2.13.0 (CPU nodes: --index-url https://download.pytorch.org/whl/cpu)")
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
@@ -37,19 +37,11 @@ class TorchrunLauncher(Launcher):
                 "--master_addr", plan.master_addr,
                 "--master_port", str(plan.master_port),
                 plan.workload[node.name],
-                "--model", case.model,
-                "--precision", case.precision,
-                "--batch-size", str(case.batch_size),
-                "--image-size", str(case.image_size),
-                "--warmup-iters", str(m.warmup_iters),
-                "--max-warmup-iters", str(m.max_warmup_iters),
-                "--iters", str(m.iters),
-                "--window-seconds", f"{m.window_seconds:g}",
-                "--max-iters", str(m.max_iters),
-                "--threads", str(threads),
-                "--output", plan.output_path(node),
+                *self.workload_flags(case, m, threads, plan.output_path(node)),
             ]
             argv += self.variant_flags(case)
+            if self.name != "ddp":
+                argv += ["--engine", self.name]
             env = {RUN_TAG_ENV: plan.tag}
             if threads:
                 env["OMP_NUM_THREADS"] = str(threads)
@@ -57,3 +49,19 @@ class TorchrunLauncher(Launcher):
                 env.update(CPU_MALLOC_ENV)
             cmds.append(NodeCommand(node, argv, env, cwd=plan.run_dirs[node.name]))
         return cmds
+
+
+class ACSpeedLauncher(TorchrunLauncher):
+    """Alibaba ACSpeed: the DDP workload with ``import acspeed`` first (the ACSpeed seed), torchrun
+    as for ddp. ACSpeed is not on PyPI: nodes without it have their cases skipped."""
+
+    name = "acspeed"
+
+    def frameworks_for(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
+        return ("torch", "acspeed")
+
+    def install_hint(self, framework: str | None = None) -> str:
+        if framework == "acspeed":
+            return ("ACSpeed from Alibaba Cloud's AIACC packages or an Alibaba GPU image that ships it "
+                    "(not on PyPI; see Alibaba Cloud's ACSpeed documentation)")
+        return super().install_hint(framework)

@@ -28,7 +28,7 @@ from typing import TypeVar
 import paramiko
 from filelock import FileLock
 
-from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess
+from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess, SpanAccess
 from ..hosts import HostSpec
 from .connect import DEFAULT_CONFIG, DEFAULT_KNOWN_HOSTS, Connection, SSHSettings, Target, connect, \
     load_config, resolve
@@ -246,6 +246,16 @@ class SSHCluster(Cluster):
                 raise ClusterError(f"{host.spec.name}: {base} is not a directory; pass --dlperf-ssh-workdir")
             host.workdir = base
         return host.workdir
+
+    def span_access(self, nodes: Sequence[Node], run_dir: str) -> SpanAccess:
+        """horovodrun and mpirun take one SSH port for every host: the nodes must share theirs."""
+        ports = {self._host(n).target.port for n in nodes}
+        if len(ports) > 1:
+            shown = ", ".join(f"{n.name}:{self._host(n).target.port}" for n in nodes)
+            raise ClusterError(f"a launcher that starts every node from node 0 reaches them on one SSH port; "
+                               f"these nodes differ ({shown}): run sshd on one port on every node")
+        port = ports.pop()
+        return SpanAccess(ssh_port=None if port == 22 else port, ssh_identity=self.settings.node_key)
 
     def make_run_dir(self, node: Node, run_id: str) -> str:
         host = self._host(node)

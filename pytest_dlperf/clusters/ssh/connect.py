@@ -40,6 +40,7 @@ class SSHSettings:
     host_key_checking: str = "strict"
     python: str = "python3"
     workdir: str | None = None  # None: /tmp/pytest-dlperf-<user> on each node
+    node_key: str | None = None  # on node 0: how a spanning launcher (horovodrun) logs in to the others
     connect_timeout: float = 10.0
     retries: int = 3
     backoff: float = 0.5  # seconds before the first retry; doubles each time

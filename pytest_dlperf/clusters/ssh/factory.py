@@ -50,6 +50,7 @@ def make_ssh_cluster(config: pytest.Config, options, frameworks: tuple[str, ...]
         config=config.getoption("dlperf_ssh_config") or None,
         host_key_checking=config.getoption("dlperf_ssh_host_key_checking"),
         python=config.getoption("dlperf_ssh_python"), workdir=config.getoption("dlperf_ssh_workdir"),
+        node_key=config.getoption("dlperf_ssh_node_key"),
         connect_timeout=config.getoption("dlperf_ssh_connect_timeout"), retries=config.getoption("dlperf_ssh_retries"))
     try:
         # The backend's framework: versions that differ between nodes stop the session here; a node

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""TensorFlow 2 MultiWorkerMirroredStrategy training benchmark on synthetic data, one process per worker.
+"""TensorFlow 2 data-parallel training benchmark on synthetic data, one process per worker.
 
-Runs on the nodes and imports nothing from the harness. Each worker gets its ``TF_CONFIG`` (the
-cluster's worker addresses and its own index) from the environment, as TensorFlow's own multi-worker
-jobs do; the command ``pytest --dlperf-dryrun`` prints starts it by hand. The training step is a
-custom loop (``strategy.run`` inside a ``tf.function``, XLA-compiled with ``--xla on``): Keras 3's
-``model.fit`` fails across workers (keras-team/keras#20585).
+Runs on the nodes and imports nothing from the harness. ``--engine mwms`` (default):
+MultiWorkerMirroredStrategy; each worker gets its ``TF_CONFIG`` (the cluster's worker addresses and
+its own index) from the environment, as TensorFlow's own multi-worker jobs do. The training step is
+a custom loop (``strategy.run`` inside a ``tf.function``, XLA-compiled with ``--xla on``): Keras 3's
+``model.fit`` fails across workers (keras-team/keras#20585). ``--engine horovod|perseus``: started
+by horovodrun/perseusrun; the gradients of the same custom loop are all-reduced with
+``hvd.grouped_allreduce`` (Horovod's Keras optimizer with Keras 3 was seen to train without
+synchronising, and ``DistributedGradientTape`` calls ``Variable.ref()``, which Keras 3 variables lack).
+The command ``pytest --dlperf-dryrun`` prints starts it by hand.
 
 Timing as the torch workload: warm-up until two steps agree within 10% (bounded), then a window
 with a collective barrier at each end and a timestamp per step on every worker, no sync inside.
@@ -35,6 +39,8 @@ MODELS = ("resnet50", "vgg16", "bert-base")
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=MODELS, required=True)
+    p.add_argument("--engine", choices=("mwms", "horovod", "perseus"), default="mwms",
+                   help="how gradients are synchronised (horovod, perseus: started by horovodrun/perseusrun)")
     p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
     p.add_argument("--batch-size", type=int, required=True, help="samples per worker per step")
     p.add_argument("--image-size", type=int, required=True, help="image side; sequence length for bert")
@@ -79,31 +85,112 @@ def build_model(args: argparse.Namespace) -> tf.keras.Model:
                classifier_activation=None)
 
 
+class MirroredComm:
+    """MultiWorkerMirroredStrategy: the step runs under ``strategy.run``; collectives through it."""
+
+    def __init__(self, args: argparse.Namespace, gpus: list) -> None:
+        comm = tf.distribute.experimental.CommunicationOptions(
+            bytes_per_pack=args.bytes_per_pack,
+            implementation=tf.distribute.experimental.CommunicationImplementation.NCCL if gpus
+            else tf.distribute.experimental.CommunicationImplementation.RING)
+        self.strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
+        tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+        self.rank = int(tf_config.get("task", {}).get("index", 0))
+        self.world = self.strategy.num_replicas_in_sync
+        self.nnodes = len(tf_config.get("cluster", {}).get("worker", [1]))
+        self.name = "grpc+" + ("nccl" if gpus else "ring")
+        self.versions: dict[str, str] = {}
+
+        @tf.function
+        def all_gather(v):  # a collective: also the barrier at each end of the window
+            ctx = lambda t: tf.distribute.get_replica_context().all_gather(t[None], axis=0)  # noqa: E731
+            return self.strategy.run(ctx, args=(v,))
+        self._all_gather = all_gather
+
+    def scope(self):
+        return self.strategy.scope()
+
+    def allreduce(self, grads: list) -> list:
+        return grads  # apply_gradients under the strategy all-reduces them
+
+    def run(self, fn):
+        return self.strategy.reduce(tf.distribute.ReduceOp.SUM, self.strategy.run(fn), axis=None)
+
+    def broadcast_variables(self, variables) -> None:
+        pass  # MirroredStrategy variables start equal on every worker
+
+    def shutdown(self) -> None:
+        pass
+
+    def gather(self, values: list[float]) -> list[list[float]]:
+        out = self._all_gather(tf.constant(values, tf.float64))
+        return self.strategy.experimental_local_results(out)[0].numpy().tolist()
+
+
+class HorovodComm:
+    """Horovod's TensorFlow API, or AIACC-Training's copy of it (``perseus.tensorflow.horovod``)."""
+
+    def __init__(self, args: argparse.Namespace, gpus: list) -> None:
+        if args.engine == "perseus":
+            import perseus.tensorflow.horovod as hvd  # AIACC-Training, not on PyPI
+        else:
+            import horovod.tensorflow as hvd
+        self.hvd = hvd
+        hvd.init()
+        self.rank, self.world = hvd.rank(), hvd.size()
+        self.nnodes = hvd.cross_size()
+        how = "mpi" if hvd.mpi_enabled() else "gloo"
+        self.name = f"{args.engine}-{how}" + ("+nccl" if gpus and hvd.nccl_built() else "")
+        import importlib.metadata
+        try:
+            self.versions = {args.engine: importlib.metadata.version(args.engine)}
+        except importlib.metadata.PackageNotFoundError:
+            self.versions = {args.engine: "unknown"}
+
+    def scope(self):
+        import contextlib
+        return contextlib.nullcontext()
+
+    def allreduce(self, grads: list) -> list:
+        return self.hvd.grouped_allreduce(grads, op=self.hvd.Sum)
+
+    def run(self, fn):
+        return fn()
+
+    def broadcast_variables(self, variables) -> None:
+        for v in variables:
+            v.assign(self.hvd.broadcast(tf.convert_to_tensor(v), root_rank=0))
+
+    def gather(self, values: list[float]) -> list[list[float]]:
+        rows = self.hvd.allgather(tf.constant([values], tf.float64))
+        return rows.numpy().tolist()
+
+    def shutdown(self) -> None:
+        self.hvd.shutdown()  # under MPI: finalize, or mpirun calls the exit abnormal
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(1)
     gpus = tf.config.list_physical_devices("GPU")
+    local = int(os.environ.get("HOROVOD_LOCAL_RANK", args.local_worker))
     if gpus:  # one worker per GPU: the node's k-th visible GPU
-        gpus = [gpus[args.local_worker % len(gpus)]]
+        gpus = [gpus[local % len(gpus)]]
         tf.config.set_visible_devices(gpus, "GPU")
     if args.precision == "amp":
         tf.keras.mixed_precision.set_global_policy("mixed_float16" if gpus else "mixed_bfloat16")
-    comm = tf.distribute.experimental.CommunicationOptions(
-        bytes_per_pack=args.bytes_per_pack,
-        implementation=tf.distribute.experimental.CommunicationImplementation.NCCL if gpus
-        else tf.distribute.experimental.CommunicationImplementation.RING)
-    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
-    task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
-    rank, world = int(task.get("index", 0)), strategy.num_replicas_in_sync
+    comm = (MirroredComm if args.engine == "mwms" else HorovodComm)(args, gpus)
+    rank, world = comm.rank, comm.world
     tf.random.set_seed(args.seed)
 
-    with strategy.scope():
+    with comm.scope():
         model = build_model(args)
         opt = tf.keras.optimizers.SGD(0.01, momentum=0.9)
         if args.precision == "amp" and gpus:
             opt = tf.keras.mixed_precision.LossScaleOptimizer(opt)
+    comm.broadcast_variables(model.variables)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
     global_batch = args.batch_size * world
     g = tf.random.Generator.from_seed(args.seed + rank)  # each worker its own synthetic batch
@@ -125,22 +212,15 @@ def main(argv: list[str] | None = None) -> int:
             for v, gr in zip(model.trainable_variables, grads):
                 v.assign_sub(0.01 * gr)
         else:
+            grads = comm.allreduce(grads)  # Horovod: summed, as the strategy sums (loss / global batch)
             opt.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
     @tf.function(jit_compile=args.xla == "on")
     def train_step():
-        per_replica = strategy.run(step_fn)
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+        return comm.run(step_fn)
 
-    @tf.function
-    def all_gather(v):  # a collective: also the barrier at each end of the window
-        return strategy.run(lambda t: tf.distribute.get_replica_context().all_gather(t[None], axis=0), args=(v,))
-
-    def gather(values: list[float]) -> list[list[float]]:
-        out = all_gather(tf.constant(values, tf.float64))
-        return strategy.experimental_local_results(out)[0].numpy().tolist()
-
+    gather = comm.gather
 
     plant = steplog.planted_slowdown()
     starts, ends, losses, mine = [], [], [], []
@@ -190,15 +270,16 @@ def main(argv: list[str] | None = None) -> int:
             log.meta(model=args.model, precision=args.precision, batch_size=args.batch_size,
                      image_size=args.image_size, xla=args.xla, warmup_iters=warmup, iters=iters,
                      window_seconds=args.window_seconds, window={"start": w0, "end": w1},
-                     world_size=world, ranks=hosts, frameworks={"tensorflow": tf.__version__},
-                     python=platform.python_version(), backend="grpc+" + ("nccl" if gpus else "ring"),
-                     nnodes=len(json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {}).get("worker", [1])),
+                     world_size=world, ranks=hosts, frameworks={"tensorflow": tf.__version__, **comm.versions},
+                     python=platform.python_version(), backend=comm.name, engine=args.engine,
+                     nnodes=comm.nnodes,
                      parameters=int(sum(int(tf.size(v)) for v in model.trainable_variables)))
             for i in range(total):
                 log.step(step=i, warmup=i < warmup, start=starts[i], end=ends[i],
                          rank_times=[row[i] for row in gathered], samples=global_batch, loss=losses[i])
             log.end(digests)
     gather([0.0])
+    comm.shutdown()
     return 0
 
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""PyTorch DDP training benchmark on synthetic data, launched by torchrun on every node.
+"""PyTorch data-parallel training benchmark on synthetic data: DDP (launched by torchrun on every
+node), ACSpeed (DDP after ``import acspeed``), Horovod or AIACC-Training/Perseus (``horovod.torch``,
+``perseus.torch.horovod``; launched by horovodrun/perseusrun on node 0), chosen with ``--engine``.
 
 This script runs on the nodes and imports nothing from the harness: it can be copied anywhere
 and started by hand with the command that ``pytest --dlperf-dryrun`` prints.
@@ -40,6 +42,7 @@ import steplog  # the step-log contract, copied beside this file
 from steplog import cpu_model, warmup_done, window_iters
 
 MODELS = ("resnet50", "vgg16", "bert-base", "arcface")
+ENGINES = ("ddp", "acspeed", "horovod", "perseus")
 
 
 # ---------------------------------------------------------------- models (torchvision layouts)
@@ -179,6 +182,8 @@ def build_model(name: str, num_classes: int, size: int) -> nn.Module:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=MODELS, required=True)
+    p.add_argument("--engine", choices=ENGINES, default="ddp",
+                   help="how gradients are synchronised (horovod, perseus: started by horovodrun/perseusrun)")
     p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
     p.add_argument("--batch-size", type=int, required=True, help="samples per device per step")
     p.add_argument("--image-size", type=int, required=True, help="image side; sequence length for bert-base")
@@ -195,17 +200,108 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--output", required=True, help="JSON lines written by rank 0")
     return p.parse_args(argv)
 
+# ---------------------------------------------------------------- engines: how ranks talk
+class DDPComm:
+    """torch.distributed (gloo on CPU, NCCL on GPUs) with DistributedDataParallel; ACSpeed is this
+    after ``import acspeed``, which replaces DDP's communication underneath (Alibaba's docs)."""
+
+    def __init__(self, engine: str, cuda: bool) -> None:
+        if engine == "acspeed":
+            import acspeed  # noqa: F401  (patches torch.distributed; not on PyPI)
+        dist.init_process_group(backend="nccl" if cuda else "gloo")
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.local_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        self.name = ("acspeed+" if engine == "acspeed" else "") + dist.get_backend()
+        self.versions = {"acspeed": _version("acspeed")} if engine == "acspeed" else {}
+
+    def wrap(self, model: nn.Module, nosync: bool):
+        """(the module to call, an optimizer over its parameters, a no-sync context factory)."""
+        ddp = nn.parallel.DistributedDataParallel(model, device_ids=[self.local_rank] if model_on_cuda(model) else None)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+        return ddp, opt, (ddp.no_sync if nosync else contextlib.nullcontext)
+
+    def broadcast_(self, t: torch.Tensor) -> None:
+        dist.broadcast(t, src=0)
+
+    def barrier(self) -> None:
+        dist.barrier()
+
+    def all_gather(self, t: torch.Tensor) -> list[torch.Tensor]:
+        out = [torch.zeros_like(t) for _ in range(self.world)]
+        dist.all_gather(out, t)
+        return out
+
+    def all_gather_object(self, obj) -> list:
+        out: list = [None] * self.world
+        dist.all_gather_object(out, obj)
+        return out
+
+    def shutdown(self) -> None:
+        dist.barrier()
+        dist.destroy_process_group()
 
 
+class HorovodComm:
+    """Horovod's PyTorch API, or AIACC-Training's copy of it (``perseus.torch.horovod``)."""
+
+    def __init__(self, engine: str, cuda: bool) -> None:
+        if engine == "perseus":
+            import perseus.torch.horovod as hvd  # AIACC-Training, not on PyPI
+        else:
+            import horovod.torch as hvd
+        self.hvd = hvd
+        hvd.init()
+        self.rank, self.world = hvd.rank(), hvd.size()
+        self.local_rank, self.local_size = hvd.local_rank(), hvd.local_size()
+        how = "mpi" if hvd.mpi_enabled() else "gloo"
+        self.name = f"{engine}-{how}" + ("+nccl" if cuda and hvd.nccl_built() else "")
+        self.versions = {engine: _version(engine)}
+
+    def wrap(self, model: nn.Module, nosync: bool):
+        hvd = self.hvd
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(opt, root_rank=0)
+        if not nosync:  # the fault keeps the plain optimizer: every rank steps on its own gradients
+            opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+        return model, opt, contextlib.nullcontext
+
+    def broadcast_(self, t: torch.Tensor) -> None:
+        self.hvd.broadcast_(t, root_rank=0)
+
+    def barrier(self) -> None:
+        self.hvd.barrier()
+
+    def all_gather(self, t: torch.Tensor) -> list[torch.Tensor]:
+        return list(self.hvd.allgather(t[None].cpu()).to(t.device).unbind(0))
+
+    def all_gather_object(self, obj) -> list:
+        return self.hvd.allgather_object(obj)
+
+    def shutdown(self) -> None:
+        self.hvd.barrier()
+        self.hvd.shutdown()
+
+
+def model_on_cuda(model: nn.Module) -> bool:
+    return next(model.parameters()).is_cuda
+
+
+def _version(dist_name: str) -> str:
+    import importlib.metadata
+    try:
+        return importlib.metadata.version(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 @record  # torchrun then shows this rank's traceback in its "Root Cause" summary
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cuda = torch.cuda.is_available()
-    dist.init_process_group(backend="nccl" if cuda else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    comm = (HorovodComm if args.engine in ("horovod", "perseus") else DDPComm)(args.engine, cuda)
+    rank, world, local_rank = comm.rank, comm.world, comm.local_rank
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     if cuda:
@@ -219,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     model = build_model(args.model, args.num_classes, args.image_size).to(device)
     if cuda and args.model != "bert-base":
         model = model.to(memory_format=torch.channels_last)
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    nosync = steplog.no_sync_fault()
+    net, opt, no_sync = comm.wrap(model, nosync)
     use_amp = args.precision == "amp"
     amp_dtype = torch.float16 if cuda else torch.bfloat16
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and cuda)
@@ -234,17 +330,23 @@ def main(argv: list[str] | None = None) -> int:
             images = images.contiguous(memory_format=torch.channels_last)
         labels = torch.randint(0, args.num_classes, (args.batch_size,), device=device)
     arcface = args.model == "arcface"
-
-    nosync = steplog.no_sync_fault()
+    # Horovod's optimizer all-reduces in step(); with a loss scaler, finish that before unscaling.
+    hvd_scaled = scaler.is_enabled() and hasattr(opt, "skip_synchronize")
 
     def step() -> torch.Tensor:
-        opt.zero_grad(set_to_none=True)
-        with ddp.no_sync() if nosync else contextlib.nullcontext():
+        net.zero_grad(set_to_none=True)  # (Horovod's optimizer has no set_to_none)
+        with no_sync():
             with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
-                logits = ddp(images, labels) if arcface else ddp(images)
+                logits = net(images, labels) if arcface else net(images)
                 loss = F.cross_entropy(logits.float(), labels)
             scaler.scale(loss).backward()
-        scaler.step(opt)
+        if hvd_scaled:
+            opt.synchronize()
+            scaler.unscale_(opt)
+            with opt.skip_synchronize():
+                scaler.step(opt)
+        else:
+            scaler.step(opt)
         scaler.update()
         return loss.detach()
 
@@ -271,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             done = warmup_done(mine, args.warmup_iters, args.max_warmup_iters)
             decide[0] = float(done)
             decide[1] = window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters)
-        dist.broadcast(decide, src=0)
+        comm.broadcast_(decide)
         if decide[0] > 0:
             break
     warmup, iters = len(losses), int(decide[1])
@@ -280,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)] if cuda else []
     step_losses = []
     sync()
-    dist.barrier()
+    comm.barrier()
     w0 = time.perf_counter()
     stamps = [w0]
     if cuda:
@@ -295,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
             events[k + 1].record()
         stamps.append(time.perf_counter())
     sync()
-    dist.barrier()
+    comm.barrier()
     w1 = time.perf_counter()
     if cuda:
         mine += [events[k].elapsed_time(events[k + 1]) / 1e3 for k in range(iters)]
@@ -307,18 +409,15 @@ def main(argv: list[str] | None = None) -> int:
     total = warmup + iters
 
     mine = torch.tensor(mine, dtype=torch.float64, device=device)
-    gathered = [torch.zeros_like(mine) for _ in range(world)]
-    dist.all_gather(gathered, mine)
-    hosts: list[str | None] = [None] * world
+    gathered = comm.all_gather(mine)
     info = {"host": socket.gethostname(), "local_rank": local_rank,
             "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
             "threads": torch.get_num_threads()}
-    dist.all_gather_object(hosts, info)
+    hosts = comm.all_gather_object(info)
     with torch.no_grad():  # every rank's parameters after the last step: equal when in sync
         params = [p.detach().double() for p in model.parameters()]
         digest = torch.stack([sum(p.sum() for p in params), sum((p * p).sum() for p in params)]).to(device)
-    digests = [torch.zeros_like(digest) for _ in range(world)]
-    dist.all_gather(digests, digest)
+    digests = comm.all_gather(digest)
 
     if rank == 0:
         with steplog.Writer(args.output) as log:
@@ -328,10 +427,9 @@ def main(argv: list[str] | None = None) -> int:
                 warmup_iters=warmup, iters=iters, window_seconds=args.window_seconds,
                 window={"start": w0, "end": w1},
                 world_size=world, ranks=hosts,
-                local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
-                nnodes=world // int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
-                frameworks={"torch": torch.__version__}, python=platform.python_version(),
-                backend=dist.get_backend(), cuda=torch.version.cuda if cuda else None,
+                local_world_size=comm.local_size, nnodes=world // comm.local_size, engine=args.engine,
+                frameworks={"torch": torch.__version__, **comm.versions}, python=platform.python_version(),
+                backend=comm.name, cuda=torch.version.cuda if cuda else None,
                 parameters=sum(p.numel() for p in model.parameters()),
             )
             for i in range(total):
@@ -339,8 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                          rank_times=[float(g[i]) for g in gathered], samples=args.batch_size * world,
                          loss=losses[i])
             log.end([d.tolist() for d in digests])
-    dist.barrier()
-    dist.destroy_process_group()
+    comm.shutdown()
     return 0
 
 
