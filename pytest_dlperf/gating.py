@@ -39,6 +39,7 @@ class GateOptions:
     hardware_fails: bool = False
     cv_bound: float = DEFAULT_CV_BOUND
     alpha: float = DEFAULT_ALPHA
+    root: Path | None = None  # the repository under test: its git commit is recorded and compared
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> GateOptions:
@@ -51,7 +52,8 @@ class GateOptions:
                    tolerance={"throughput": get("dlperf_tolerance"), "speedup": get("dlperf_speedup_tolerance"),
                               "efficiency": get("dlperf_efficiency_tolerance")},
                    missing=get("dlperf_baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail",
-                   hardware_fails=(get("dlperf_hardware") or ("fail" if in_ci() else "skip")) == "fail")
+                   hardware_fails=(get("dlperf_hardware") or ("fail" if in_ci() else "skip")) == "fail",
+                   root=Path(config.rootpath))
 
 
 def marker_tolerances(item: pytest.Item | None) -> dict[str, float]:
@@ -85,15 +87,48 @@ class Judgement:
     verdicts: list[Verdict] = field(default_factory=list)
 
 
-def _versions(result: CaseResult) -> dict[str, str]:
+def _versions(result: CaseResult, git: str | None = None) -> dict[str, str]:
+    """What the run ran on, as the workload's meta line says (frameworks, Python, CUDA, NCCL, the
+    engine's communication backend, the device model) plus the repository's commit: stored with a
+    recording, and compared on a regression ("what changed since the baseline")."""
     meta = result.runs[0].meta if result.runs else {}
-    out = {k: str(meta[k]) for k in ("python", "backend", "cuda") if meta.get(k)}
+    out = {k: str(meta[k]) for k in ("python", "backend", "cuda", "nccl", "driver") if meta.get(k)}
     out.update({k: str(v) for k, v in (meta.get("frameworks") or {}).items()})
+    ranks = [r for r in meta.get("ranks") or [] if isinstance(r, dict) and r.get("device")]
+    if ranks:
+        out["device"] = str(ranks[0]["device"])
     try:
         out["pytest_dlperf"] = metadata.version("pytest-dlperf")
     except metadata.PackageNotFoundError:
         pass
+    if git:
+        out["git"] = git
     return out
+
+
+def git_commit(root: Path | None) -> str | None:
+    """The repository's commit (12 hex digits, "+dirty" with uncommitted changes), None outside git."""
+    import subprocess
+
+    if root is None:
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def changes(before: dict[str, str], now: dict[str, str]) -> list[str]:
+    """``name before -> now`` for every fact that differs or appeared (pytest-dlperf's own version last)."""
+    keys = sorted(set(before) | set(now), key=lambda k: (k == "pytest_dlperf", k))
+    return [f"{k} {before.get(k, '(not recorded)')} -> {now.get(k, '(none)')}"
+            for k in keys if before.get(k) != now.get(k) and k in now]
 
 
 def _frameworks(result: CaseResult) -> list[str]:
@@ -112,6 +147,15 @@ class Gate:
         self.pending: dict[str, tuple[str, str, Entry, Fingerprints | None]] = {}
         self.written: dict[str, int] = {}
         self._files: dict[str, BaselineFile] = {}
+        self._git: str | None = None
+        self._git_read = False
+
+    @property
+    def git(self) -> str | None:
+        """The repository's commit, read once per session."""
+        if not self._git_read:
+            self._git, self._git_read = git_commit(self.options.root), True
+        return self._git
 
     def profile(self, nodes: list[Node], backend: str, result: CaseResult) -> str:
         """The named profile, else the detected one; a mismatch is said plainly once."""
@@ -153,7 +197,7 @@ class Gate:
         comp = compare(bfile.fingerprint_for(entry), fingerprints.nodes if fingerprints else None)
         for err in fingerprints.errors if fingerprints else []:
             self.note(f"hardware fingerprint: {err}")
-        if comp.status == "unknown" and not entry.published:
+        if comp.status == "unknown" and not entry.external:
             self.note(f"{bfile.path.name}: {comp.summary()}; throughput judged without that check")
         elif comp.status == "busy":
             self.note(f"hardware fingerprint: {comp.summary()}")
@@ -183,7 +227,8 @@ class Gate:
         tol = resolve_tolerances(bfile.tolerances_for(key), self.options.tolerance, marker_tolerances(item))
         record = self.options.update or (entry is None and self.options.missing == "record")
         if record and item is not None:
-            self.pending[item.nodeid] = (profile, key, Entry.from_result(result, tol, _versions(result)), fingerprints)
+            self.pending[item.nodeid] = (profile, key, Entry.from_result(result, tol, _versions(result, self.git)),
+                                         fingerprints)
         comp = self.hardware(bfile, entry, fingerprints) if entry is not None else None
         if comp is not None and comp.status == "differs":
             v = hardware_verdict(result, entry, tol.throughput, comp)
@@ -210,8 +255,14 @@ class Gate:
                 return Judgement("pass", f"{case.id}: recorded as the baseline of profile {profile!r}", verdicts)
             return Judgement("fail" if self.options.missing == "fail" else "skip", verdicts[0].message, verdicts)
         failing = [v for v in verdicts if v.fails(self.options.noisy_fails)]
-        if failing and not self.options.update:
-            return Judgement("fail", "\n".join(v.message for v in failing), verdicts)
+        if failing:
+            changed = changes(entry.versions, _versions(result, self.git))
+            said = ("changed since the baseline was recorded: " + "; ".join(changed)) if changed else \
+                "nothing recorded changed since the baseline (versions, device, commit): look at the machine and the code"
+            for v in failing:
+                result.verdict[v.metric]["changes"] = changed
+            if not self.options.update:
+                return Judgement("fail", "\n".join(v.message for v in failing) + "\n" + said, verdicts)
         return Judgement("pass", "\n".join(v.message for v in verdicts), verdicts)
 
     def test_finished(self, nodeid: str, passed: bool) -> None:

@@ -6,10 +6,12 @@ node for processes that still carry the run's tag.
 """
 from __future__ import annotations
 
+import json
 import posixpath
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,9 +151,32 @@ def stop_everything(cluster: Cluster, nodes: list[Node], tag: str, procs: list[N
         return [e for e in pool.map(sweep, nodes) if e]
 
 
+def last_progress(path: Path) -> dict | None:
+    """The last ``DLPERF-PROGRESS {...}`` line rank 0 printed into node 0's log (steplog.Progress),
+    also behind a launcher's prefix (horovodrun's ``[0]<stdout>:``)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - 8192))
+            tail = fh.read().decode(errors="replace")
+    except OSError:
+        return None
+    i = tail.rfind(steplog.PROGRESS_MARK)
+    if i < 0:
+        return None
+    line = tail[i + len(steplog.PROGRESS_MARK):].split("\n", 1)[0]
+    try:
+        info = json.loads(line)
+    except ValueError:
+        return None
+    return info if isinstance(info, dict) else None
+
+
 def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
-             log_dir: Path, repeat: int = 0, poll: float = 0.1) -> RunRecord:
-    """Run one repeat of the case to completion; raise RunFailed with the nodes' last output."""
+             log_dir: Path, repeat: int = 0, poll: float = 0.1,
+             on_progress: Callable[[dict], None] | None = None) -> RunRecord:
+    """Run one repeat of the case to completion; raise RunFailed with the nodes' last output.
+    ``on_progress`` gets rank 0's latest progress line (a dict) about twice a second."""
     log_dir.mkdir(parents=True, exist_ok=True)
     plan, cmds = plan_run(cluster, launcher, case, measurement)
     rendered = [cluster.render(c) for c in cmds]
@@ -160,6 +185,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     codes: dict[str, int | None] = {}
     t0 = time.monotonic()
     deadline = t0 + measurement.timeout
+    next_look = t0
     try:
         for cmd in cmds:
             procs.append(cluster.start(cmd, log_dir / f"{cmd.node.name}.log"))
@@ -177,6 +203,11 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                 raise RunFailed(_describe_failure(procs, codes, why, first=failed))
             if all(c == 0 for c in codes.values()):
                 break
+            if on_progress is not None and time.monotonic() >= next_look:
+                next_look = time.monotonic() + 0.5
+                info = last_progress(procs[0].log_path)
+                if info is not None:
+                    on_progress(info)
             if time.monotonic() > deadline:
                 running = ", ".join(n for n, c in codes.items() if c is None)
                 raise RunFailed(_describe_failure(

@@ -20,6 +20,7 @@ from .baselines import BaselineError, verdict_table
 from .clusters.base import Cluster, ClusterError
 from .gating import Gate, GateOptions, verdict_from_dict
 from .launchers.base import Launcher
+from .reporting.live import LiveLine
 from .options import RunOptions
 from .results import CaseResult, ResultSet, result_from_dict, summarize
 from .runner import RunFailed, plan_run, run_case
@@ -64,6 +65,7 @@ class DLPerfSession:
         self.node_frameworks: dict[str, dict[str, str]] = {}  # node -> framework -> version
         self._framework_checked: dict[tuple[str, ...], tuple[str, str] | None] = {}
         self.gate = Gate(GateOptions.from_config(config))
+        self.live = LiveLine(config)
 
     # ------------------------------------------------------------------ set-up
     def _make_launchers(self) -> dict[str, Launcher]:
@@ -242,8 +244,14 @@ class DLPerfSession:
             with sigterm_as_interrupt(), self.cluster.lease():
                 self._framework_ready(case)
                 self.probe_hardware(self.case_name(case))
+                name = self.case_name(case)
                 for rep in range(m.repeats):
-                    runs.append(run_case(self.cluster, self.launcher(case), case, m, case_dir / f"r{rep}", rep))
+                    show = (lambda info, rep=rep: self.live.update(name, rep, m.repeats, info)) if self.live.enabled else None
+                    try:
+                        runs.append(run_case(self.cluster, self.launcher(case), case, m, case_dir / f"r{rep}", rep,
+                                             on_progress=show))
+                    finally:
+                        self.live.clear()
         except (RunFailed, ClusterError) as exc:
             error = str(exc)
         if error is not None:  # outside the except block: the report shows the nodes, not a chain
@@ -253,6 +261,8 @@ class DLPerfSession:
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         self._second_look(case, result)
         judgement = self.gate.judge(result, self.cluster.nodes(), case.backend, item, self.fingerprints)
+        if item is not None:  # JUnit properties (--junitxml), as record_property writes them
+            item.user_properties.extend(junit_properties(result))
         if judgement.outcome == "fail":
             pytest.fail(judgement.message, pytrace=False)
         if judgement.outcome == "skip":
@@ -273,7 +283,7 @@ class DLPerfSession:
                                          self.options.report_dir / "frameworks" / "-".join(key) / fw)
                 for node, version in found.versions.items():
                     self.node_frameworks.setdefault(node, {})[fw] = version
-                problem = problem or found.problem(launcher.install_hint(fw))
+                problem = problem or found.problem(launcher.install_hint_for(fw))
             if problem is None and launcher.spans_nodes and len(nodes) > 1:
                 problem = reach.check(self.cluster, nodes, self.options.report_dir / "reach" / "-".join(key))
             self._framework_checked[key] = problem
@@ -282,6 +292,7 @@ class DLPerfSession:
             outcome, why = problem
             if outcome == "skip":
                 pytest.skip(f"--backend {case.backend}: {why}")
+            self.failures[self.case_name(case)] = f"--backend {case.backend}: {why}"  # in results.json too
             pytest.fail(f"--backend {case.backend}: {why}", pytrace=False)
 
     def _second_look(self, case: CaseSpec, result: CaseResult) -> None:
@@ -311,6 +322,23 @@ class DLPerfSession:
         env["node_frameworks"] = self.node_frameworks
         return reporting.write_results(self.options.report_dir, self.results, env,
                                        self.options.to_dict(), self.failures)
+
+
+def junit_properties(result: CaseResult) -> list[tuple[str, object]]:
+    """The case's key figures, one JUnit property each."""
+    c = result.case
+    props: list[tuple[str, object]] = [
+        ("dlperf_backend", c.backend), ("dlperf_case", c.id), ("dlperf_topology", c.topology.name),
+        ("dlperf_samples_per_s", round(result.median, 4)), ("dlperf_repeats", len(result.throughputs)),
+        ("dlperf_step_p50_s", round(result.step_time["p50"], 6)), ("dlperf_step_p95_s", round(result.step_time["p95"], 6)),
+    ]
+    for name in ("speedup", "efficiency", "multi_node_efficiency"):
+        value = getattr(result, name)
+        if value is not None:
+            props.append((f"dlperf_{name}", round(value, 4)))
+    for metric, v in (result.verdict or {}).items():
+        props.append((f"dlperf_verdict_{metric}", v.get("status", "")))
+    return props
 
 
 class BoundRunner:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -147,3 +148,39 @@ def test_dryrun_lines_pasted_into_shells_train_the_case(tmp_path, backend, modul
     records = [json.loads(x) for x in steps.read_text().splitlines()]
     assert records[0]["world_size"] == 2 and records[0]["model"] == "resnet50"
     assert records[-1]["kind"] == "end" and len(records[-1]["param_digests"]) == 2
+
+
+@pytest.mark.parametrize("backend, module, extra, case_id, profile_part", [
+    ("tf", "tensorflow", "tf", "resnet50-fp32-bs2-32px-noxla-1n1g", "-tf2"),
+    ("paddle", "paddle", "paddle", "resnet50-fp32-bs2-32px-1n1g", "-paddle3"),
+    ("horovod", "horovod", None, "resnet50-fp32-bs2-32px-torch-1n1g", "-horovod0-torch2"),
+])
+def test_each_backend_records_its_baseline_and_a_rerun_is_gated(tmp_path, backend, module, extra, case_id,
+                                                                 profile_part):
+    """--update-baselines writes the backend's own profile; a rerun is judged against it: here the
+    recording is doubled first, so today's real runs must be called a regression."""
+    if backend == "horovod":
+        from .frameworks import ensure_horovod
+        ensure_horovod()
+    else:
+        ensure(module, extra)
+    store = tmp_path / "store"
+    gate = ["--backend", backend, "--dlperf-model", "resnet50", "-k", case_id, "--dlperf-repeats", "3",
+            "--dlperf-baseline-dir", str(store)]
+    r = run_suite(tmp_path / "rec", *gate, "--update-baselines")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (path,) = store.glob("*.json")
+    assert path.name.startswith("cpu-") and path.name.endswith(f"{profile_part}.json"), path.name
+    doc = json.loads(path.read_text())
+    (key,) = doc["entries"]
+    assert key == f"{backend}/{case_id}" and len(doc["entries"][key]["throughputs"]) == 3
+    entry = doc["entries"][key]
+    entry["throughputs"] = [2 * t for t in entry["throughputs"]]
+    entry["median"] *= 2
+    entry["mean"] *= 2
+    path.write_text(json.dumps(doc, indent=1))
+    r = run_suite(tmp_path / "gated", *gate)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(rf"REGRESSION\s+{re.escape(case_id)}\s+throughput", r.stdout), r.stdout
+    (case,) = cases(tmp_path / "gated").values()
+    assert case["verdict"]["throughput"]["status"] == "regression"

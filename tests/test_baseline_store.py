@@ -129,7 +129,7 @@ def _valid_doc() -> dict:
     (lambda e: e.update(median=-1), r"'median' must be a number > 0"),
     (lambda e: e.update(throughputs=[1.0, "x"]), r"'throughputs' item 1 must be a number > 0"),
     (lambda e: e.update(topology="two nodes"), r"'topology' bad topology"),
-    (lambda e: e.update(source="made up"), r"'source' must be 'recorded' or 'published: <citation>'"),
+    (lambda e: e.update(source="made up"), r"'source' must be 'recorded', 'published: <citation>' or 'imported: <logs>'"),
     (lambda e: e.update(model="vgg16"), r"does not match its fields, which make 'ddp/vgg16"),
     (lambda e: e.update(tolerance={"throughput": 2}), r"tolerance\.'speedup' is missing"),
     (lambda e: e.update(tolerance={"throughput": 2, "speedup": 0, "efficiency": 0}), r"expected a fraction"),

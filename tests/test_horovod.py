@@ -113,6 +113,15 @@ def test_horovod_trains_torch_and_tf_over_two_local_nodes_beside_ddp(horovod, tm
     assert tagged_processes(str(report)) == []
 
 
+def test_with_horovod_and_perseus_the_horovod_half_still_runs(horovod, tmp_path):
+    report = tmp_path / "report"
+    r = run_suite(report, "--backend", "horovod,perseus", "--dlperf-model", "resnet50", "-k", "torch-2n1g")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert set(by_id(report)) == {"horovod-resnet50-fp32-bs2-32px-torch-2n1g"}  # measured
+    assert "--backend perseus: perseus is not installed on local0, local1" in r.stdout
+    assert "SKIPPED" in r.stdout and "2 skipped" in r.stdout  # perseus: not installed; horovod: no baseline here
+
+
 def test_horovod_over_mpi_trains_two_local_nodes(horovod, tmp_path):
     """--dlperf-horovod-controller mpi: horovodrun --mpi runs Debian's mpirun, which starts node 1's
     ranks through the same remote shell (the local cluster's ssh agent)."""

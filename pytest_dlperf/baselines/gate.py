@@ -110,7 +110,7 @@ def _side(label: str, median: float, cv: float | None, rcv: float | None, n: int
 
 def _provenance(baseline: Entry, has_runs: bool) -> str:
     """Where the baseline figure comes from, for the message."""
-    if baseline.published:
+    if baseline.external:
         return f", {baseline.source}" + ("" if has_runs else "; no per-run figures, spread taken as zero")
     if baseline.recorded_at:
         vers = ", ".join(f"{k} {v}" for k, v in sorted(baseline.versions.items()))

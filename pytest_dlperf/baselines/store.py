@@ -70,6 +70,12 @@ class Entry:
     def published(self) -> bool:
         return self.source.startswith("published")
 
+    @property
+    def external(self) -> bool:
+        """Not measured by this suite: a published figure, or imported from a peer's logs
+        (``dlperf import --record``); no hardware fingerprint comes with it."""
+        return self.source.startswith(("published", "imported"))
+
     @classmethod
     def from_samples(cls, *, model: str, precision: str, batch_size: int, image_size: int, backend: str,
                      topology: str, throughputs: Sequence[float], tolerance: Tolerances | float | None,
@@ -128,8 +134,8 @@ class Entry:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in versions.items()):
             raise r.fail("versions", "must map names to version strings")
         source = r.get("source", "str")
-        if source != "recorded" and not source.startswith("published:"):
-            raise r.fail("source", f"must be 'recorded' or 'published: <citation>', not {source!r}")
+        if source != "recorded" and not source.startswith(("published:", "imported:")):
+            raise r.fail("source", f"must be 'recorded', 'published: <citation>' or 'imported: <logs>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
                  "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
                  "machine", "variant"}

@@ -64,6 +64,7 @@ class SpanAccess:
     ssh_port: int | None = None  # one port for every node (horovodrun takes one)
     ssh_identity: str | None = None  # a key file on node 0
     preflight: bool = True  # prove node 0 reaches every node over SSH before the first run
+    nics: tuple[str, ...] = ()  # network interfaces every node shares (empty: the launcher finds them)
 
 
 @dataclass

@@ -89,9 +89,13 @@ class Launcher(ABC):
         """Packages (import names) every node of the case needs, in one version on all of them."""
         return (self.framework,)
 
-    def install_hint(self, framework: str | None = None) -> str:
-        """What to run on a node that lacks ``framework`` (by default the backend's own)."""
+    def install_hint(self) -> str:
+        """What to run on a node that lacks the backend's framework."""
         return f"pip install 'pytest-dlperf[{self.name}]'"
+
+    def install_hint_for(self, framework: str) -> str:
+        """What to run on a node that lacks one of ``frameworks_for(case)``."""
+        return self.install_hint()
 
     def workload_paths(self) -> list[Path]:
         files = list(dict.fromkeys([*self.workload_files, "steplog.py"]))

@@ -62,7 +62,10 @@ class HorovodLauncher(Launcher):
     def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
         return (self.framework, FRAMEWORKS[self.trains_with(case)][0])
 
-    def install_hint(self, framework: str | None = None) -> str:
+    def install_hint(self) -> str:
+        return self.install_hint_for(self.framework)
+
+    def install_hint_for(self, framework: str) -> str:
         if framework == "tensorflow":
             return TFLauncher().install_hint()
         if framework == "torch":
@@ -85,8 +88,8 @@ class HorovodLauncher(Launcher):
             argv += ["--ssh-port", str(span.ssh_port)]
         if span is not None and span.ssh_identity:
             argv += ["--ssh-identity-file", span.ssh_identity]
-        if span is not None and not span.preflight:  # the local cluster: every node is this machine's loopback
-            argv += ["--network-interfaces", "lo"]
+        if span is not None and span.nics:  # the local cluster's loopback: no NIC discovery over SSH
+            argv += ["--network-interfaces", ",".join(span.nics)]
         return argv
 
     def blame(self, plan: RunPlan, log: str) -> str | None:
@@ -140,9 +143,9 @@ class PerseusLauncher(HorovodLauncher):
     name = "perseus"
     framework = "perseus"
 
-    def install_hint(self, framework: str | None = None) -> str:
+    def install_hint_for(self, framework: str) -> str:
         if framework in ("torch", "tensorflow"):
-            return super().install_hint(framework)
+            return super().install_hint_for(framework)
         return ("AIACC-Training from Alibaba Cloud's AIACC packages or an Alibaba GPU image that ships it "
                 "(not on PyPI; see Alibaba Cloud's AIACC-Training documentation)")
 

@@ -21,7 +21,7 @@ class PaddleLauncher(Launcher):
                 "arcface": ModelDefaults(128, 112)},
     }
 
-    def install_hint(self, framework: str | None = None) -> str:
+    def install_hint(self) -> str:
         return ("pip install 'pytest-dlperf[paddle]' (paddlepaddle, CPU; GPU nodes: paddlepaddle-gpu from "
                 "https://www.paddlepaddle.org.cn/packages/stable/cu126/)")
 

@@ -38,7 +38,7 @@ class TFLauncher(Launcher):
         training step with XLA costs more than the suite's budget: off only (-k xla on GPUs)."""
         return ("xla", "noxla") if profile == "gpu" else ("noxla",)
 
-    def install_hint(self, framework: str | None = None) -> str:
+    def install_hint(self) -> str:
         return "pip install 'pytest-dlperf[tf]' (tensorflow-cpu; GPU nodes: pip install 'tensorflow[and-cuda]')"
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:

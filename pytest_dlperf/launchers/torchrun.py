@@ -20,7 +20,7 @@ class TorchrunLauncher(Launcher):
                 "bert-base": ModelDefaults(32, 128), "arcface": ModelDefaults(128, 112)},
     }
 
-    def install_hint(self, framework: str | None = None) -> str:
+    def install_hint(self) -> str:
         return ("pip install torch==2.13.0 (CPU nodes: --index-url https://download.pytorch.org/whl/cpu)")
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
@@ -60,8 +60,8 @@ class ACSpeedLauncher(TorchrunLauncher):
     def frameworks_for(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
         return ("torch", "acspeed")
 
-    def install_hint(self, framework: str | None = None) -> str:
+    def install_hint_for(self, framework: str) -> str:
         if framework == "acspeed":
             return ("ACSpeed from Alibaba Cloud's AIACC packages or an Alibaba GPU image that ships it "
                     "(not on PyPI; see Alibaba Cloud's ACSpeed documentation)")
-        return super().install_hint(framework)
+        return self.install_hint()

@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
     plant = steplog.planted_slowdown()
+    progress = steplog.Progress(rank == 0, args.batch_size * world)  # the live line, rank 0 only
     starts, ends, losses, mine = [], [], [], []
     least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)
     iters = args.iters
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         starts.append(t0)
         ends.append(time.perf_counter())
         mine.append(ends[-1] - t0)
+        progress("warmup", len(losses))
         decide = gather([float(warmup_done(mine, args.warmup_iters, args.max_warmup_iters)),
                          float(window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters))])[0]
         iters = int(decide[1])
@@ -158,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             sync()
             time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
         stamps.append(time.perf_counter())
+        progress("window", k + 1, iters)
     sync()
     barrier()
     w1 = time.perf_counter()

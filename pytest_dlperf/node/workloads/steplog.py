@@ -25,6 +25,7 @@ import math
 import os
 import platform
 import sys
+import time
 from dataclasses import dataclass
 
 VERSION = 1
@@ -74,6 +75,32 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.machine()
+
+
+# ---------------------------------------------------------------- live progress (optional)
+PROGRESS_MARK = "DLPERF-PROGRESS "
+
+
+class Progress:
+    """Rank 0 prints ``DLPERF-PROGRESS {"phase", "step", "of", "samples_per_s"}`` on stdout, at most
+    every ``every`` seconds: the harness shows it as a live line. Host clock only, no device sync:
+    the figures are the last interval's pace, for people, never for the measurement."""
+
+    def __init__(self, enabled: bool, samples_per_step: int, every: float = 1.0) -> None:
+        self.enabled, self.samples, self.every = enabled, samples_per_step, every
+        self._last = (time.perf_counter(), 0)
+
+    def __call__(self, phase: str, step: int, of: int | None = None) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        t0, s0 = self._last
+        if now - t0 < self.every and step != of:
+            return
+        rate = (step - s0) * self.samples / (now - t0) if step > s0 and now > t0 else None
+        self._last = (now, step)
+        print(PROGRESS_MARK + json.dumps({"phase": phase, "step": step, "of": of, "samples_per_s": rate}),
+              flush=True)
 
 
 # ---------------------------------------------------------------- fault and slow-down hooks

@@ -223,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     gather = comm.gather
 
     plant = steplog.planted_slowdown()
+    progress = steplog.Progress(rank == 0, args.batch_size * world)  # the live line, rank 0 only
     starts, ends, losses, mine = [], [], [], []
     least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)
     iters = args.iters
@@ -233,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         starts.append(t0)
         ends.append(time.perf_counter())
         mine.append(ends[-1] - t0)
+        progress("warmup", len(losses))
         # worker 0 decides for everyone: [done, window steps]
         decide = gather([float(warmup_done(mine, args.warmup_iters, args.max_warmup_iters)),
                          float(window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters))])[0]
@@ -250,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         if plant:
             time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
         stamps.append(time.perf_counter())
+        progress("window", k + 1, iters)
     gather([0.0])  # end barrier
     w1 = time.perf_counter()
     mine += [b - a for a, b in zip(stamps, stamps[1:])]

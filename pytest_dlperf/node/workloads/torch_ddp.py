@@ -351,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         return loss.detach()
 
     plant = steplog.planted_slowdown()
+    progress = steplog.Progress(rank == 0, args.batch_size * world)  # the live line, rank 0 only
     decide = torch.zeros(2, dtype=torch.float64, device=device)  # rank 0's [warm-up done, window steps]
 
     def sync() -> None:
@@ -369,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         starts.append(t0)
         ends.append(time.perf_counter())
         mine.append(ends[-1] - t0)
+        progress("warmup", len(losses))
         if rank == 0:
             done = warmup_done(mine, args.warmup_iters, args.max_warmup_iters)
             decide[0] = float(done)
@@ -396,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         if cuda:
             events[k + 1].record()
         stamps.append(time.perf_counter())
+        progress("window", k + 1, iters)
     sync()
     comm.barrier()
     w1 = time.perf_counter()
@@ -430,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
                 local_world_size=comm.local_size, nnodes=world // comm.local_size, engine=args.engine,
                 frameworks={"torch": torch.__version__, **comm.versions}, python=platform.python_version(),
                 backend=comm.name, cuda=torch.version.cuda if cuda else None,
+                nccl=".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
                 parameters=sum(p.numel() for p in model.parameters()),
             )
             for i in range(total):

@@ -1,4 +1,5 @@
-"""Reports: the seed-style tables for the terminal and results.json for machines."""
+"""Reports: the seed-style tables for the terminal, results.json for machines, and (modules
+beside this one) summary.md, PNG plots and pytest-benchmark's JSON for people and tools."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -10,8 +11,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from .files import atomic_write_text
-from .results import ResultSet
+from ..files import atomic_write_text
+from ..results import ResultSet
 
 SCHEMA = 1
 
@@ -70,24 +71,50 @@ def engine_table(results: ResultSet, width: int = 200) -> str:
     return buf.getvalue()
 
 
-def write_results(report_dir: Path, results: ResultSet, environment: dict, options: dict,
-                  failures: dict[str, str]) -> Path:
-    """results.json (everything, raw steps included) and dlperf_<precision>.json (DLPerf's shape)."""
-    summary = results.dlperf_summary()
-    doc = {
+def results_document(results: ResultSet, environment: dict, options: dict, failures: dict[str, str]) -> dict:
+    """What results.json holds."""
+    return {
         "schema": SCHEMA,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "environment": environment,
         "options": options,
-        "summary": summary,
+        "summary": results.dlperf_summary(),
         "engines": results.engine_comparison(),
         "cases": [r.to_dict() for r in results.results],
         "failures": failures,
     }
+
+
+def write_results(report_dir: Path, results: ResultSet, environment: dict, options: dict,
+                  failures: dict[str, str]) -> Path:
+    """results.json (everything, raw steps included) and dlperf_<precision>.json (DLPerf's shape)."""
+    doc = results_document(results, environment, options, failures)
     path = report_dir / "results.json"
     atomic_write_text(path, json.dumps(doc, indent=1, default=str) + "\n")
-    for precision, per_model in summary.items():
+    for precision, per_model in doc["summary"].items():
         atomic_write_text(report_dir / f"dlperf_{precision}.json", json.dumps(per_model, indent=1) + "\n")
+    write_readable(report_dir, results, environment, failures)
+    return path
+
+
+def write_readable(report_dir: Path, results: ResultSet, environment: dict, failures: dict[str, str]) -> Path:
+    """summary.md and plots/*.png for people, benchmark.json for pytest-benchmark; summary.md is
+    also appended to ``$GITHUB_STEP_SUMMARY`` when a GitHub Actions step runs us."""
+    import os
+
+    from . import benchmark, markdown, plots
+
+    written = plots.write_all(report_dir / "plots", results) if results.results else []
+    text = markdown.render(results, failures, written)
+    path = report_dir / "summary.md"
+    atomic_write_text(path, text + "\n")
+    if results.results:
+        atomic_write_text(report_dir / "benchmark.json",
+                          json.dumps(benchmark.to_json(results, environment), indent=1, default=str) + "\n")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as fh:  # the step's file: others append too
+            fh.write(text.replace("](plots/", f"]({report_dir}/plots/") + "\n")
     return path
 
 

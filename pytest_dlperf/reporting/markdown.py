@@ -1,0 +1,92 @@
+"""summary.md: the seed-style tables in Markdown, one per backend, model and precision, regressions
+first, for people and for a CI job's step summary (``GITHUB_STEP_SUMMARY``)."""
+from __future__ import annotations
+
+from ..results import CaseResult, ResultSet
+
+# Worst first: a group's rank in the file is its worst case's.
+SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "improvement", "pass", "")
+
+
+def case_verdict(result: CaseResult) -> str:
+    """The worst status of the case's metrics ("" when it was not gated)."""
+    statuses = [v.get("status", "") for v in (result.verdict or {}).values()]
+    return min(statuses, key=lambda s: SEVERITY.index(s) if s in SEVERITY else 0) if statuses else ""
+
+
+def _f(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _group_title(r: CaseResult) -> str:
+    c = r.case
+    variant = f" {c.variant}" if c.variant else ""
+    return f"{c.backend}: {c.model} {c.precision}, batch {c.batch_size}/device, {c.size_label}{variant}"
+
+
+def render(results: ResultSet, failures: dict[str, str] | None = None, plots: list[str] = (),
+           title: str = "dlperf results") -> str:
+    """The whole summary.md; ``plots``: PNG file names under plots/ to show at the end."""
+    failures = failures or {}
+    groups = list(results.groups().values())
+    groups.sort(key=lambda rows: min(SEVERITY.index(case_verdict(r)) if case_verdict(r) in SEVERITY else 0
+                                     for r in rows))
+    lines = [f"# {title}", ""]
+    regressions = [r for r in results.results if case_verdict(r) == "regression"]
+    counts = f"{len(results.results)} case(s) measured, {len(regressions)} regression(s), {len(failures)} failed"
+    lines += [counts, ""]
+    if failures:
+        lines += ["## Failed", ""]
+        for case, why in failures.items():
+            first = why.strip().splitlines()[0] if why.strip() else ""
+            lines.append(f"- `{case}`: {first}")
+        lines.append("")
+    for rows in groups:
+        lines += [f"## {_group_title(rows[0])}", "",
+                  "| topology | nodes | devices | samples/s | efficiency | multi-node eff. | speedup | "
+                  "p50 step | p95 step | verdict |",
+                  "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+        for r in rows:
+            t = r.case.topology
+            verdict = case_verdict(r)
+            change = (r.verdict or {}).get("throughput", {}).get("change")
+            shown = verdict.upper() + (f" ({change:+.1%})" if change is not None else "") if verdict else "-"
+            lines.append(f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_f(r.efficiency, '.2f')} | "
+                         f"{_f(r.multi_node_efficiency, '.2f')} | {_f(r.speedup, '.2f')} | "
+                         f"{r.step_time['p50']:.3f} s | {r.step_time['p95']:.3f} s | {shown} |")
+        lines.append("")
+    engines = results.engine_comparison()
+    if engines:
+        names = list(dict.fromkeys(e for row in engines for e in row["engines"]))
+        ratios = list(dict.fromkeys(k for row in engines for k in row["ratios"]))
+        lines += ["## Engines compared", "",
+                  "samples/s (efficiency, multi-node efficiency) per engine, and the first engine's ratio.", "",
+                  "| case | framework | topology | " + " | ".join(names + ratios) + " |",
+                  "|---|---|---|" + "--:|" * (len(names) + len(ratios))]
+        for row in engines:
+            cells = []
+            for e in names:
+                f = row["engines"].get(e)
+                cells.append("-" if f is None else f"{f['samples_per_s']:.2f} ({_f(f['efficiency'], '.2f')}, "
+                                                    f"{_f(f['multi_node_efficiency'], '.2f')})")
+            cells += [_f(row["ratios"].get(k), ".3f") for k in ratios]
+            case = f"{row['model']} {row['precision']} bs{row['batch_size']}" + (f" {row['variant']}" if row["variant"] else "")
+            lines.append(f"| {case} | {row['framework']} | {row['topology']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    notes = [(r, v) for r in results.results for v in (r.verdict or {}).values()
+             if v.get("status") in ("regression", "hardware", "noisy")]
+    missing = [r for r in results.results if case_verdict(r) == "missing"]
+    if notes or missing:
+        lines += ["## Gate notes", ""]
+        for r, v in notes:
+            changed = "; ".join(v.get("changes") or []) or "nothing recorded (versions, device, commit)"
+            lines.append(f"- `{r.case.backend}/{r.case.id}` {v.get('metric', '')}: **{v.get('status', '').upper()}**: "
+                         f"{v.get('message', '')}" + (f" Changed since the baseline: {changed}."
+                                                      if v.get("status") == "regression" else ""))
+        if missing:
+            lines.append(f"- {len(missing)} case(s) had no baseline to gate against: record one with "
+                         "`pytest --update-baselines` on this machine.")
+        lines.append("")
+    if plots:
+        lines += ["## Plots", ""] + [f"![{p}](plots/{p})" for p in plots] + [""]
+    return "\n".join(lines)

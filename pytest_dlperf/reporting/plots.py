@@ -1,0 +1,110 @@
+"""PNG plots as the seeds publish them (matplotlib, no display needed): per backend, model,
+precision and sizes, throughput against devices with the ideal linear-scaling line, scaling
+efficiency per topology, and measured against baseline with the tolerance band."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..results import CaseResult, ResultSet
+from ..specs import CaseSpec
+
+
+def group_slug(case: CaseSpec) -> str:
+    """A file-name-safe name of the case's group (everything but the topology)."""
+    parts = [case.backend, case.model, case.precision, f"bs{case.batch_size}", case.size_label, case.variant]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(p for p in parts if p))
+
+
+def _title(c: CaseSpec) -> str:
+    variant = f" {c.variant}" if c.variant else ""
+    return f"{c.model} {c.precision}, batch {c.batch_size}/device, {c.size_label}{variant} ({c.backend})"
+
+
+def _unit(rows: list[CaseResult]) -> str:
+    return "GPUs" if any(r.runs and r.runs[0].meta.get("cuda") for r in rows) else "CPU workers"
+
+
+def write_all(out_dir: Path, results: ResultSet) -> list[str]:
+    """Write every group's plots into out_dir; return the file names written."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, never a window
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+    for rows in results.groups().values():
+        rows = sorted(rows, key=lambda r: (r.case.topology.world_size, r.case.topology.nodes))
+        c, slug, unit = rows[0].case, group_slug(rows[0].case), _unit(rows)
+        devices = [r.case.topology.world_size for r in rows]
+        labels = [r.case.topology.name for r in rows]
+
+        fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+        ax.plot(devices, [r.median for r in rows], "o-", label="measured (median of repeats)")
+        lo = [min(r.throughputs) for r in rows]
+        hi = [max(r.throughputs) for r in rows]
+        ax.fill_between(devices, lo, hi, alpha=0.2, label="range over repeats")
+        one = next((r.median for r in rows if r.case.topology.world_size == 1), None)
+        if one:
+            ax.plot(devices, [one * d for d in devices], "--", color="grey", label="ideal linear scaling")
+        for d, m, lab in zip(devices, [r.median for r in rows], labels):
+            ax.annotate(lab, (d, m), textcoords="offset points", xytext=(4, -12), fontsize=8)
+        ax.set_xlabel(f"{unit} (devices in total)")
+        ax.set_ylabel("throughput (samples/s, all devices)")
+        ax.set_title(_title(c), fontsize=10)
+        ax.set_xticks(sorted(set(devices)))
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        written.append(_save(fig, out_dir / f"{slug}-throughput.png"))
+
+        fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+        eff = [r.efficiency if r.efficiency is not None else 0.0 for r in rows]
+        bars = ax.bar(labels, eff, width=0.5, color="tab:blue", label="scaling efficiency (speedup / devices)")
+        multi = [r.multi_node_efficiency for r in rows]
+        if any(m is not None for m in multi):
+            ax.plot(labels, [m if m is not None else float("nan") for m in multi], "s", color="tab:orange",
+                    label="multi-node efficiency")
+        ax.axhline(1.0, ls="--", color="grey", label="ideal (1.0)")
+        for b, e in zip(bars, eff):
+            ax.annotate(f"{e:.2f}", (b.get_x() + b.get_width() / 2, e), ha="center", va="bottom", fontsize=8)
+        ax.set_xlabel("topology (nodes x devices per node)")
+        ax.set_ylabel("efficiency (1.0 = linear scaling)")
+        ax.set_ylim(0, max(1.15, max(eff) * 1.15))
+        ax.set_title(_title(c), fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8, loc="lower left")
+        written.append(_save(fig, out_dir / f"{slug}-efficiency.png"))
+
+        gated = [(r, r.verdict["throughput"]) for r in rows
+                 if r.verdict and r.verdict.get("throughput", {}).get("baseline_median")]
+        if gated:
+            fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+            x = list(range(len(gated)))
+            base = [v["baseline_median"] for _, v in gated]
+            tol = [v.get("tolerance") or 0.0 for _, v in gated]
+            ax.bar([i - 0.2 for i in x], base, width=0.4, color="lightgrey", label="baseline (median)")
+            colors = ["tab:red" if v.get("status") == "regression" else "tab:green" for _, v in gated]
+            ax.bar([i + 0.2 for i in x], [r.median for r, _ in gated], width=0.4, color=colors,
+                   label="measured (median; red: regression)")
+            for i, b, t in zip(x, base, tol):
+                ax.fill_between([i - 0.45, i + 0.45], b * (1 - t), b * (1 + t), color="tab:blue", alpha=0.15,
+                                label="tolerance band" if i == 0 else None)
+            ax.set_xticks(x, [r.case.topology.name for r, _ in gated])
+            ax.set_xlabel("topology")
+            ax.set_ylabel("throughput (samples/s)")
+            ax.set_title(_title(c) + ": against the baseline", fontsize=10)
+            ax.grid(axis="y", alpha=0.3)
+            ax.legend(fontsize=8)
+            written.append(_save(fig, out_dir / f"{slug}-baseline.png"))
+    return written
+
+
+def _save(fig, path: Path) -> str:  # noqa: ANN001 - a matplotlib Figure
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path.name
