@@ -260,7 +260,8 @@ class Gate:
             said = ("changed since the baseline was recorded: " + "; ".join(changed)) if changed else \
                 "nothing recorded changed since the baseline (versions, device, commit): look at the machine and the code"
             for v in failing:
-                result.verdict[v.metric]["changes"] = changed
+                v.changes = changed
+            result.verdict = {v.metric: v.to_dict() for v in verdicts}
             if not self.options.update:
                 return Judgement("fail", "\n".join(v.message for v in failing) + "\n" + said, verdicts)
         return Judgement("pass", "\n".join(v.message for v in verdicts), verdicts)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from .significance import Significance, rank_test, significant, t_test
 from .schema import METRICS, Tolerances
@@ -71,6 +71,7 @@ class Verdict:
     t_p: float | None = None
     interval: tuple[float, float] | None = None  # one-sided bounds of measured / baseline
     confidence: float | None = None  # of each one-sided bound
+    changes: list[str] = field(default_factory=list)  # "name before -> now" since the baseline was recorded
 
     def fails(self, noisy_fails: bool = True) -> bool:
         """Whether this verdict fails its test: a regression, and by default a noisy case."""
