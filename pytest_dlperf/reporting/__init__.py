@@ -44,20 +44,13 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
     return buf.getvalue()
 
 
-def engine_table(results: ResultSet, width: int = 200) -> str:
-    """Engines side by side (``--backend A,B``), as the AIACC tables put Perseus beside Horovod: per
-    engine samples/s, efficiency and multi-node efficiency, then the first engine's ratio to each other."""
+def engine_grid(results: ResultSet) -> tuple[list[str], list[list[str]]]:
+    """The engines-compared table as text cells, for the terminal and for summary.md: header
+    (case, framework, topology, one column per engine, then the first engine's ratios) and rows."""
     rows = results.engine_comparison()
-    if not rows:
-        return ""
     engines = list(dict.fromkeys(e for row in rows for e in row["engines"]))
     ratios = list(dict.fromkeys(k for row in rows for k in row["ratios"]))
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    table = Table(title="engines compared: samples/s (efficiency, multi-node efficiency)", title_justify="left",
-                  box=box.SIMPLE_HEAD)
-    for col in ("case", "framework", "topology", *engines, *ratios):
-        table.add_column(col, justify="left" if col in ("case", "framework", "topology") else "right", no_wrap=True)
+    body = []
     for row in rows:
         case = f"{row['model']} {row['precision']} bs{row['batch_size']}" + (f" {row['variant']}" if row["variant"] else "")
         cells = [case, row["framework"], row["topology"]]
@@ -66,6 +59,23 @@ def engine_table(results: ResultSet, width: int = 200) -> str:
             cells.append("-" if f is None else f"{f['samples_per_s']:.2f} ({_fmt(f['efficiency'], '.2f')}, "
                                                 f"{_fmt(f['multi_node_efficiency'], '.2f')})")
         cells += [_fmt(row["ratios"].get(k), ".3f") for k in ratios]
+        body.append(cells)
+    return ["case", "framework", "topology", *engines, *ratios], body
+
+
+def engine_table(results: ResultSet, width: int = 200) -> str:
+    """Engines side by side (``--backend A,B``), as the AIACC tables put Perseus beside Horovod: per
+    engine samples/s, efficiency and multi-node efficiency, then the first engine's ratio to each other."""
+    header, body = engine_grid(results)
+    if not body:
+        return ""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    table = Table(title="engines compared: samples/s (efficiency, multi-node efficiency)", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    for col in header:
+        table.add_column(col, justify="left" if col in ("case", "framework", "topology") else "right", no_wrap=True)
+    for cells in body:
         table.add_row(*cells)
     console.print(table)
     return buf.getvalue()

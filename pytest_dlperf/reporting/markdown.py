@@ -3,6 +3,7 @@ first, for people and for a CI job's step summary (``GITHUB_STEP_SUMMARY``)."""
 from __future__ import annotations
 
 from ..results import CaseResult, ResultSet
+from . import _fmt, engine_grid
 
 # Worst first: a group's rank in the file is its worst case's.
 SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "improvement", "pass", "")
@@ -12,10 +13,6 @@ def case_verdict(result: CaseResult) -> str:
     """The worst status of the case's metrics ("" when it was not gated)."""
     statuses = [v.get("status", "") for v in (result.verdict or {}).values()]
     return min(statuses, key=lambda s: SEVERITY.index(s) if s in SEVERITY else 0) if statuses else ""
-
-
-def _f(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
 
 
 def _group_title(r: CaseResult) -> str:
@@ -51,27 +48,16 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
             verdict = case_verdict(r)
             change = (r.verdict or {}).get("throughput", {}).get("change")
             shown = verdict.upper() + (f" ({change:+.1%})" if change is not None else "") if verdict else "-"
-            lines.append(f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_f(r.efficiency, '.2f')} | "
-                         f"{_f(r.multi_node_efficiency, '.2f')} | {_f(r.speedup, '.2f')} | "
+            lines.append(f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_fmt(r.efficiency, '.2f')} | "
+                         f"{_fmt(r.multi_node_efficiency, '.2f')} | {_fmt(r.speedup, '.2f')} | "
                          f"{r.step_time['p50']:.3f} s | {r.step_time['p95']:.3f} s | {shown} |")
         lines.append("")
-    engines = results.engine_comparison()
-    if engines:
-        names = list(dict.fromkeys(e for row in engines for e in row["engines"]))
-        ratios = list(dict.fromkeys(k for row in engines for k in row["ratios"]))
+    header, body = engine_grid(results)
+    if body:
         lines += ["## Engines compared", "",
                   "samples/s (efficiency, multi-node efficiency) per engine, and the first engine's ratio.", "",
-                  "| case | framework | topology | " + " | ".join(names + ratios) + " |",
-                  "|---|---|---|" + "--:|" * (len(names) + len(ratios))]
-        for row in engines:
-            cells = []
-            for e in names:
-                f = row["engines"].get(e)
-                cells.append("-" if f is None else f"{f['samples_per_s']:.2f} ({_f(f['efficiency'], '.2f')}, "
-                                                    f"{_f(f['multi_node_efficiency'], '.2f')})")
-            cells += [_f(row["ratios"].get(k), ".3f") for k in ratios]
-            case = f"{row['model']} {row['precision']} bs{row['batch_size']}" + (f" {row['variant']}" if row["variant"] else "")
-            lines.append(f"| {case} | {row['framework']} | {row['topology']} | " + " | ".join(cells) + " |")
+                  "| " + " | ".join(header) + " |", "|---|---|---|" + "--:|" * (len(header) - 3)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in body]
         lines.append("")
     notes = [(r, v) for r in results.results for v in (r.verdict or {}).values()
              if v.get("status") in ("regression", "hardware", "noisy")]
