@@ -85,8 +85,17 @@ def summarize(case: CaseSpec, measurement: Measurement, runs: list[RunRecord]) -
     def lengths(r: RunRecord) -> tuple[int, int]:  # what the workload ran (it sizes the window)
         return int(r.meta.get("warmup_iters", measurement.warmup_iters)), int(r.meta.get("iters", measurement.iters))
 
-    tputs = [metrics.throughput(r.steps, *lengths(r)) for r in runs]
-    times = [t for r in runs for t in metrics.step_times(r.steps, *lengths(r))]
+    def figures(r: RunRecord) -> tuple[float, list[float]]:
+        """(samples/s, step seconds): from the step log, or what a parser read in the program's output
+        (``meta["parsed"]``: its throughput and the global rates of its measured steps or intervals)."""
+        parsed = r.meta.get("parsed")
+        if parsed is None:
+            return metrics.throughput(r.steps, *lengths(r)), metrics.step_times(r.steps, *lengths(r))
+        global_batch = case.batch_size * case.topology.world_size
+        return parsed["throughput"], [global_batch / x for x in parsed["rates"] or [parsed["throughput"]] if x > 0]
+
+    tputs = [figures(r)[0] for r in runs]
+    times = [t for r in runs for t in figures(r)[1]]
     pct = metrics.percentiles(times)
     mean, median = metrics.center(tputs)
     return CaseResult(

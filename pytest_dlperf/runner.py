@@ -68,7 +68,7 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
         # workload sits at one path on every node, the run's directory above the node's own.
         where = posixpath.dirname(run_dirs[node.name]) if launcher.spans_nodes else run_dirs[node.name]
         paths = [cluster.upload(node, f, where) for f in launcher.workload_paths()]
-        workload[node.name] = paths[0]  # the entry script; the others (steplog.py) sit beside it
+        workload[node.name] = paths[0] if paths else ""  # the entry script; the others (steplog.py) beside it
     if launcher.spans_nodes and len(set(workload.values())) > 1:
         shown = ", ".join(f"{name}: {path}" for name, path in workload.items())
         raise ClusterError(f"{launcher.name} starts every node from node 0 with one command line, but the "
@@ -215,15 +215,24 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                                   f"(--dlperf-timeout); still running on {running}"))
             time.sleep(poll)
         wall = time.monotonic() - t0
-        out = log_dir / plan.output_name
-        node0, remote = plan.nodes[0], plan.output_path(plan.nodes[0])
-        try:
-            cluster.download(node0, remote, out)
-            meta, steps = parse_steps(out, f"{node0.name}:{remote}")
-        except (OSError, ValueError, KeyError) as exc:
-            raise RunFailed(_describe_failure(
-                procs, codes, f"{case.id}: no usable step log from node {node0.name} "
-                              f"({remote}, copied to {out}): {exc}")) from exc
+        node0 = plan.nodes[0]
+        if launcher.output_format is not None:  # a program of its own: its output, through its parser
+            try:
+                meta, steps = launcher.parse_output(plan, _read(procs[0].log_path)), []
+            except ValueError as exc:
+                raise RunFailed(_describe_failure(
+                    procs, codes, f"{case.id}: node {node0.name}'s output ({procs[0].log_path}) is not "
+                                  f"{launcher.output_format} output: {exc}")) from exc
+        else:
+            out = log_dir / plan.output_name
+            remote = plan.output_path(node0)
+            try:
+                cluster.download(node0, remote, out)
+                meta, steps = parse_steps(out, f"{node0.name}:{remote}")
+            except (OSError, ValueError, KeyError) as exc:
+                raise RunFailed(_describe_failure(
+                    procs, codes, f"{case.id}: no usable step log from node {node0.name} "
+                                  f"({remote}, copied to {out}): {exc}")) from exc
     finally:
         sweep_errors = stop_everything(cluster, plan.nodes, plan.tag, procs)
         if sweep_errors:

@@ -137,7 +137,10 @@ class DLPerfSession:
         for launcher in self.launchers.values():
             models = [m for m in o.models or launcher.models if m in launcher.models]
             for model, precision in itertools.product(models, o.precisions or profile.precisions):
-                d = launcher.model_defaults(profile.name, model)
+                try:
+                    d = launcher.model_defaults(profile.name, model)
+                except (KeyError, ValueError) as exc:
+                    raise pytest.UsageError(f"--backend {launcher.name}: {exc}") from None
                 for variant, topo in itertools.product(launcher.variants(profile.name, model), ladder(want, slots)):
                     cases.append(CaseSpec(model=model, precision=precision,
                                           batch_size=o.batch_size or d.batch_size,
@@ -257,6 +260,7 @@ class DLPerfSession:
         if error is not None:  # outside the except block: the report shows the nodes, not a chain
             self.failures[self.case_name(case)] = error
             pytest.fail(error, pytrace=False)
+        self._frameworks_into(case, runs)
         result = self.results.add(summarize(case, m, runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         self._second_look(case, result)
@@ -294,6 +298,15 @@ class DLPerfSession:
                 pytest.skip(f"--backend {case.backend}: {why}")
             self.failures[self.case_name(case)] = f"--backend {case.backend}: {why}"  # in results.json too
             pytest.fail(f"--backend {case.backend}: {why}", pytrace=False)
+
+    def _frameworks_into(self, case: CaseSpec, runs: list) -> None:
+        """A program the project did not write reports no versions (no meta line): the preflight
+        probe's versions on node 0 stand in, so its profile and what-changed name them too."""
+        probed = self.node_frameworks.get(self.cluster.nodes()[0].name, {})
+        for run in runs:
+            if "frameworks" not in run.meta:
+                run.meta["frameworks"] = {fw: probed[fw] for fw in self.launcher(case).frameworks_for(case)
+                                          if fw in probed}
 
     def _second_look(self, case: CaseSpec, result: CaseResult) -> None:
         """Before calling the hardware different on probe figures alone, probe again a few times,

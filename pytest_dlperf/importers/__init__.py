@@ -8,8 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import metrics
-from ..results import CaseResult, ResultSet
+from ..results import CaseResult, ResultSet, summarize
 from ..runner import RunRecord
 from ..specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
 from .parsers import FORMATS, Hints, ParsedRun
@@ -101,17 +100,9 @@ def _result(name: str, topology: Topology, runs: list[tuple[Path, ParsedRun]], f
     image = over.image_size or (128 if model in SEQUENCE_MODELS else 224)
     case = CaseSpec(model=model, precision=over.precision or guess.get("precision", "fp32"), batch_size=batch,
                     image_size=image, topology=topology, backend=over.backend or BACKEND_OF_FORMAT[fmt])
-    records, tputs, step_seconds = [], [], []
-    global_batch = batch * topology.world_size
-    for i, (path, parsed) in enumerate(runs):
-        records.append(RunRecord(repeat=i, meta={"imported": {"format": fmt, "file": str(path), "rates": parsed.rates,
-                                                              "notes": parsed.notes},
-                                                 "world_size": topology.world_size, "model": model},
-                                 steps=[], commands=[], logs={"log": str(path)}, wall_seconds=0.0))
-        tputs.append(parsed.throughput)
-        step_seconds += [global_batch / r for r in (parsed.rates or [parsed.throughput]) if r > 0]
-    mean, median = metrics.center(tputs)
-    pct = metrics.percentiles(step_seconds)
-    return CaseResult(case=case, measurement=Measurement(warmup_iters=warmup or 0, iters=0, repeats=len(runs), timeout=0),
-                      runs=records, throughputs=tputs, mean=mean, median=median, step_time=pct,
-                      per_device={k: batch / v for k, v in pct.items()}, world_size_seen=topology.world_size)
+    records = [RunRecord(repeat=i, meta={"parsed": {"format": fmt, "file": str(path), "throughput": parsed.throughput,
+                                                    "rates": parsed.rates, "notes": parsed.notes},
+                                         "world_size": topology.world_size, "model": model},
+                         steps=[], commands=[], logs={"log": str(path)}, wall_seconds=0.0)
+               for i, (path, parsed) in enumerate(runs)]
+    return summarize(case, Measurement(warmup_iters=warmup or 0, iters=0, repeats=len(runs), timeout=0), records)

@@ -67,6 +67,9 @@ class Launcher(ABC):
     # steplog.py (the output contract) goes with every workload.
     workload_files: tuple[str, ...] = ()
     spans_nodes: bool = False  # True: one command on node 0 starts every node (mpirun style)
+    # None: the workload writes the step log (the contract). Else the importers' format whose parser
+    # reads node 0's output (a program the project did not write, launchers/external.py).
+    output_format: str | None = None
     defaults: dict[str, dict[str, ModelDefaults]] = {}  # profile ("cpu", "gpu") -> model -> sizes
 
     def ports_needed(self, topology) -> int:  # noqa: ANN001 - Topology
@@ -116,6 +119,11 @@ class Launcher(ABC):
                 "--warmup-iters", str(m.warmup_iters), "--max-warmup-iters", str(m.max_warmup_iters),
                 "--iters", str(m.iters), "--window-seconds", f"{m.window_seconds:g}",
                 "--max-iters", str(m.max_iters), "--threads", str(threads), "--output", output]
+
+    def parse_output(self, plan: RunPlan, output: str) -> dict:
+        """With ``output_format``: node 0's output -> the run's meta, its figures under ``parsed``
+        (throughput, rates). Raises ValueError saying what the output lacks."""
+        raise NotImplementedError(f"launcher {self.name!r} sets output_format but does not parse output")
 
     def blame(self, plan: RunPlan, log: str) -> str | None:
         """Spanning launchers: from node 0's log (every rank's output), which rank on which node

@@ -111,9 +111,7 @@ class HorovodLauncher(Launcher):
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m, topo = plan.case, plan.measurement, plan.case.topology
         node0 = plan.nodes[0]
-        g = topo.devices_per_node
-        hosts = ",".join(f"{plan.addresses[n.name]}:{g}" for n in plan.nodes)
-        threads = self.threads_per_worker(node0, g) if node0.gpus == 0 else 0
+        threads = self.threads_per_worker(node0, topo.devices_per_node) if node0.gpus == 0 else 0
         # Both workloads sit beside each other (workload_files); the case's framework picks one.
         script = posixpath.join(posixpath.dirname(plan.workload[node0.name]), FRAMEWORKS[self.trains_with(case)][1])
         program = [node0.python, script, "--engine", self.name,
@@ -121,6 +119,12 @@ class HorovodLauncher(Launcher):
         if self.trains_with(case) == "tf":
             program += ["--bytes-per-pack", str(BYTES_PER_PACK)]
         program += self.variant_flags(case)
+        return [self.spanning_command(plan, program, threads)]
+
+    def spanning_command(self, plan: RunPlan, program: list[str], threads: int) -> NodeCommand:
+        """The launcher on node 0 starting ``program`` as every rank of every node of the plan."""
+        node0, topo = plan.nodes[0], plan.case.topology
+        hosts = ",".join(f"{plan.addresses[n.name]}:{topo.devices_per_node}" for n in plan.nodes)
         # The launcher exports its environment to every rank on every node: the run tag included.
         env = {RUN_TAG_ENV: plan.tag, **self.passthrough_env()}
         if plan.span is not None:
@@ -132,8 +136,8 @@ class HorovodLauncher(Launcher):
         if self.controller == "mpi":
             env.update(MPI_AS_ROOT)
         # The workload files sit at one path on every node (runner.plan_run): one line starts every rank.
-        argv = self.launcher_argv(plan, topo.nodes * g, hosts) + program
-        return [NodeCommand(node0, argv, env, cwd=plan.run_dirs[node0.name])]
+        argv = self.launcher_argv(plan, topo.world_size, hosts) + program
+        return NodeCommand(node0, argv, env, cwd=plan.run_dirs[node0.name])
 
 
 class PerseusLauncher(HorovodLauncher):

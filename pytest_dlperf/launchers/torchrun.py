@@ -25,30 +25,35 @@ class TorchrunLauncher(Launcher):
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement
-        topo = case.topology
         cmds = []
         for rank, node in enumerate(plan.nodes):
-            threads = self.threads_per_worker(node, topo.devices_per_node) if node.gpus == 0 else 0
-            argv = [
-                node.python, "-m", "torch.distributed.run",
-                "--nnodes", str(topo.nodes),
-                "--node_rank", str(rank),
-                "--nproc_per_node", str(topo.devices_per_node),
-                "--master_addr", plan.master_addr,
-                "--master_port", str(plan.master_port),
-                plan.workload[node.name],
-                *self.workload_flags(case, m, threads, plan.output_path(node)),
-            ]
-            argv += self.variant_flags(case)
+            threads = self.threads_per_worker(node, case.topology.devices_per_node) if node.gpus == 0 else 0
+            program = [plan.workload[node.name], *self.workload_flags(case, m, threads, plan.output_path(node))]
+            program += self.variant_flags(case)
             if self.name != "ddp":
-                argv += ["--engine", self.name]
-            env = {RUN_TAG_ENV: plan.tag}
-            if threads:
-                env["OMP_NUM_THREADS"] = str(threads)
-            if node.gpus == 0:
-                env.update(CPU_MALLOC_ENV)
-            cmds.append(NodeCommand(node, argv, env, cwd=plan.run_dirs[node.name]))
+                program += ["--engine", self.name]
+            cmds.append(self.node_command(plan, rank, program, threads))
         return cmds
+
+    @staticmethod
+    def node_command(plan: RunPlan, rank: int, program: list[str], threads: int) -> NodeCommand:
+        """torchrun on the plan's node ``rank``, starting ``program`` (a script and its flags) per device."""
+        node, topo = plan.nodes[rank], plan.case.topology
+        argv = [
+            node.python, "-m", "torch.distributed.run",
+            "--nnodes", str(topo.nodes),
+            "--node_rank", str(rank),
+            "--nproc_per_node", str(topo.devices_per_node),
+            "--master_addr", plan.master_addr,
+            "--master_port", str(plan.master_port),
+            *program,
+        ]
+        env = {RUN_TAG_ENV: plan.tag}
+        if threads:
+            env["OMP_NUM_THREADS"] = str(threads)
+        if node.gpus == 0:
+            env.update(CPU_MALLOC_ENV)
+        return NodeCommand(node, argv, env, cwd=plan.run_dirs[node.name])
 
 
 class ACSpeedLauncher(TorchrunLauncher):

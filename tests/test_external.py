@@ -1,0 +1,159 @@
+"""External benchmarks (launchers/external.py): a program the project did not write, launched over
+the cluster with torchrun or horovodrun, its output read by an importer's parser, then measured
+and gated as the built-in workloads are. The program is examples/external/user_train.py, a user's
+own DDP/Horovod training script that prints DLLogger or Horovod-benchmark lines."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_dlperf.launchers.external import ExternalBenchmark
+
+from .frameworks import ensure, ensure_horovod
+from .procs import tagged_processes
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "external"
+SCRIPT = EXAMPLE / "user_train.py"
+
+
+def run(suite: Path, report: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-q", "-rs",
+           "--dlperf-report", str(report), "--dlperf-timeout", "300", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, **(env or {})})
+
+
+def cases(report: Path) -> dict[str, dict]:
+    return {c["case"]["id"]: c for c in json.loads((report / "results.json").read_text())["cases"]}
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(format="nvidia-smi"), "format 'nvidia-smi' has no parser; one of dlperf-tf2, tf_cnn"),
+    (dict(launch="mpirun"), "launch 'mpirun'; one of torchrun, horovodrun, per-node"),
+    (dict(program=("{script}", "--bs", "{batchsize}")), "{batchsize} in '{batchsize}' is not a placeholder"),
+    (dict(files=("/nonexistent/train.py",)), "file /nonexistent/train.py does not exist"),
+    (dict(files=()), "the program names {script} but files is empty"),
+    (dict(precision_args={"fp16": ("--fp16",)}), "precision_args for fp16: precisions are fp32, amp"),
+    (dict(sizes={"cpu": {"resnet50": (8, 32)}}), "sizes['cpu'] must be 'cpu' or 'gpu' with models of ('resnet18',)"),
+])
+def test_a_spec_that_cannot_work_is_refused_saying_what_to_change(change, words):
+    spec = dict(name="x", program=("{script}", "--batch-size", "{batch_size}"), format="dllogger",
+                files=(SCRIPT,), models=("resnet18",), sizes={"cpu": {"resnet18": (8, 32)}})
+    with pytest.raises(ValueError) as err:
+        ExternalBenchmark(**{**spec, **change})
+    assert words in str(err.value)
+
+
+def test_dryrun_shows_the_program_under_torchrun_per_node_and_under_horovodrun_on_node_0(tmp_path):
+    r = run(EXAMPLE, tmp_path / "report", "--backend", "user-train,user-train-hvd", "--dlperf-dryrun",
+            "--dlperf-precision", "amp")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = " ".join(r.stdout.split())
+    assert ("--nnodes 2 --node_rank 1 --nproc_per_node 1 --master_addr 127.0.0.1 --master_port" in out)
+    torch_line = next(line for line in r.stdout.splitlines() if line.startswith("local1:"))
+    assert torch_line.endswith("user_train.py --arch resnet18 --batch-size 8 --image-size 32 --warmup 5 --iters 30 "
+                               "--amp --dist torch --print dllogger")
+    hvd = [line for line in r.stdout.splitlines() if "horovod.runner.launch -np 2 -H 127.0.0.1:1,127.0.0.2:1" in line]
+    assert len(hvd) == 1 and hvd[0].startswith("local0:") and "--dist horovod --print horovod" in hvd[0]
+
+
+def test_a_users_training_script_is_launched_measured_recorded_and_a_slower_version_fails(tmp_path):
+    """Record the user's script at 1n1g and 2n1g, then gate a version of it that is twice as slow."""
+    store = tmp_path / "baselines"
+    rec = run(EXAMPLE, tmp_path / "rec", "--backend", "user-train", "--dlperf-baseline-dir", str(store),
+              "--update-baselines", "--dlperf-repeats", "3")
+    assert rec.returncode == 0, rec.stdout + rec.stderr
+    found = cases(tmp_path / "rec")
+    assert set(found) == {"resnet18-fp32-bs8-32px-1n1g", "resnet18-fp32-bs8-32px-2n1g"}
+    for case in found.values():
+        assert len(case["runs"]) == 3 and case["median"] > 0
+        for r in case["runs"]:
+            meta = r["meta"]
+            assert meta["parsed"]["format"] == "dllogger" and len(meta["parsed"]["rates"]) == 30
+            assert meta["frameworks"]["torch"].startswith("2.")  # the preflight probe's version
+            assert "user_train.py --arch resnet18" in r["commands"][0]
+    (written,) = [p.name for p in store.glob("*.json")]
+    assert written.endswith("-torch2.json")
+    entries = json.loads((store / written).read_text())["entries"]
+    assert {"user-train/resnet18-fp32-bs8-32px-1n1g", "user-train/resnet18-fp32-bs8-32px-2n1g"} <= set(entries)
+
+    slow = run(EXAMPLE, tmp_path / "slow", "--backend", "user-train", "--dlperf-baseline-dir", str(store),
+               "--dlperf-repeats", "3", "-k", "1n1g", env={"USER_TRAIN_SLOWDOWN": "0.5"})
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    (case,) = cases(tmp_path / "slow").values()
+    assert case["verdict"]["throughput"]["status"] == "regression", case["verdict"]
+    assert "REGRESSION" in slow.stdout
+    assert tagged_processes(str(tmp_path)) == []
+
+
+def test_output_the_parser_cannot_read_fails_the_case_naming_the_node_and_the_format(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(textwrap.dedent(f"""
+        from pytest_dlperf.launchers.external import ExternalBenchmark, hookimpls
+        WRONG = ExternalBenchmark(name="wrong-parser", files=({str(SCRIPT)!r},), models=("resnet18",),
+                                  sizes={{"cpu": {{"resnet18": (4, 32)}}}}, format="tf_cnn",
+                                  program=("{{script}}", "--batch-size", "{{batch_size}}", "--iters", "2"))
+        pytest_dlperf_backends, pytest_dlperf_make_launcher = hookimpls(WRONG)
+    """))
+    (suite / "test_it.py").write_text((EXAMPLE / "test_user_train.py").read_text())
+    r = run(suite, tmp_path / "report", "--backend", "wrong-parser", "--dlperf-repeats", "1", "-k", "1n1g",
+            "--dlperf-baseline-dir", str(tmp_path / "none"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "resnet18-fp32-bs4-32px-1n1g: node local0's output (" in r.stdout
+    assert "is not tf_cnn output: no 'total images/sec: X' lines: not a tf_cnn log" in r.stdout
+    assert tagged_processes(str(tmp_path)) == []
+
+
+def test_an_unknown_external_backend_is_a_usage_error_listing_the_suites_own(tmp_path):
+    r = run(EXAMPLE, tmp_path / "report", "--backend", "user-trian", "--dlperf-dryrun")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "unknown 'user-trian'" in r.stderr and "user-train, user-train-hvd" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def horovod():
+    ensure("tensorflow", "tf")
+    ensure_horovod()
+
+
+def test_a_horovod_script_runs_under_horovodrun_and_its_benchmark_lines_are_read(horovod, tmp_path):
+    r = run(EXAMPLE, tmp_path / "report", "--backend", "user-train-hvd", "--dlperf-repeats", "1",
+            "--dlperf-baseline-dir", str(tmp_path / "none"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    found = cases(tmp_path / "report")
+    two = found["resnet18-fp32-bs8-32px-2n1g"]
+    assert two["world_size_seen"] == 2  # "Total img/sec on 2 GPU(s)": the program saw both ranks
+    (run_,) = two["runs"]
+    assert run_["meta"]["parsed"]["format"] == "horovod" and run_["meta"]["frameworks"]["horovod"] == "0.28.1"
+    (command,) = run_["commands"]
+    assert "horovod.runner.launch -np 2 -H 127.0.0.1:1,127.0.0.2:1 --gloo" in command
+    assert two["median"] > 0 and found["resnet18-fp32-bs8-32px-1n1g"]["world_size_seen"] == 1
+
+
+def test_per_node_launch_runs_the_program_on_every_node_told_its_place(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(textwrap.dedent(f"""
+        from pytest_dlperf.launchers.external import ExternalBenchmark, hookimpls
+        PER_NODE = ExternalBenchmark(name="per-node", launch="per-node", files=({str(SCRIPT)!r},), models=("resnet18",),
+                                     sizes={{"cpu": {{"resnet18": (4, 32)}}}}, format="tf_cnn",
+                                     program=("{{script}}", "--worker", "{{node_rank}}/{{nnodes}}",
+                                              "--ps", "{{master_addr}}:{{master_port}}"))
+        pytest_dlperf_backends, pytest_dlperf_make_launcher = hookimpls(PER_NODE)
+    """))
+    (suite / "test_it.py").write_text((EXAMPLE / "test_user_train.py").read_text())
+    r = run(suite, tmp_path / "report", "--backend", "per-node", "-k", "2n1g", "--dlperf-dryrun")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = {line.split(":", 1)[0]: line for line in r.stdout.splitlines() if line.startswith("local")}
+    assert set(lines) == {"local0", "local1"}
+    for rank, name in enumerate(("local0", "local1")):
+        assert f"user_train.py --worker {rank}/2 --ps 127.0.0.1:" in lines[name]
+        assert "torch.distributed.run" not in lines[name] and "DLPERF_RUN_TAG=" in lines[name]
