@@ -31,6 +31,11 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
     return None
 
 
+@pytest.hookimpl
+def pytest_dlperf_cluster_kinds(config) -> list[str]:
+    return ["local", "ssh"]
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_dlperf_make_launcher(config, backend: str) -> Launcher | None:
     cls = LAUNCHERS.get(backend)

@@ -13,6 +13,11 @@ def pytest_dlperf_make_cluster(config, options):
     """
 
 
+@pytest.hookspec
+def pytest_dlperf_cluster_kinds(config):
+    """Return the cluster kinds this plugin provides (``--dlperf-cluster`` names one of them)."""
+
+
 @pytest.hookspec(firstresult=True)
 def pytest_dlperf_make_launcher(config, backend):
     """Return a Launcher for the backend name, or None when this plugin does not provide it."""

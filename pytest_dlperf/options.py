@@ -39,7 +39,6 @@ def _csv(text: str) -> list[str]:
     return items
 
 
-CLUSTERS = ("local", "ssh", "aliyun")
 MISSING = ("skip", "fail", "record")
 NOISY = ("fail", "warn")
 HARDWARE = ("skip", "fail")
@@ -104,9 +103,9 @@ def add_options(parser: pytest.Parser) -> None:
     g = parser.getgroup("dlperf", "distributed training benchmarks (pytest-dlperf)")
     a = g.addoption
     # -- what runs, where
-    a("--dlperf-cluster", choices=CLUSTERS, default="local",
+    a("--dlperf-cluster", default="local", metavar="KIND",
       help="where the nodes come from: local (processes on this machine, default), "
-           "ssh (--dlperf-hosts/--dlperf-hostfile), aliyun")
+           "ssh (--dlperf-hosts/--dlperf-hostfile), or a kind an installed plugin adds")
     a("--dlperf-nodes", type=positive_int, default=None, metavar="N",
       help="largest number of nodes in the ladder (local default 2; ssh: the hosts given). Alias: --nodes")
     a("--dlperf-gpus-per-node", type=positive_int, default=None, metavar="G",

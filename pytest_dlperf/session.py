@@ -10,7 +10,7 @@ import itertools
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,21 +30,17 @@ RECHECKS = 3  # more probes, RECHECK_PAUSE s apart, before a HARDWARE verdict on
 RECHECK_PAUSE = 2.0
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """While runs are in flight, SIGTERM (a CI timeout, say) unwinds like Ctrl-C, so clean-up runs."""
+def sigterm_until_restored() -> Callable[[], None]:
+    """SIGTERM raises KeyboardInterrupt (pytest then ends the session through sessionfinish) until
+    the returned function restores the previous handler."""
     if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+        return lambda: None
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 class DLPerfSession:
@@ -60,6 +56,7 @@ class DLPerfSession:
         self.launchers = self._make_launchers()
         self._check_models()
         self._cluster: Cluster | None = None
+        self._restore_sigterm: Callable[[], None] = lambda: None
         self._cases: list[CaseSpec] | None = None
         self.fingerprints: hardware.Fingerprints | None = None
         self.node_frameworks: dict[str, dict[str, str]] = {}  # node -> framework -> version
@@ -99,10 +96,18 @@ class DLPerfSession:
         """Built on first use, so that a session that runs no benchmark touches no node."""
         if self._cluster is None:
             hook = self.config.pluginmanager.hook
+            kinds = sorted({k for names in hook.pytest_dlperf_cluster_kinds(config=self.config) for k in names})
+            if self.options.cluster not in kinds:
+                raise pytest.UsageError(f"--dlperf-cluster: unknown kind {self.options.cluster!r}; installed: "
+                                        f"{', '.join(kinds)} (a plugin adds one through pytest_dlperf_cluster_kinds "
+                                        "and pytest_dlperf_make_cluster)")
             cluster = hook.pytest_dlperf_make_cluster(config=self.config, options=self.options)
             if cluster is None:
-                raise pytest.UsageError(f"--dlperf-cluster {self.options.cluster}: no installed plugin "
-                                        "provides this cluster kind")
+                raise pytest.UsageError(f"--dlperf-cluster {self.options.cluster}: the plugin that names this "
+                                        "kind made no cluster")
+            # From now until the session ends, SIGTERM (a CI job's timeout) unwinds like Ctrl-C, between
+            # cases too, so that close() stops what the cluster holds (processes, provisioned machines).
+            self._restore_sigterm = sigterm_until_restored()
             self._cluster = cluster
         return self._cluster
 
@@ -174,7 +179,10 @@ class DLPerfSession:
                 self.write_report()
         finally:
             if self._cluster is not None:
-                self._cluster.close()
+                try:
+                    self._cluster.close()
+                finally:
+                    self._restore_sigterm()
 
     def _merge_worker_parts(self) -> None:
         """Under pytest-xdist, fold the workers' results into this (the controller's) session."""
@@ -244,7 +252,7 @@ class DLPerfSession:
         case_dir = self.options.report_dir / "runs" / self.case_name(case)
         runs, error = [], None
         try:
-            with sigterm_as_interrupt(), self.cluster.lease():
+            with self.cluster.lease():
                 self._framework_ready(case)
                 self.probe_hardware(self.case_name(case))
                 name = self.case_name(case)

@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import shlex
 
 import pytest
@@ -61,7 +66,7 @@ def test_k_selects_cases(suite):
     (["--dlperf-precision", "fp16"], ["--dlperf-precision", "fp16", "fp32, amp"]),
     (["--backend", "mxnet"], ["--backend", "mxnet", "ddp"]),
     (["--dlperf-model", "alexnet"], ["--dlperf-model", "alexnet", "resnet50, vgg16"]),
-    (["--dlperf-cluster", "slurm"], ["--dlperf-cluster", "slurm", "local"]),
+    (["--dlperf-cluster", "slurm"], ["--dlperf-cluster: unknown kind 'slurm'; installed: local, ssh"]),
     (["--dlperf-repeats", "0"], ["--dlperf-repeats"]),
     (["--dlperf-warmup-iters", "-3"], ["--dlperf-warmup-iters", ">= 0"]),
     (["--dlperf-timeout", "0"], ["--dlperf-timeout", "> 0"]),
@@ -184,3 +189,55 @@ def test_short_names_are_aliases_where_free(suite):
     assert collected(r) == ["vgg16-amp-bs4-32px-1n1g"]
     r = suite.runpytest("--help")
     assert "--nodes=N" in r.stdout.str() and "same as --dlperf-nodes" in r.stdout.str()
+
+
+PLUGIN_CLUSTER = """
+import os
+from pytest_dlperf.clusters.local import LocalCluster
+
+
+class MarkedLocal(LocalCluster):
+    kind = "marked"
+
+    def close(self):
+        super().close()
+        with open(os.environ["CLOSED_MARK"], "w") as fh:
+            fh.write("closed")
+
+
+def pytest_dlperf_cluster_kinds(config):
+    return ["marked"]
+
+
+def pytest_dlperf_make_cluster(config, options):
+    if options.cluster == "marked":
+        return MarkedLocal(nodes=options.nodes or 2, slots=options.gpus_per_node, base_dir=options.report_dir / "nodes")
+"""
+
+
+def test_a_plugin_adds_a_cluster_kind_and_sigterm_between_cases_still_closes_it(tmp_path):
+    """The cluster kinds are open (a conftest adds one through the hooks); a SIGTERM that comes while
+    no run is in flight (a CI job's timeout between cases) ends the session through clean-up."""
+    (tmp_path / "conftest.py").write_text(PLUGIN_CLUSTER)
+    (tmp_path / "test_wait.py").write_text(
+        "import os, time\n"
+        "def test_wait(dlperf_case):\n"
+        "    open(os.environ['CASE_MARK'], 'w').write(dlperf_case.id)\n"
+        "    time.sleep(120)\n")
+    case_mark, closed = tmp_path / "case", tmp_path / "closed"
+    env = {**os.environ, "CASE_MARK": str(case_mark), "CLOSED_MARK": str(closed)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_wait.py",
+                             "--dlperf-cluster", "marked", "-k", "resnet50 and 1n1g"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not case_mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert case_mark.exists(), proc.communicate(timeout=60)[0]
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=60)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert closed.read_text() == "closed", out
