@@ -24,16 +24,24 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
     if options.cluster == "ssh":
         from .clusters.ssh.factory import make_ssh_cluster
 
-        hook = config.pluginmanager.hook
-        launchers = [hook.pytest_dlperf_make_launcher(config=config, backend=b) for b in options.backends]
-        frameworks = tuple(dict.fromkeys(la.framework for la in launchers if la and la.framework))
-        return make_ssh_cluster(config, options, frameworks)
+        return make_ssh_cluster(config, options, _frameworks(config, options))
+    if options.cluster == "aliyun":
+        from .clusters.aliyun.factory import make_aliyun_cluster
+
+        return make_aliyun_cluster(config, options, _frameworks(config, options))
     return None
+
+
+def _frameworks(config, options) -> tuple[str, ...]:
+    """The frameworks of the session's backends (an SSH cluster's preflight asks the nodes for them)."""
+    hook = config.pluginmanager.hook
+    launchers = [hook.pytest_dlperf_make_launcher(config=config, backend=b) for b in options.backends]
+    return tuple(dict.fromkeys(la.framework for la in launchers if la and la.framework))
 
 
 @pytest.hookimpl
 def pytest_dlperf_cluster_kinds(config) -> list[str]:
-    return ["local", "ssh"]
+    return ["local", "ssh", "aliyun"]
 
 
 @pytest.hookimpl(trylast=True)

@@ -101,13 +101,19 @@ class DLPerfSession:
                 raise pytest.UsageError(f"--dlperf-cluster: unknown kind {self.options.cluster!r}; installed: "
                                         f"{', '.join(kinds)} (a plugin adds one through pytest_dlperf_cluster_kinds "
                                         "and pytest_dlperf_make_cluster)")
-            cluster = hook.pytest_dlperf_make_cluster(config=self.config, options=self.options)
+            # From now until the session ends, SIGTERM (a CI job's timeout) unwinds like Ctrl-C, while a
+            # cluster is provisioned and between cases too, so that what it holds is stopped (close()).
+            restore = sigterm_until_restored()
+            try:
+                cluster = hook.pytest_dlperf_make_cluster(config=self.config, options=self.options)
+            except BaseException:
+                restore()
+                raise
             if cluster is None:
+                restore()
                 raise pytest.UsageError(f"--dlperf-cluster {self.options.cluster}: the plugin that names this "
                                         "kind made no cluster")
-            # From now until the session ends, SIGTERM (a CI job's timeout) unwinds like Ctrl-C, between
-            # cases too, so that close() stops what the cluster holds (processes, provisioned machines).
-            self._restore_sigterm = sigterm_until_restored()
+            self._restore_sigterm = restore
             self._cluster = cluster
         return self._cluster
 

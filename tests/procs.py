@@ -38,18 +38,27 @@ def signal_once_running(cmd: list[str], cwd, marker: str, script: str, count: in
                         start_timeout: float = 180) -> tuple[int, str]:
     """Start cmd (a pytest run); once ``count`` tagged processes running ``script`` under ``marker``
     exist, send it ``sig``; return (exit code, output). Fails the test if they never start."""
+    return signal_when(cmd, cwd, lambda: len([p for p in tagged_processes(marker) if script in p[1]]) >= count,
+                       sig, start_timeout)
+
+
+def signal_when(cmd: list[str], cwd, ready, sig: int, start_timeout: float = 180, env: dict | None = None,
+                settle: float = 0.0) -> tuple[int, str]:
+    """Start cmd; once ``ready()`` is true (and ``settle`` seconds later) send it ``sig``; return
+    (exit code, output). Fails the test if cmd ends or the time runs out first."""
     import subprocess
     import time
 
     import pytest
 
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         deadline = time.monotonic() + start_timeout
-        while len([p for p in tagged_processes(marker) if script in p[1]]) < count:
+        while not ready():
             if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail(f"the workers never started:\n{proc.communicate()[0] if proc.poll() is not None else ''}")
+                pytest.fail(f"never ready to be signalled:\n{proc.communicate()[0] if proc.poll() is not None else ''}")
             time.sleep(0.2)
+        time.sleep(settle)
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=120)
     finally:

@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 import shlex
 
 import pytest
+
+from .procs import signal_when
 
 pytest_plugins = ["pytester"]
 
@@ -66,7 +66,7 @@ def test_k_selects_cases(suite):
     (["--dlperf-precision", "fp16"], ["--dlperf-precision", "fp16", "fp32, amp"]),
     (["--backend", "mxnet"], ["--backend", "mxnet", "ddp"]),
     (["--dlperf-model", "alexnet"], ["--dlperf-model", "alexnet", "resnet50, vgg16"]),
-    (["--dlperf-cluster", "slurm"], ["--dlperf-cluster: unknown kind 'slurm'; installed: local, ssh"]),
+    (["--dlperf-cluster", "slurm"], ["--dlperf-cluster: unknown kind 'slurm'; installed: aliyun, local, ssh"]),
     (["--dlperf-repeats", "0"], ["--dlperf-repeats"]),
     (["--dlperf-warmup-iters", "-3"], ["--dlperf-warmup-iters", ">= 0"]),
     (["--dlperf-timeout", "0"], ["--dlperf-timeout", "> 0"]),
@@ -226,18 +226,8 @@ def test_a_plugin_adds_a_cluster_kind_and_sigterm_between_cases_still_closes_it(
         "    time.sleep(120)\n")
     case_mark, closed = tmp_path / "case", tmp_path / "closed"
     env = {**os.environ, "CASE_MARK": str(case_mark), "CLOSED_MARK": str(closed)}
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_wait.py",
+    code, out = signal_when([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_wait.py",
                              "--dlperf-cluster", "marked", "-k", "resnet50 and 1n1g"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not case_mark.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert case_mark.exists(), proc.communicate(timeout=60)[0]
-        proc.send_signal(signal.SIGTERM)
-        out = proc.communicate(timeout=60)[0]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+                            tmp_path, case_mark.exists, signal.SIGTERM, start_timeout=120, env=env)
+    assert code == pytest.ExitCode.INTERRUPTED, out
     assert closed.read_text() == "closed", out

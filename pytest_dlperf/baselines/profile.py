@@ -77,10 +77,14 @@ def detect_profile(nodes: Sequence[Node], backend: str, framework_versions: Sequ
     """The profile name of a cluster: its nodes' hardware plus the backend's framework majors.
 
     ``cpu_model`` names the CPU of nodes that do not say (``node.extra['cpu_model']``); by default
-    this machine's, which is right for local nodes.
+    this machine's, which is right for local nodes. Cloud instances of one type (``node.extra
+    ['instance_type']``, e.g. ``ecs.gn6v-c8g1.16xlarge``) are profiled by that type alone.
     """
     if not nodes:
         raise ValueError("a profile needs at least one node")
+    types = {node.extra.get("instance_type", "") for node in nodes}
+    if len(types) == 1 and "" not in types:  # provisioned instances of one type: the type names the
+        return check_profile_name(types.pop().lower())  # hardware, as the shipped ecs.* files are named
     parts: list[str] = []
     for node in nodes:
         d = node_descriptor(node, cpu_model)

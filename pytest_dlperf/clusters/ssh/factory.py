@@ -37,13 +37,24 @@ def make_ssh_cluster(config: pytest.Config, options, frameworks: tuple[str, ...]
         if short:
             raise pytest.UsageError(f"--dlperf-gpus-per-node {slots}: more than the slots given for "
                                     f"{', '.join(short)}")
+    settings = ssh_settings(config)
+    try:
+        # The backend's framework: versions that differ between nodes stop the session here; a node
+        # without it has its cases skipped by the session (with the install line).
+        return SSHCluster(specs, settings, slots=slots, frameworks=frameworks, require_frameworks=False)
+    except ClusterError as exc:
+        raise pytest.UsageError(f"--dlperf-cluster ssh: {exc}") from None
+
+
+def ssh_settings(config: pytest.Config) -> SSHSettings:
+    """The --dlperf-ssh-* options (every cluster reached over SSH shares them)."""
     key = config.getoption("dlperf_ssh_key")
     if key and not Path(key).expanduser().is_file():
         raise pytest.UsageError(f"--dlperf-ssh-key {key}: no such file")
     known = config.getoption("dlperf_ssh_known_hosts")
     if known and not Path(known).expanduser().is_file():
         raise pytest.UsageError(f"--dlperf-ssh-known-hosts {known}: no such file")
-    settings = SSHSettings(
+    return SSHSettings(
         user=config.getoption("dlperf_ssh_user"), port=config.getoption("dlperf_ssh_port"),
         key=str(Path(key).expanduser()) if key else None,
         known_hosts=str(Path(known).expanduser()) if known else None,
@@ -52,9 +63,3 @@ def make_ssh_cluster(config: pytest.Config, options, frameworks: tuple[str, ...]
         python=config.getoption("dlperf_ssh_python"), workdir=config.getoption("dlperf_ssh_workdir"),
         node_key=config.getoption("dlperf_ssh_node_key"),
         connect_timeout=config.getoption("dlperf_ssh_connect_timeout"), retries=config.getoption("dlperf_ssh_retries"))
-    try:
-        # The backend's framework: versions that differ between nodes stop the session here; a node
-        # without it has its cases skipped by the session (with the install line).
-        return SSHCluster(specs, settings, slots=slots, frameworks=frameworks, require_frameworks=False)
-    except ClusterError as exc:
-        raise pytest.UsageError(f"--dlperf-cluster ssh: {exc}") from None

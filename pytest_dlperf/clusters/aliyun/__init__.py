@@ -1,0 +1,2 @@
+"""The Alibaba Cloud ECS cluster kind: credentials, the ECS calls (official SDK), FastGPU-style
+provisioning, and the cluster that reaches the instances over SSH."""

@@ -1,0 +1,81 @@
+"""``--dlperf-cluster aliyun``: ECS instances provisioned (or reused) for the session, then reached as
+an SSH cluster; when the session ends they are stopped without charging, released, or kept."""
+from __future__ import annotations
+
+import dataclasses
+import socket
+import sys
+from collections.abc import Callable, Sequence
+
+from ..base import ClusterError, Node
+from ..hosts import HostSpec
+from ..ssh.cluster import SSHCluster
+from ..ssh.connect import SSHSettings
+from .api import EcsApi, Instance
+from .provision import Provisioner
+
+
+class AliyunCluster(SSHCluster):
+    """The job's instances as SSH nodes; node addresses are the instances' private (VPC) IPs."""
+
+    kind = "aliyun"
+
+    def __init__(self, provisioner: Provisioner, after: str, settings: SSHSettings, slots: int | None = None,
+                 frameworks: Sequence[str] = ("torch",), say: Callable[[str], None] | None = None) -> None:
+        self.provisioner, self.after = provisioner, after
+        self.say = say or (lambda text: print(text, file=sys.stderr, flush=True) if text else None)
+        instances = provisioner.acquire()  # releases what it created itself if this fails
+        self.instances: dict[str, Instance] = {i.public_ip: i for i in instances}
+        try:
+            super().__init__([HostSpec(i.public_ip, slots) for i in instances], settings, slots=slots,
+                             frameworks=frameworks, require_frameworks=False)
+        except BaseException:
+            self.say(self.provisioner.finish(self.after))
+            raise
+
+    def nodes(self) -> list[Node]:
+        """The SSH nodes, each with its instance's type (the hardware profile) and VPC address."""
+        out = []
+        for node in super().nodes():
+            inst = self.instances.get(node.name.split("@")[-1])
+            if inst is None:
+                out.append(node)
+                continue
+            extra = {**node.extra, "instance_type": inst.instance_type, "instance_id": inst.id,
+                     "instance_name": inst.name}
+            out.append(dataclasses.replace(node, address=inst.private_ip or node.address, extra=extra))
+        return out
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d["instances"] = [{"name": i.name, "id": i.id, "type": i.instance_type, "zone": i.zone}
+                          for i in self.instances.values()]
+        return d
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            try:
+                self.say(self.provisioner.finish(self.after))
+            except Exception as exc:  # noqa: BLE001 - say it; never leave it unsaid
+                ids = ", ".join(i.id for i in self.instances.values())
+                raise ClusterError(f"aliyun: could not {self.after} instances {ids}: {exc}. Do it in the "
+                                   "console or with dlperf cluster") from None
+
+
+def caller_cidr(endpoint_host: str) -> str:
+    """This machine's address on the route to the endpoint, as a /32 (the security group admits it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((endpoint_host, 443))
+        return f"{s.getsockname()[0]}/32"
+
+
+def build(api: EcsApi, provisioner: Provisioner, after: str, settings: SSHSettings, slots: int | None,
+          frameworks: Sequence[str], security_group: str = "", admit: str = "",
+          say: Callable[[str], None] | None = None) -> AliyunCluster:
+    """Admit the caller to the security group's SSH port, then provision and connect."""
+    if security_group:
+        host = api.endpoint.split("://")[-1].split(":")[0]
+        api.allow_ssh(security_group, admit or caller_cidr(host), settings.port or 22)
+    return AliyunCluster(provisioner, after, settings, slots=slots, frameworks=frameworks, say=say)
