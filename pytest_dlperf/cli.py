@@ -3,6 +3,7 @@
     dlperf import LOGDIR --format dlperf-tf2 -o results.json [--record PROFILE]   # peers' logs
     dlperf report results.json [-o DIR]      # summary.md, plots/*.png, benchmark.json again
     dlperf compare A/results.json B/results.json   # per case: A, B and A/B, as the AIACC tables
+    dlperf cluster ls|create|ssh|tmux|scp|stop|start|kill|addip|rename ...   # ECS instances (FastGPU's ecluster)
 """
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     from .importers.parsers import FORMATS
 
-    p = argparse.ArgumentParser(prog="dlperf", description="pytest-dlperf's saved results")
+    p = argparse.ArgumentParser(prog="dlperf", description="pytest-dlperf's saved results and ECS instances")
     sub = p.add_subparsers(dest="command", required=True)
     i = sub.add_parser("import", help="turn a peer's logs (<NnMg>/<name>_<run>.log) into results.json")
     i.add_argument("logdir", type=Path)
@@ -135,7 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     c.set_defaults(fn=cmd_compare)
+    from .clusters.aliyun import ecluster
+
+    ecluster.add_parser(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    remote: list[str] = []
+    if argv[:1] == ["cluster"] and "--" in argv:  # dlperf cluster ssh TASK ... -- a command to run there
+        argv, remote = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     args = p.parse_args(argv)
+    args.remote = remote
     return args.fn(args)
 
 

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 VERSION = "2014-05-26"
+NO_REGION = ("ModifyInstanceAttribute",)  # actions whose region is the endpoint's, not a parameter
 
 
 class ApiError(Exception):
@@ -46,6 +47,8 @@ class FakeInstance:
     created: str = ""
     stopped_mode: str = "Not-applicable"
     spot_strategy: str = "NoSpot"
+    security_groups: list[str] = field(default_factory=list)
+    key_pair: str = ""
     until: float = 0.0  # when the current transition ends
     next_status: str = ""
 
@@ -60,6 +63,7 @@ class FakeInstance:
                 "VpcAttributes": {"VpcId": "vpc-emu", "VSwitchId": "vsw-emu", "NatIpAddress": "",
                                   "PrivateIpAddress": {"IpAddress": [self.private_ip] if self.private_ip else []}},
                 "Tags": {"Tag": [{"TagKey": k, "TagValue": v} for k, v in self.tags.items()]},
+                "SecurityGroupIds": {"SecurityGroupId": list(self.security_groups)}, "KeyPairName": self.key_pair,
                 "OperationLocks": {"LockReason": []}}
 
 
@@ -149,7 +153,7 @@ class Emulator:
                 fn = getattr(self, f"_{action}", None)
                 if fn is None:
                     raise ApiError(404, "InvalidAction.NotFound", f"Specified api {action!r} is not found")
-                if params.get("RegionId") != self.region:
+                if action not in NO_REGION and params.get("RegionId") != self.region:
                     raise ApiError(404, "InvalidRegionId.NotFound", "The specified RegionId does not exist.")
                 out = fn(params)
             return 200, {"RequestId": request_id, **out}
@@ -222,10 +226,11 @@ class Emulator:
             i += 1
         return out
 
-    def _tags(self, params: dict) -> dict[str, str]:
+    def _tags(self, params: dict) -> dict[str, str | None]:
+        """Tag.N.Key/Value; a key without a value (a filter: the key present, any value) maps to None."""
         out, i = {}, 1
         while f"Tag.{i}.Key" in params:
-            out[params[f"Tag.{i}.Key"]] = params.get(f"Tag.{i}.Value", "")
+            out[params[f"Tag.{i}.Key"]] = params.get(f"Tag.{i}.Value")
             i += 1
         return out
 
@@ -240,7 +245,7 @@ class Emulator:
     def _DescribeInstances(self, p: dict) -> dict:  # noqa: N802 - the API's action names
         found = list(self.instances.values())
         tags = self._tags(p)
-        found = [i for i in found if all(i.tags.get(k) == v for k, v in tags.items())]
+        found = [i for i in found if all(k in i.tags if v is None else i.tags.get(k) == v for k, v in tags.items())]
         if p.get("InstanceName"):
             pattern = p["InstanceName"]
             found = [i for i in found if (i.name.startswith(pattern[:-1]) if pattern.endswith("*") else i.name == pattern)]
@@ -273,8 +278,10 @@ class Emulator:
             inst = FakeInstance(
                 id=f"i-emu{uuid.uuid4().hex[:16]}", name=p.get("InstanceName", ""), instance_type=p["InstanceType"],
                 image=p["ImageId"], zone=p.get("ZoneId") or f"{self.region}-a", region=self.region,
-                tags=self._tags(p), created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+                tags={k: v or "" for k, v in self._tags(p).items()}, created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
                 private_ip=f"172.16.0.{10 + n}", spot_strategy=p.get("SpotStrategy", "NoSpot"),
+                security_groups=[p["SecurityGroupId"]] if p.get("SecurityGroupId") else [],
+                key_pair=p.get("KeyPairName", ""),
                 next_status="Starting", until=time.monotonic() + self.boot_s / 2)
             if int(p.get("InternetMaxBandwidthOut") or 0) > 0:
                 used = {i.public_ip for i in self.instances.values()}
@@ -320,6 +327,12 @@ class Emulator:
                            "The current status of the resource does not support this operation.")
         for i in insts:
             self.deleted[i.id] = self.instances.pop(i.id)
+        return {}
+
+    def _ModifyInstanceAttribute(self, p: dict) -> dict:  # noqa: N802
+        (inst,) = self._get([p.get("InstanceId", "")])
+        if "InstanceName" in p:
+            inst.name = p["InstanceName"]
         return {}
 
     def _AuthorizeSecurityGroup(self, p: dict) -> dict:  # noqa: N802

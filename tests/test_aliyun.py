@@ -47,10 +47,8 @@ def provisioner(api, count: int = 2, job: str = "bench", instance_type: str = TY
     from pytest_dlperf.clusters.aliyun.provision import Provisioner
 
     said: list[str] = []
-    kw.setdefault("wait_ssh_s", 0.0)
     prov = Provisioner(api, job, count, LaunchSpec(instance_type, IMAGE), poll_s=0.05, wait_running_s=10,
-                       say=said.append, **kw)
-    prov._wait_ssh = lambda instances: None  # these tests have no sshd; the session test below has
+                       say=said.append, check_ssh=False, **kw)  # no sshd here; the session tests have
     return prov, said
 
 
@@ -249,3 +247,79 @@ def test_sigterm_while_instances_boot_releases_what_the_session_created(emu, ssh
     assert code == pytest.ExitCode.INTERRUPTED, out
     assert "released the 2 instance(s) this session created" in out
     assert emu.live() == [] and len(emu.deleted) == 2 and SECRET not in out
+
+
+# ---------------------------------------------------------------- dlperf cluster (FastGPU's ecluster verbs)
+@pytest.fixture
+def cli(emu, monkeypatch, capsys):
+    from pytest_dlperf import cli as dlperf_cli
+
+    for k in [k for k in os.environ if k.startswith(("ALIBABA_CLOUD_", "ALIYUN_"))]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("ALIYUN_ACCESS_KEY_ID", KEY_ID)  # FastGPU's names
+    monkeypatch.setenv("ALIYUN_ACCESS_KEY_SECRET", SECRET)
+    monkeypatch.setenv("ALIYUN_DEFAULT_REGION", emu.region)
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = dlperf_cli.main(["cluster", "--endpoint", emu.endpoint, "--protocol", "http", *argv])
+        out, err = capsys.readouterr()
+        assert SECRET not in out + err
+        return code, out, err
+
+    return run
+
+
+def test_cluster_create_ls_stop_start_rename_addip_kill(cli, emu, tmp_path):
+    cfg = tmp_path / "create.cfg"
+    cfg.write_text(f"[create]\nname = bench\nmachines = 2\ninstance_type = {TYPE}\nimage = {IMAGE}\n"
+                   "security_group = sg-bench\n")
+    code, out, err = cli("create", "--config", str(cfg), "--poll", "0.05")
+    assert code == 0, err
+    assert [line.split()[0] for line in out.splitlines()] == ["task0.bench", "task1.bench"]
+    code, out, _ = cli("ls")
+    header, *rows = out.splitlines()[1:]
+    assert header.split() == ["name", "hours_live", "instance_type", "public_ip", "private_ip", "status", "instance_id"]
+    assert [r.split()[0] for r in rows] == ["task0.bench", "task1.bench"]
+    assert all(r.split()[2] == TYPE and r.split()[3] in ("127.0.0.2", "127.0.0.3") for r in rows)
+
+    assert cli("stop", "{bench}")[:2] == (0, "stopped task0.bench, task1.bench\n")
+    assert [p["StoppedMode"] for a, p in emu.calls if a == "StopInstances"] == ["StopCharging"]
+    code, _, err = cli("start", "{bench}")
+    assert code == 2 and "IncorrectInstanceStatus" in err  # still stopping: the service says so
+    import time
+    time.sleep(0.5)
+    assert cli("start", "task1.bench")[:2] == (0, "started task1.bench\n")
+    assert cli("rename", "task1.bench", "task9.bench")[0] == 0
+    assert sorted(i.name for i in emu.live()) == ["task0.bench", "task9.bench"]
+    code, out, _ = cli("addip", "task0.bench", "--cidr", "203.0.113.7/32")
+    assert code == 0 and emu.rules == [{"SecurityGroupId": "sg-bench", "IpProtocol": "tcp", "PortRange": "22/22",
+                                        "SourceCidrIp": "203.0.113.7/32", "Policy": "accept"}]
+    assert cli("kill", "{bench}")[:2] == (0, "released task0.bench, task9.bench\n") and emu.live() == []
+    code, _, err = cli("stop", "task0.nothing")
+    assert code == 2 and "no instance named 'task0.nothing'" in err
+
+
+def test_cluster_create_with_flags_and_errors_say_what_is_wrong(cli, emu):
+    code, _, err = cli("create", "--name", "x")
+    assert code == 2 and "create needs --instance-type, --image" in err
+    emu.stock = 0
+    code, _, err = cli("create", "--name", "x", "--instance-type", TYPE, "--image", IMAGE, "--poll", "0.05")
+    assert code == 2 and "OperationDenied.NoStock" in err and emu.live() == []
+
+
+def test_cluster_ssh_tmux_and_scp_reach_the_instance_with_the_given_login(cli, emu, ssh_nodes, tmp_path):
+    emu.addresses = [n.address for n in ssh_nodes.nodes]
+    assert cli("create", "--name", "w", "--instance-type", TYPE, "--image", IMAGE, "--poll", "0.05")[0] == 0
+    login = ["--user", ssh_nodes.user, "--key", str(ssh_nodes.client_key), "--port", str(ssh_nodes.port),
+             "-o", f"UserKnownHostsFile={ssh_nodes.known_hosts}", "-o", "BatchMode=yes"]
+    code, out, _ = cli("tmux", "task0.w", *login, "--print")
+    assert code == 0 and out.startswith("ssh -t -p ") and "tmux attach" in out
+    code, out, _ = cli("scp", str(tmp_path / "f"), "task0.w:/tmp/x", *login, "--print")
+    assert code == 0 and f"{ssh_nodes.user}@{ssh_nodes.nodes[0].address}:/tmp/x" in out and " -P " in out
+    # for real: the command exec's ssh, which runs a command on the node's sshd
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ALIBABA_CLOUD_", "ALIYUN_"))}
+    env.update(ALIYUN_ACCESS_KEY_ID=KEY_ID, ALIYUN_ACCESS_KEY_SECRET=SECRET, ALIYUN_DEFAULT_REGION=emu.region)
+    r = subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", "cluster", "--endpoint", emu.endpoint,
+                        "--protocol", "http", "ssh", "task0.w", *login, "--", "echo", "hello-from-task0"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "hello-from-task0", r.stderr

@@ -40,6 +40,12 @@ class Instance:
     stopped_mode: str = ""
     tags: dict[str, str] = field(default_factory=dict)
     spot_strategy: str = ""
+    security_groups: tuple[str, ...] = ()
+    key_pair: str = ""
+
+    @property
+    def job(self) -> str:
+        return self.tags.get(TAG_KEY, "")
 
 
 @dataclass(frozen=True)
@@ -118,14 +124,16 @@ class EcsApi:
         scrub = self.creds.scrub
         return CloudError(action, scrub(code), scrub(message), scrub(request_id), status)
 
-    def describe(self, job: str) -> list[Instance]:
-        """Every instance of the region tagged with this job name (all pages)."""
+    def describe(self, job: str | None) -> list[Instance]:
+        """Every instance of the region tagged with this job name (None: with any job), all pages."""
         from alibabacloud_ecs20140526 import models as m
 
         out, token = [], None
         while True:
             req = m.DescribeInstancesRequest(region_id=self.region, max_results=100, next_token=token,
                                              tag=[m.DescribeInstancesRequestTag(key=TAG_KEY, value=job)])
+            if job is None:
+                req.tag = [m.DescribeInstancesRequestTag(key=TAG_KEY)]
             body = self._call("DescribeInstances", self.client.describe_instances_with_options, req)
             for i in (body.instances.instance if body.instances else None) or []:
                 out.append(_instance(i))
@@ -185,6 +193,14 @@ class EcsApi:
                                                    description="pytest-dlperf: SSH from the harness"))
 
 
+    def rename(self, instance_id: str, name: str) -> None:
+        from alibabacloud_ecs20140526 import models as m
+
+        self._call("ModifyInstanceAttribute", self.client.modify_instance_attribute_with_options,
+                   m.ModifyInstanceAttributeRequest(instance_id=instance_id, instance_name=name,
+                                                    host_name=name.replace(".", "-")))
+
+
 def _instance(i) -> Instance:
     """An SDK DescribeInstances instance -> Instance."""
     public = list(i.public_ip_address.ip_address or []) if i.public_ip_address else []
@@ -198,4 +214,5 @@ def _instance(i) -> Instance:
                     status=i.status or "", image=i.image_id or "", zone=i.zone_id or "",
                     public_ip=public[0] if public else "", private_ip=private[0] if private else "",
                     created=i.creation_time or "", stopped_mode=i.stopped_mode or "", tags=tags,
-                    spot_strategy=i.spot_strategy or "")
+                    spot_strategy=i.spot_strategy or "", key_pair=i.key_pair_name or "",
+                    security_groups=tuple((i.security_group_ids.security_group_id or []) if i.security_group_ids else ()))
