@@ -75,6 +75,12 @@ class Fault:
     message: str
     times: int = 1
     after: int = 0  # let this many calls of the action through first
+    kind: str = "error"  # error: answer it; drop: do the call, then close without a reply; slow: wait `delay` first
+    delay: float = 0.0
+
+
+class Dropped(Exception):
+    """The call was carried out but its reply is lost (the connection closes unanswered)."""
 
 
 @dataclass
@@ -93,6 +99,7 @@ class Emulator:
     calls: list[tuple[str, dict]] = field(default_factory=list)  # (action, params): never a secret
     faults: list[Fault] = field(default_factory=list)
     rules: list[dict] = field(default_factory=list)  # security-group rules authorized
+    tokens: dict[str, list[str]] = field(default_factory=dict)  # RunInstances ClientToken -> the ids it made
     nonces: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
@@ -106,13 +113,20 @@ class Emulator:
             def do_POST(self):  # noqa: N802 - http.server's name
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                status, doc = emu.handle("POST", self.path, {k: v for k, v in self.headers.items()}, body)
+                try:
+                    status, doc = emu.handle("POST", self.path, {k: v for k, v in self.headers.items()}, body)
+                except Dropped:
+                    self.close_connection = True
+                    return
                 data = json.dumps(doc).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json;charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json;charset=utf-8")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # a client that gave up (slow reply)
+                    self.close_connection = True
 
             do_GET = do_POST  # noqa: N815
 
@@ -128,9 +142,11 @@ class Emulator:
             self.server.shutdown()
             self.server.server_close()
 
-    def fail(self, action: str, code: str, status: int, message: str = "", times: int = 1, after: int = 0) -> None:
-        """The next ``times`` calls of ``action`` (after ``after`` good ones) answer this error."""
-        self.faults.append(Fault(action, status, code, message or code, times, after))
+    def fail(self, action: str, code: str = "", status: int = 0, message: str = "", times: int = 1, after: int = 0,
+             kind: str = "error", delay: float = 0.0) -> None:
+        """The next ``times`` calls of ``action`` (after ``after`` good ones) answer this error, or
+        (kind ``drop``) are carried out with the reply lost, or (kind ``slow``) answered ``delay`` s late."""
+        self.faults.append(Fault(action, status, code, message or code, times, after, kind, delay))
 
     def live(self) -> list[FakeInstance]:
         with self.lock:
@@ -148,7 +164,10 @@ class Emulator:
                 raise ApiError(400, "InvalidVersion", f"Specified parameter Version is not valid: {version!r}")
             with self.lock:
                 self.calls.append((action, dict(params)))
-                self._inject(action)
+                fault = self._inject(action)
+            if fault is not None and fault.kind == "slow":
+                time.sleep(fault.delay)
+            with self.lock:
                 self._advance()
                 fn = getattr(self, f"_{action}", None)
                 if fn is None:
@@ -156,6 +175,8 @@ class Emulator:
                 if action not in NO_REGION and params.get("RegionId") != self.region:
                     raise ApiError(404, "InvalidRegionId.NotFound", "The specified RegionId does not exist.")
                 out = fn(params)
+            if fault is not None and fault.kind == "drop":
+                raise Dropped(action)
             return 200, {"RequestId": request_id, **out}
         except ApiError as err:
             return err.status, {"RequestId": request_id, "HostId": "ecs.aliyuncs.com", "Code": err.code,
@@ -200,14 +221,17 @@ class Emulator:
             self.nonces.add(nonce)
         return dict(query)
 
-    def _inject(self, action: str) -> None:
+    def _inject(self, action: str) -> Fault | None:
         for f in self.faults:
             if f.action == action and f.times > 0:
                 if f.after > 0:
                     f.after -= 1
-                    return
+                    return None
                 f.times -= 1
-                raise ApiError(f.status, f.code, f.message)
+                if f.kind == "error":
+                    raise ApiError(f.status, f.code, f.message)
+                return f
+        return None
 
     def _advance(self) -> None:
         now = time.monotonic()
@@ -254,17 +278,23 @@ class Emulator:
             found = [i for i in found if i.id in ids]
         if p.get("Status"):
             found = [i for i in found if i.status == p["Status"]]
-        size = int(p.get("MaxResults") or p.get("PageSize") or 10)
-        start = int(p.get("NextToken") or 0)
+        if p.get("NextToken") or p.get("MaxResults"):  # token paging
+            size, start = int(p.get("MaxResults") or 10), int(p.get("NextToken") or 0)
+        else:  # page numbers, from 1
+            size = min(int(p.get("PageSize") or 10), 100)
+            start = (int(p.get("PageNumber") or 1) - 1) * size
         page = found[start:start + size]
         token = str(start + size) if start + size < len(found) else ""
-        return {"TotalCount": len(found), "PageSize": size, "NextToken": token,
+        return {"TotalCount": len(found), "PageSize": size, "PageNumber": start // size + 1, "NextToken": token,
                 "Instances": {"Instance": [i.to_api() for i in page]}}
 
     def _RunInstances(self, p: dict) -> dict:  # noqa: N802
         for need in ("ImageId", "InstanceType"):
             if not p.get(need):
                 raise ApiError(400, f"MissingParameter.{need}", f"The input parameter {need} is mandatory.")
+        token = p.get("ClientToken")
+        if token and token in self.tokens:  # the same request again (its reply was lost): the same answer
+            return {"InstanceIdSets": {"InstanceIdSet": list(self.tokens[token])}, "OrderId": "emu", "TradePrice": 0.0}
         amount = int(p.get("Amount", 1))
         if len(self.instances) + amount > self.stock:
             raise ApiError(403, "OperationDenied.NoStock",
@@ -287,10 +317,11 @@ class Emulator:
                 used = {i.public_ip for i in self.instances.values()}
                 free = [a for a in self.addresses if a not in used]
                 inst.public_ip = free[0] if free else f"198.51.100.{n + 1}"
-                if free:  # the test's loopback nodes: one address serves as public and VPC address
-                    inst.private_ip = inst.public_ip
+
             self.instances[inst.id] = inst
             ids.append(inst.id)
+        if token:
+            self.tokens[token] = ids
         return {"InstanceIdSets": {"InstanceIdSet": ids}, "OrderId": "emu", "TradePrice": 0.0}
 
     def _status_change(self, p: dict, allowed: tuple[str, ...], now: str, then: str, delay: float) -> dict:

@@ -100,6 +100,20 @@ def test_throttling_is_retried_with_backoff_and_other_errors_are_not(emu):
     assert slept == [1.0, 2.0, 4.0]
 
 
+def test_a_lost_or_late_reply_is_retried_and_a_lost_creation_is_not_made_twice(emu):
+    slept: list[float] = []
+    api = api_for(emu, sleep=slept.append, timeout_ms=700)
+    emu.fail("RunInstances", kind="drop")  # created, but the reply never comes
+    prov, _ = provisioner(api, count=1)
+    (inst,) = prov.acquire()
+    assert len(emu.live()) == 1 and prov.created == [inst.id]  # the retry's ClientToken got the same one
+    runs = [p for a, p in emu.calls if a == "RunInstances"]
+    assert len(runs) == 2 and runs[0]["ClientToken"] == runs[1]["ClientToken"]
+    emu.fail("DescribeInstances", kind="slow", delay=2.0)  # later than the client waits
+    assert [i.id for i in api.describe("bench")] == [inst.id]
+    assert len(slept) == 2
+
+
 # ---------------------------------------------------------------- FastGPU semantics
 def test_a_job_is_created_as_named_tagged_tasks_then_stopped_without_charging_and_reused(emu):
     prov, said = provisioner(api_for(emu))
@@ -181,7 +195,7 @@ def suite(emu, sshd, report: Path, *args: str, env: dict | None = None) -> subpr
            "--dlperf-aliyun-region", emu.region, "--dlperf-aliyun-endpoint", emu.endpoint,
            "--dlperf-aliyun-protocol", "http", "--dlperf-aliyun-security-group", "sg-dlperf",
            "--dlperf-aliyun-wait", "30", "--dlperf-aliyun-job", "ci", *sshd.cli(),
-           "--dlperf-baseline-dir", str(report.parent / "baselines"),
+           "--dlperf-baseline-dir", str(report.parent / f"baselines-{report.name}"),
            "--dlperf-model", "resnet50", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
            "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "180", *args]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("ALIBABA_CLOUD_", "ALIYUN_"))}
@@ -201,16 +215,17 @@ def test_a_session_provisions_trains_over_ssh_gates_by_instance_type_and_stops_t
     (case,) = doc["cases"]
     assert case["case"]["id"] == "resnet50-fp32-bs2-32px-2n1g" and case["world_size_seen"] == 2
     assert {i["name"] for i in doc["environment"]["cluster"]["instances"]} == {"task0.ci", "task1.ci"}
-    assert (tmp_path / "baselines" / f"{TYPE}.json").is_file()  # the instance type is the profile
+    assert (tmp_path / "baselines-report" / f"{TYPE}.json").is_file()  # the instance type is the profile
     assert {i.status for i in emu.live()} == {"Stopped"} and {i.stopped_mode for i in emu.live()} == {"StopCharging"}
     (rule,) = emu.rules
     assert rule["PortRange"] == f"{ssh_nodes.port}/{ssh_nodes.port}" and rule["SourceCidrIp"] == "127.0.0.1/32"
-    for f in [*report.rglob("*"), tmp_path / "baselines" / f"{TYPE}.json"]:
+    for f in [*report.rglob("*"), tmp_path / "baselines-report" / f"{TYPE}.json"]:
         if f.is_file():
             assert SECRET not in f.read_text(errors="replace"), f
     assert SECRET not in out
 
-    # the next session reuses the stopped pair, and --dlperf-aliyun-after release deletes it
+    # the next session reuses the stopped pair, and --dlperf-aliyun-after release deletes it (its own,
+    # empty baseline store: this is about the instances, not the gate)
     r = suite(emu, ssh_nodes, tmp_path / "again", "-k", "2n1g", "--dlperf-aliyun-after", "release",
               "--dlperf-baseline-missing", "skip")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -105,6 +105,10 @@ def check_profile_name(name: str) -> str:
     return name
 
 
+# ECS GPU instance families (gn6v, gn7i, ebmgn6v, sgn7i, vgn6i ...); other ecs.* types are CPU machines.
+_ECS_GPU = re.compile(r"^ecs\.(ebm|s|v)?gn")
+
+
 def default_tolerances(profile: str) -> Tolerances:
     """The built-in tolerances of a new profile file.
 
@@ -112,6 +116,6 @@ def default_tolerances(profile: str) -> Tolerances:
     15% on speedup and efficiency, which are ratios of two medians judged without a spread and,
     on a few shared cores, move by tens of percent between sessions.
     """
-    if profile.startswith("cpu"):
+    if profile.startswith("cpu") or (profile.startswith("ecs.") and not _ECS_GPU.match(profile)):
         return Tolerances(throughput=0.05, speedup=0.15, efficiency=0.15)
     return Tolerances(throughput=0.03, speedup=0.03, efficiency=0.03)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .credentials import Credentials
 
-# Codes the service answers when it is asked too often or is briefly unavailable: retried.
-RETRIED = ("Throttling", "ServiceUnavailable", "InternalError")
+# Codes the service answers when it is asked too often or is briefly unavailable, and a reply that
+# never came (timeout, dropped connection): retried. RunInstances carries a ClientToken, so a retry
+# after a lost reply returns the instance the first call created instead of a second one.
+RETRIED = ("Throttling", "ServiceUnavailable", "InternalError", "NetworkError")
 TAG_KEY = "dlperf-job"
 _SDK_MESSAGE = re.compile(r"^code: \d+, (.*?)(?: request id: \S+)?$", re.DOTALL)  # every instance a session creates carries its job name under this tag
 
@@ -90,7 +93,8 @@ class EcsApi:
         self.timeout_ms = timeout_ms
         self.endpoint = endpoint or f"ecs.{region}.aliyuncs.com"
         config = open_api_models.Config(access_key_id=creds.access_key_id, access_key_secret=creds.access_key_secret,
-                                        region_id=region, protocol=protocol,
+                                        region_id=region, protocol=protocol, read_timeout=timeout_ms,
+                                        connect_timeout=timeout_ms,
                                         endpoint=self.endpoint)
         self.client = Client(config)
 
@@ -114,8 +118,11 @@ class EcsApi:
         raise AssertionError("unreachable")
 
     def _cloud_error(self, action: str, exc: Exception) -> CloudError:
-        code = str(getattr(exc, "code", "") or type(exc).__name__)
+        code = str(getattr(exc, "code", "") or "")
         message = str(getattr(exc, "message", "") or exc)
+        if not code:  # no answer from the service: the SDK's UnretryableException around a network error
+            inner = getattr(exc, "inner_exception", None)
+            code, message = "NetworkError", f"no reply ({type(exc).__name__}: {inner or exc})"
         m = _SDK_MESSAGE.match(message)  # the SDK's "code: 400, <Message> request id: <id>"
         message = m.group(1) if m else message
         data = getattr(exc, "data", None)
@@ -128,18 +135,19 @@ class EcsApi:
         """Every instance of the region tagged with this job name (None: with any job), all pages."""
         from alibabacloud_ecs20140526 import models as m
 
-        out, token = [], None
-        while True:
-            req = m.DescribeInstancesRequest(region_id=self.region, max_results=100, next_token=token,
+        out: list[Instance] = []
+        page = 1
+        while True:  # PageNumber/PageSize paging, which every version of the API answers
+            req = m.DescribeInstancesRequest(region_id=self.region, page_number=page, page_size=100,
                                              tag=[m.DescribeInstancesRequestTag(key=TAG_KEY, value=job)])
-            if job is None:
-                req.tag = [m.DescribeInstancesRequestTag(key=TAG_KEY)]
             body = self._call("DescribeInstances", self.client.describe_instances_with_options, req)
-            for i in (body.instances.instance if body.instances else None) or []:
-                out.append(_instance(i))
-            token = body.next_token
-            if not token:
-                return out
+            got = [_instance(i) for i in (body.instances.instance if body.instances else None) or []]
+            out += got
+            if not got or len(out) >= (body.total_count or 0):
+                break
+            page += 1
+        # The names decide (FastGPU's task{i}.{job}): tags are the filter, not the only guard.
+        return [i for i in out if job is None or i.name.endswith(f".{job}")]
 
     def run(self, spec: LaunchSpec, name: str, job: str) -> str:
         """RunInstances for one instance named ``name``, tagged with the job; its id."""
@@ -154,7 +162,8 @@ class EcsApi:
             system_disk=m.RunInstancesRequestSystemDisk(size=spec.system_disk_gb) if spec.system_disk_gb else None,
             data_disk=[m.RunInstancesRequestDataDisk(size=spec.data_disk_gb, delete_with_instance=True)]
             if spec.data_disk_gb else None,
-            tag=[m.RunInstancesRequestTag(key=TAG_KEY, value=job)])
+            tag=[m.RunInstancesRequestTag(key=TAG_KEY, value=job)],
+            client_token=uuid.uuid4().hex)  # the same token on every retry of this one creation
         body = self._call("RunInstances", self.client.run_instances_with_options, req)
         ids = body.instance_id_sets.instance_id_set if body.instance_id_sets else []
         if not ids:

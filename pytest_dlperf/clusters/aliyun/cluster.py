@@ -16,7 +16,7 @@ from .provision import Provisioner
 
 
 class AliyunCluster(SSHCluster):
-    """The job's instances as SSH nodes; node addresses are the instances' private (VPC) IPs."""
+    """The job's instances as SSH nodes; the nodes reach each other at their VPC addresses."""
 
     kind = "aliyun"
 
@@ -43,7 +43,11 @@ class AliyunCluster(SSHCluster):
                 continue
             extra = {**node.extra, "instance_type": inst.instance_type, "instance_id": inst.id,
                      "instance_name": inst.name}
-            out.append(dataclasses.replace(node, address=inst.private_ip or node.address, extra=extra))
+            # The VPC address where the instance has it on an interface (a real ECS instance); else the
+            # address the harness reached it at (an emulator's instances, whose VPC addresses are fiction).
+            local = node.extra.get("local_addresses", "").split(",")
+            address = inst.private_ip if inst.private_ip and inst.private_ip in local else node.address
+            out.append(dataclasses.replace(node, address=address, extra=extra))
         return out
 
     def describe(self) -> dict:

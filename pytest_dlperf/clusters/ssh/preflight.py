@@ -3,7 +3,8 @@
 PROBE_SRC runs on every node (``python3 -c PROBE_SRC torch ...``) and prints one JSON line (the
 frameworks are import names; none is imported); ``problems`` compares the nodes, so that a node
 with another version fails before any training. The CPU model is reported too: a CPU node's
-profile is named after the node's processor, not the harness machine's.
+profile is named after the node's processor, not the harness machine's. The node's own IPv4
+addresses (/proc/net/fib_trie) tell a cloud cluster whether an instance's VPC address is real there.
 """
 from __future__ import annotations
 
@@ -35,6 +36,19 @@ def cpu_model():
     except OSError:
         pass
     return platform.machine()
+def local_addresses():
+    found, last = set(), None
+    try:
+        with open("/proc/net/fib_trie", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                text = line.strip()
+                if text.startswith("|--"):
+                    last = text[3:].strip()
+                elif "/32 host LOCAL" in text and last:
+                    found.add(last)
+    except OSError:
+        pass
+    return sorted(found)
 gpus = []
 smi = shutil.which("nvidia-smi")
 if smi:
@@ -46,7 +60,8 @@ if smi:
         gpus = []
 print(json.dumps({"python": platform.python_version(), "executable": sys.executable,
                   "frameworks": {d: version(d) for d in sys.argv[1:]}, "hostname": socket.gethostname(),
-                  "cpus": len(os.sched_getaffinity(0)), "gpus": gpus, "cpu_model": cpu_model()}))
+                  "cpus": len(os.sched_getaffinity(0)), "gpus": gpus, "cpu_model": cpu_model(),
+                  "addresses": local_addresses()}))
 """
 
 
@@ -87,4 +102,5 @@ def make_node(name: str, address: str, facts: dict, slots: int | None, python: s
                 gpus=len(gpus), python=python,
                 extra={**extra, "hostname": facts["hostname"], "python_version": facts["python"],
                        **{d: str(v) for d, v in facts["frameworks"].items()},
-                       "gpu_name": gpus[0] if gpus else "", "cpu_model": facts.get("cpu_model") or ""})
+                       "gpu_name": gpus[0] if gpus else "", "cpu_model": facts.get("cpu_model") or "",
+                       "local_addresses": ",".join(facts.get("addresses") or [])})
