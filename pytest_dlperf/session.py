@@ -43,6 +43,14 @@ def sigterm_until_restored() -> Callable[[], None]:
     return lambda: signal.signal(signal.SIGTERM, previous)
 
 
+def sigterm_ignored() -> Callable[[], None]:
+    """Ignore SIGTERM until the returned function puts the previous handler back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
 class DLPerfSession:
     """Registered as ``dlperf_session`` by the plugin's front when a test first needs it; the
     ``dlperf`` fixture binds it to each test."""
@@ -147,7 +155,8 @@ class DLPerfSession:
         cases = []
         for launcher in self.launchers.values():
             models = [m for m in o.models or launcher.models if m in launcher.models]
-            for model, precision in itertools.product(models, o.precisions or profile.precisions):
+            precisions = [p for p in o.precisions or profile.precisions if p in launcher.precisions]
+            for model, precision in itertools.product(models, precisions):
                 try:
                     d = launcher.model_defaults(profile.name, model)
                 except (KeyError, ValueError) as exc:
@@ -185,9 +194,12 @@ class DLPerfSession:
                 self.write_report()
         finally:
             if self._cluster is not None:
+                # A second SIGTERM (CI runners send one to the whole group) must not cut the clean-up short.
+                ignore = sigterm_ignored()
                 try:
                     self._cluster.close()
                 finally:
+                    ignore()
                     self._restore_sigterm()
 
     def _merge_worker_parts(self) -> None:

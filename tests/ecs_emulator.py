@@ -353,7 +353,8 @@ class Emulator:
     def _DeleteInstances(self, p: dict) -> dict:  # noqa: N802
         insts = self._get(self._list(p, "InstanceId"))
         force = p.get("Force", "false").lower() == "true"
-        if not force and any(i.status != "Stopped" for i in insts):
+        # Force releases a Running instance too; one still booting or stopping cannot be released.
+        if any(i.status != "Stopped" and (not force or i.status != "Running") for i in insts):
             raise ApiError(403, "IncorrectInstanceStatus",
                            "The current status of the resource does not support this operation.")
         for i in insts:

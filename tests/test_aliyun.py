@@ -112,6 +112,21 @@ def test_a_lost_or_late_reply_is_retried_and_a_lost_creation_is_not_made_twice(e
     emu.fail("DescribeInstances", kind="slow", delay=2.0)  # later than the client waits
     assert [i.id for i in api.describe("bench")] == [inst.id]
     assert len(slept) == 2
+    emu.fail("StopInstances", kind="drop")  # stopped, reply lost: the retry's IncorrectInstanceStatus means done
+    api.stop([inst.id])
+    assert [p["StoppedMode"] for a, p in emu.calls if a == "StopInstances"] == ["StopCharging"] * 2
+
+
+def test_a_creation_whose_every_reply_was_lost_is_still_released(emu):
+    from pytest_dlperf.clusters.aliyun.provision import ProvisionError
+
+    api = api_for(emu, sleep=lambda s: None, timeout_ms=700, attempts=2)
+    emu.fail("RunInstances", kind="drop", times=2)
+    prov, _ = provisioner(api, count=1)
+    with pytest.raises(ProvisionError) as err:
+        prov.acquire()
+    assert "NetworkError" in str(err.value) and "released the 1 instance(s) this session created" in str(err.value)
+    assert emu.live() == [] and len(emu.deleted) == 1
 
 
 # ---------------------------------------------------------------- FastGPU semantics
@@ -179,7 +194,7 @@ def test_interrupted_or_timed_out_waits_leave_nothing_running(emu):
         prov.acquire()
     assert emu.live() == [] and len(emu.deleted) == 2
 
-    emu.boot_s = 60.0
+    emu.boot_s = 3.0  # booting outlasts the wait; clean-up waits for Running, then releases
     slow, _ = provisioner(api_for(emu))
     slow.wait_running_s = 0.5
     with pytest.raises(ProvisionError, match="not all Running with a public IP after 0.5s .*released the 2"):
@@ -250,7 +265,7 @@ def test_a_session_whose_api_calls_fail_says_so_without_secrets_and_leaves_nothi
 
 def test_sigterm_while_instances_boot_releases_what_the_session_created(emu, ssh_nodes, tmp_path):
     emu.addresses = [n.address for n in ssh_nodes.nodes]
-    emu.boot_s = 120.0  # they never reach Running while the session waits
+    emu.boot_s = 20.0  # still booting when the signal comes: clean-up waits for Running, then releases
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("ALIBABA_CLOUD_", "ALIYUN_"))},
            "ALIBABA_CLOUD_ACCESS_KEY_ID": KEY_ID, "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SECRET}
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
@@ -304,6 +319,8 @@ def test_cluster_create_ls_stop_start_rename_addip_kill(cli, emu, tmp_path):
     import time
     time.sleep(0.5)
     assert cli("start", "task1.bench")[:2] == (0, "started task1.bench\n")
+    code, _, err = cli("rename", "{bench}", "x")
+    assert code == 2 and "{bench} names 2 instances; give one task name" in err
     assert cli("rename", "task1.bench", "task9.bench")[0] == 0
     assert sorted(i.name for i in emu.live()) == ["task0.bench", "task9.bench"]
     code, out, _ = cli("addip", "task0.bench", "--cidr", "203.0.113.7/32")

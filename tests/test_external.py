@@ -157,3 +157,9 @@ def test_per_node_launch_runs_the_program_on_every_node_told_its_place(tmp_path)
     for rank, name in enumerate(("local0", "local1")):
         assert f"user_train.py --worker {rank}/2 --ps 127.0.0.1:" in lines[name]
         assert "torch.distributed.run" not in lines[name] and "DLPERF_RUN_TAG=" in lines[name]
+
+
+def test_only_the_precisions_a_program_declares_run():
+    bench = ExternalBenchmark(name="x", program=("{script}",), format="dllogger", files=(SCRIPT,),
+                              models=("resnet18",), sizes={"gpu": {"resnet18": (8, 32)}})
+    assert bench.launcher().precisions == ("fp32",)  # no amp case that would run the fp32 command

@@ -140,9 +140,11 @@ def dllogger(text: str, warmup: int | None, hints: Hints = Hints()) -> ParsedRun
             rec = json.loads(line[i + 5:])
         except json.JSONDecodeError:
             continue
-        step = rec.get("step")
-        if isinstance(step, list) and rec.get("type", "LOG") == "LOG":
-            by_step.setdefault(tuple(step), {}).update(rec.get("data") or {})
+        if not isinstance(rec, dict):
+            continue
+        step, data = rec.get("step"), rec.get("data")
+        if isinstance(step, list) and rec.get("type", "LOG") == "LOG" and isinstance(data, dict):
+            by_step.setdefault(tuple(str(s) for s in step), {}).update(data)
 
     def ips(data: dict) -> float | None:
         keys = [k for k in data if k.endswith("total_ips")] or [k for k in data if k.endswith(".ips")]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clusters.base import Node, NodeCommand, SpanAccess
-from ..specs import CaseSpec, Measurement, ModelDefaults
+from ..specs import PRECISIONS, CaseSpec, Measurement, ModelDefaults
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class Launcher(ABC):
     name: str = ""  # the --backend value
     framework: str = ""  # the package every node must have; profiles and baselines name its version
     models: tuple[str, ...] = ()
+    precisions: tuple[str, ...] = PRECISIONS  # what the backend can train; the profile's are cut to these
     # Files of pytest_dlperf/node/workloads copied into every run directory; the first is the one run.
     # steplog.py (the output contract) goes with every workload.
     workload_files: tuple[str, ...] = ()

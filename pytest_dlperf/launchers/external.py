@@ -44,7 +44,8 @@ class ExternalBenchmark:
     models: tuple[str, ...] = ("resnet50",)
     sizes: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # profile -> model -> (batch, size)
     model_names: dict[str, str] = field(default_factory=dict)  # our model -> the program's ({model_name})
-    precision_args: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"fp32": (), "amp": ()})
+    # The precisions the program trains, each with its arguments ({precision_args}); only these run.
+    precision_args: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"fp32": ()})
     warmup_iters: int | None = None  # the parser's warm-up rule: intervals or steps it drops
     env: dict[str, str] = field(default_factory=dict)
     install_hint: str = ""  # what to run on a node without the framework
@@ -92,6 +93,7 @@ class ExternalLauncher(Launcher):
         self.models = bench.models
         self.spans_nodes = bench.launch == "horovodrun"
         self.output_format = bench.format
+        self.precisions = tuple(bench.precision_args)
         self.defaults = {p: {m: ModelDefaults(*bs) for m, bs in per.items()} for p, per in bench.sizes.items()}
         self._horovod = HorovodLauncher(controller) if self.spans_nodes else None
 
@@ -134,7 +136,7 @@ class ExternalLauncher(Launcher):
         out = []
         for arg in self.bench.program:
             if arg == PRECISION_ARGS:
-                out += list(self.bench.precision_args.get(case.precision, ()))
+                out += list(self.bench.precision_args[case.precision])
             else:
                 out.append(arg.format(**values))
         return out
@@ -165,8 +167,13 @@ class ExternalLauncher(Launcher):
         """Node 0's output through the benchmark's parser: the run's meta, its figures under
         ``parsed``. Raises ValueError saying which lines the format needs."""
         case = plan.case
-        parsed = FORMATS[self.bench.format](output, self.bench.warmup_iters,
-                                            Hints(devices=case.topology.world_size, model=case.model))
+        try:
+            parsed = FORMATS[self.bench.format](output, self.bench.warmup_iters,
+                                                Hints(devices=case.topology.world_size, model=case.model))
+        except (TypeError, AttributeError, KeyError) as exc:  # lines of the format's shape, not its content
+            raise ValueError(f"unreadable {self.bench.format} lines ({type(exc).__name__}: {exc})") from None
+        if not parsed.throughput > 0:
+            raise ValueError(f"the output's throughput is {parsed.throughput}: nothing was measured")
         if parsed.batch_size is not None and parsed.batch_size != case.batch_size:
             raise ValueError(f"the program ran batch size {parsed.batch_size} per device; the case is "
                              f"{case.batch_size}: pass {{batch_size}} to its batch-size flag")

@@ -99,17 +99,22 @@ class EcsApi:
         self.client = Client(config)
 
     # ------------------------------------------------------------------ calls
-    def _call(self, action: str, method: Callable, request):
-        """One API call, retried with exponential backoff while the service says Throttling."""
+    def _call(self, action: str, method: Callable, request, done_if: tuple[str, ...] = ()):
+        """One API call, retried with exponential backoff while the service throttles or no reply
+        comes. ``done_if``: codes that, on a retry after a lost reply, mean the lost try did the
+        work (IncorrectInstanceStatus when stopping an instance that is now stopping)."""
         from alibabacloud_tea_util import models as util_models
 
         runtime = util_models.RuntimeOptions(read_timeout=self.timeout_ms, connect_timeout=self.timeout_ms)
-        delay = self.backoff
+        delay, lost = self.backoff, False  # lost: an earlier try's reply never came
         for attempt in range(1, self.attempts + 1):
             try:
                 return method(request, runtime).body
             except Exception as exc:  # the SDK raises its own classes; code/message/data on them
                 err = self._cloud_error(action, exc)
+                if lost and err.code in done_if:
+                    return None
+                lost = lost or err.code == "NetworkError"
                 if attempt < self.attempts and err.code.startswith(RETRIED):
                     self.sleep(delay)
                     delay = min(delay * 2, 30.0)
@@ -120,9 +125,12 @@ class EcsApi:
     def _cloud_error(self, action: str, exc: Exception) -> CloudError:
         code = str(getattr(exc, "code", "") or "")
         message = str(getattr(exc, "message", "") or exc)
-        if not code:  # no answer from the service: the SDK's UnretryableException around a network error
+        if not code:
             inner = getattr(exc, "inner_exception", None)
-            code, message = "NetworkError", f"no reply ({type(exc).__name__}: {inner or exc})"
+            if type(exc).__name__ == "UnretryableException" or isinstance(exc, (ConnectionError, TimeoutError)):
+                code, message = "NetworkError", f"no reply ({type(exc).__name__}: {inner or exc})"
+            else:  # the SDK refusing a request before sending it (validation), or a bug: not retried
+                code = type(exc).__name__
         m = _SDK_MESSAGE.match(message)  # the SDK's "code: 400, <Message> request id: <id>"
         message = m.group(1) if m else message
         data = getattr(exc, "data", None)
@@ -174,7 +182,7 @@ class EcsApi:
         from alibabacloud_ecs20140526 import models as m
 
         self._call("StartInstances", self.client.start_instances_with_options,
-                   m.StartInstancesRequest(region_id=self.region, instance_id=ids))
+                   m.StartInstancesRequest(region_id=self.region, instance_id=ids), done_if=("IncorrectInstanceStatus",))
 
     def stop(self, ids: list[str], charging: bool = False) -> None:
         """Stop; by default without charging for the stopped instances' compute (StopCharging)."""
@@ -182,14 +190,16 @@ class EcsApi:
 
         self._call("StopInstances", self.client.stop_instances_with_options,
                    m.StopInstancesRequest(region_id=self.region, instance_id=ids,
-                                          stopped_mode="KeepCharging" if charging else "StopCharging"))
+                                          stopped_mode="KeepCharging" if charging else "StopCharging"),
+                   done_if=("IncorrectInstanceStatus",))
 
     def delete(self, ids: list[str]) -> None:
         """Release, running or not (Force)."""
         from alibabacloud_ecs20140526 import models as m
 
         self._call("DeleteInstances", self.client.delete_instances_with_options,
-                   m.DeleteInstancesRequest(region_id=self.region, instance_id=ids, force=True))
+                   m.DeleteInstancesRequest(region_id=self.region, instance_id=ids, force=True),
+                   done_if=("InvalidInstanceId.NotFound",))
 
     def allow_ssh(self, security_group: str, cidr: str, port: int = 22) -> None:
         """Admit ``cidr`` (the caller's address, /32) to the SSH port (the same rule again is accepted)."""

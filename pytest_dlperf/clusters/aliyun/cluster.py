@@ -3,6 +3,7 @@ an SSH cluster; when the session ends they are stopped without charging, release
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -29,8 +30,8 @@ class AliyunCluster(SSHCluster):
         try:
             super().__init__([HostSpec(i.public_ip, slots) for i in instances], settings, slots=slots,
                              frameworks=frameworks, require_frameworks=False)
-        except BaseException:
-            self.say(self.provisioner.finish(self.after))
+        except BaseException:  # the nodes cannot be reached: undo this session's part, keep the error
+            self.say(self.provisioner.undo().lstrip("; "))
             raise
 
     def nodes(self) -> list[Node]:
@@ -68,11 +69,17 @@ class AliyunCluster(SSHCluster):
                                    "console or with dlperf cluster") from None
 
 
-def caller_cidr(endpoint_host: str) -> str:
-    """This machine's address on the route to the endpoint, as a /32 (the security group admits it)."""
+def caller_cidr(endpoint_host: str, say: Callable[[str], None] | None = None) -> str:
+    """This machine's address on the route to the endpoint, as a /32 (the security group admits it).
+    A private address is what the group sees only from inside the VPC: said, so NAT users pass theirs."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.connect((endpoint_host, 443))
-        return f"{s.getsockname()[0]}/32"
+        address = s.getsockname()[0]
+    ip = ipaddress.ip_address(address)
+    if say is not None and ip.is_private and not ip.is_loopback:
+        say(f"aliyun: admitting {address}/32, a private address: from outside the instances' VPC (behind NAT) "
+            "pass your public address with --dlperf-aliyun-admit A.B.C.D/32")
+    return f"{address}/32"
 
 
 def build(api: EcsApi, provisioner: Provisioner, after: str, settings: SSHSettings, slots: int | None,
@@ -81,5 +88,5 @@ def build(api: EcsApi, provisioner: Provisioner, after: str, settings: SSHSettin
     """Admit the caller to the security group's SSH port, then provision and connect."""
     if security_group:
         host = api.endpoint.split("://")[-1].split(":")[0]
-        api.allow_ssh(security_group, admit or caller_cidr(host), settings.port or 22)
+        api.allow_ssh(security_group, admit or caller_cidr(host, say), settings.port or 22)
     return AliyunCluster(provisioner, after, settings, slots=slots, frameworks=frameworks, say=say)

@@ -88,6 +88,6 @@ def region(env: dict | None = None, given: str | None = None) -> str:
     env = dict(os.environ if env is None else env)
     found = given or (_first(env, REGION_VARS) or ("", ""))[1]
     if not found:
-        raise CredentialsError(f"no region: pass --aliyun-region or set {REGION_VARS[0]} or {REGION_VARS[1]} "
+        raise CredentialsError(f"no region: pass --dlperf-aliyun-region (dlperf cluster: --region) or set {REGION_VARS[0]} or {REGION_VARS[1]} "
                                "(e.g. cn-zhangjiakou)")
     return found

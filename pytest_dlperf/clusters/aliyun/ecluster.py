@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import configparser
 import datetime as _dt
+import importlib.util
 import os
 import shlex
 import sys
@@ -43,6 +44,14 @@ def _targets(api: EcsApi, target: str) -> list[Instance]:
     if not found:
         raise CliError(f"no instance named {target!r} (dlperf cluster ls lists them)")
     return found
+
+
+def _one(api: EcsApi, target: str) -> Instance:
+    """One instance, named by its task name (a ``{job}`` names several)."""
+    found = _targets(api, target)
+    if len(found) != 1:
+        raise CliError(f"{target} names {len(found)} instances; give one task name, e.g. {found[0].name}")
+    return found[0]
 
 
 def hours_alive(created: str, now: _dt.datetime | None = None) -> float:
@@ -129,7 +138,7 @@ def cmd_addip(args: argparse.Namespace, api: EcsApi) -> int:
     from .cluster import caller_cidr  # (imports the SSH cluster and paramiko)
 
     insts = _targets(api, args.target)
-    cidr = args.cidr or caller_cidr(api.endpoint.split("://")[-1].split(":")[0])
+    cidr = args.cidr or caller_cidr(api.endpoint.split("://")[-1].split(":")[0], lambda t: print(t, file=sys.stderr))
     groups = sorted({g for i in insts for g in i.security_groups})
     if not groups:
         raise CliError(f"{args.target}: no security group on the instance(s)")
@@ -140,7 +149,7 @@ def cmd_addip(args: argparse.Namespace, api: EcsApi) -> int:
 
 
 def cmd_rename(args: argparse.Namespace, api: EcsApi) -> int:
-    (inst,) = _targets(api, args.old)
+    inst = _one(api, args.old)
     api.rename(inst.id, args.new)
     print(f"renamed {args.old} ({inst.id}) to {args.new}")
     return 0
@@ -168,8 +177,10 @@ def _run(argv: list[str], show: bool) -> int:
 
 
 def cmd_ssh(args: argparse.Namespace, api: EcsApi) -> int:
-    (inst,) = _targets(api, args.target)
+    inst = _one(api, args.target)
     argv = ["ssh", *_login(args, inst), f"{args.user}@{inst.public_ip}"]
+    if args.command == "tmux" and getattr(args, "remote", None):
+        raise CliError("tmux attaches to the session; to run a command use: dlperf cluster ssh TASK -- COMMAND")
     if args.command == "tmux":  # attach to the tmux session, else a login shell
         argv = ["ssh", "-t", *argv[1:], "tmux attach 2>/dev/null || exec $SHELL -l"]
     elif getattr(args, "remote", None):  # dlperf cluster ssh TASK [options] -- COMMAND ...
@@ -183,7 +194,7 @@ def cmd_scp(args: argparse.Namespace, api: EcsApi) -> int:
     for spec in (args.source, args.destination):
         name, sep, path = spec.partition(":")
         if sep and not name.startswith("/") and "." in name:
-            (inst,) = _targets(api, name)
+            inst = _one(api, name)
             parts.append(f"{args.user}@{inst.public_ip}:{path}")
         else:
             parts.append(spec)
@@ -240,6 +251,12 @@ def add_parser(sub) -> None:  # noqa: ANN001 - argparse's subparsers
 
 def main(args: argparse.Namespace) -> int:
     """Run one verb; API and usage errors are one line on stderr (exit 2), secrets scrubbed."""
+    if getattr(args, "remote", None) and args.command != "ssh":
+        print(f"dlperf cluster {args.command}: only ssh takes a command after --", file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("alibabacloud_ecs20140526") is None:
+        print("dlperf cluster: needs the ECS SDK: pip install 'pytest-dlperf[aliyun]'", file=sys.stderr)
+        return 2
     try:
         api = _api(args)
         try:

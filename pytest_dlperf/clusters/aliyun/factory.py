@@ -34,6 +34,9 @@ def make_aliyun_cluster(config: pytest.Config, options, frameworks: tuple[str, .
     """Provision (or reuse) the job's instances and reach them over SSH; bad input is a usage error."""
     if importlib.util.find_spec("alibabacloud_ecs20140526") is None:  # the SDK is an extra
         raise pytest.UsageError("--dlperf-cluster aliyun needs the ECS SDK: pip install 'pytest-dlperf[aliyun]'")
+    if getattr(config, "workerinput", None) is not None:
+        raise pytest.UsageError("--dlperf-cluster aliyun provisions once per session: run it without pytest-xdist "
+                                "(-n), which would have every worker create and stop the same job's instances")
     get = config.getoption
     need = [f"--dlperf-aliyun-{n}" for n, v in (("instance-type", get("dlperf_aliyun_instance_type")),
                                                 ("image", get("dlperf_aliyun_image"))) if not v]

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from .api import CloudError, EcsApi, Instance, LaunchSpec
 
-AFTER = ("stop", "release", "keep")  # what happens to the job's instances when the session ends
+AFTER = ("stop", "release", "keep")
+MOVING = ("Pending", "Starting", "Stopping")  # states in which an instance can be neither stopped nor released  # what happens to the job's instances when the session ends
 
 
 class ProvisionError(Exception):
@@ -39,6 +40,8 @@ class Provisioner:
     created: list[str] = field(default_factory=list)  # ids this session created
     started: list[str] = field(default_factory=list)  # ids this session started (they were stopped)
     instances: list[Instance] = field(default_factory=list)
+    creating: bool = False  # this session began creating the job's instances (the job had none)
+    settle_s: float = 300.0  # clean-up waits this long for instances to leave Pending/Starting/Stopping
 
     def acquire(self) -> list[Instance]:
         """The job's ``count`` instances, Running and answering on the SSH port, in task order."""
@@ -61,6 +64,7 @@ class Provisioner:
         found = {i.name: i for i in self.api.describe(self.job) if i.status not in ("Deleted", "Released")}
         have = [n for n in names if n in found]
         if not have:
+            self.creating = True
             for name in names:
                 self.say(f"aliyun: creating {name} ({self.spec.instance_type})")
                 self.created.append(self.api.run(self.spec, name, self.job))
@@ -75,7 +79,7 @@ class Provisioner:
         if bad:
             raise ProvisionError(f"job {self.job!r}: existing instances differ from what was asked: "
                                  + "; ".join(f"{n}: {', '.join(d)}" for n, d in bad)
-                                 + ". Use another job name (--aliyun-job) or release them")
+                                 + ". Use another job name (--dlperf-aliyun-job) or release them")
         stopped = [found[n].id for n in names if found[n].status in ("Stopped", "Stopping")]
         self.say(f"aliyun: reusing {', '.join(names)}" + (f"; starting {len(stopped)}" if stopped else ""))
         if stopped:
@@ -127,23 +131,49 @@ class Provisioner:
         self.say(f"aliyun: SSH answers on all {len(instances)}")
 
     def undo(self) -> str:
-        """Release what this session created, stop what it started; a sentence saying so ('' if nothing)."""
+        """Release what this session created, stop what it started; a sentence saying so ('' if nothing).
+
+        Created means every ``task{i}.{job}`` instance now there, not only the ids recorded: a
+        creation interrupted mid-call, or whose reply was lost, still made one (the job had none
+        before). An instance still booting or stopping cannot be released or stopped: wait for it."""
         parts = []
-        for ids, act, done, failed in (
-                (self.created, self.api.delete, "released the {n} instance(s) this session created ({ids})",
-                 "could NOT release {ids}: {exc}: release them in the console"),
-                (self.started, self.api.stop, "stopped the {n} instance(s) this session started ({ids})",
-                 "could NOT stop {ids}: {exc}")):
-            if not ids:
-                continue
-            shown = ", ".join(ids)
+        if self.creating:
             try:
-                act(list(ids))
-                parts.append(done.format(n=len(ids), ids=shown))
+                names = {task_name(i, self.job) for i in range(self.count)}
+                made = sorted({*self.created, *(i.id for i in self.api.describe(self.job) if i.name in names)})
             except CloudError as exc:
-                parts.append(failed.format(ids=shown, exc=exc))
-            ids.clear()
+                made = list(self.created)
+                parts.append(f"could not list the job's instances ({exc})")
+            parts += self._apply(made, self.api.delete, "released the {n} instance(s) this session created ({ids})",
+                                 "could NOT release {ids}: {exc}: release them in the console or with dlperf cluster kill")
+            self.created, self.creating = [], False
+        if self.started:
+            parts += self._apply(list(self.started), self.api.stop, "stopped the {n} instance(s) this session started ({ids})",
+                                 "could NOT stop {ids}: {exc}")
+            self.started = []
         return "".join(f"; {p}" for p in parts)
+
+    def _apply(self, ids: list[str], act: Callable[[list[str]], None], done: str, failed: str) -> list[str]:
+        if not ids:
+            return []
+        shown = ", ".join(ids)
+        try:
+            self._settle(ids)
+            act(ids)
+            return [done.format(n=len(ids), ids=shown)]
+        except (CloudError, ProvisionError) as exc:
+            return [failed.format(ids=shown, exc=exc)]
+
+    def _settle(self, ids: list[str]) -> None:
+        """Wait (bounded) until none of ``ids`` is Pending, Starting or Stopping."""
+        deadline = self.clock() + self.settle_s
+        while True:
+            moving = [i for i in self.api.describe(self.job) if i.id in ids and i.status in MOVING]
+            if not moving:
+                return
+            if self.clock() > deadline:
+                raise ProvisionError(f"still {', '.join(f'{i.name} {i.status}' for i in moving)} after {self.settle_s:g}s")
+            self.sleep(min(self.poll_s, 1.0))
 
     def finish(self, after: str) -> str:
         """At the session's end: stop (StopCharging), release or keep the job's instances."""
@@ -156,7 +186,7 @@ class Provisioner:
             self.api.delete(ids)
             return f"aliyun: released {len(ids)} instance(s) of job {self.job!r}"
         self.api.stop(ids)
-        return f"aliyun: stopped {len(ids)} instance(s) of job {self.job!r} (StopCharging; --release deletes them)"
+        return f"aliyun: stopped {len(ids)} instance(s) of job {self.job!r} (StopCharging; --dlperf-aliyun-after release deletes them)"
 
 
 def _port_open(host: str, port: int, timeout: float = 2.0) -> bool:
