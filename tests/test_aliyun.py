@@ -312,13 +312,12 @@ def test_cluster_create_ls_stop_start_rename_addip_kill(cli, emu, tmp_path):
     assert [r.split()[0] for r in rows] == ["task0.bench", "task1.bench"]
     assert all(r.split()[2] == TYPE and r.split()[3] in ("127.0.0.2", "127.0.0.3") for r in rows)
 
+    emu.stop_s = 2.0  # long enough that the next call surely finds them Stopping
     assert cli("stop", "{bench}")[:2] == (0, "stopped task0.bench, task1.bench\n")
     assert [p["StoppedMode"] for a, p in emu.calls if a == "StopInstances"] == ["StopCharging"]
-    code, _, err = cli("start", "{bench}")
-    assert code == 2 and "IncorrectInstanceStatus" in err  # still stopping: the service says so
-    import time
-    time.sleep(0.5)
-    assert cli("start", "task1.bench")[:2] == (0, "started task1.bench\n")
+    code, _, err = cli("start", "{bench}", "--wait", "0")
+    assert code == 2 and "Stopping after 0s" in err  # still stopping: nothing asked of the service
+    assert cli("start", "task1.bench")[:2] == (0, "started task1.bench\n")  # waits until it is Stopped
     code, _, err = cli("rename", "{bench}", "x")
     assert code == 2 and "{bench} names 2 instances; give one task name" in err
     assert cli("rename", "task1.bench", "task9.bench")[0] == 0

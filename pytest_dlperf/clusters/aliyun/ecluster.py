@@ -10,10 +10,11 @@ import importlib.util
 import os
 import shlex
 import sys
+import time
 
 from . import credentials
 from .api import CloudError, EcsApi, Instance, LaunchSpec
-from .provision import Provisioner, ProvisionError
+from .provision import MOVING, Provisioner, ProvisionError
 
 CREATE_KEYS = ("name", "machines", "instance_type", "image", "zone", "vswitch", "security_group", "key_pair",
                "system_disk", "data_disk", "spot", "spot_price_limit")
@@ -119,8 +120,22 @@ def cmd_create(args: argparse.Namespace, api: EcsApi) -> int:
     return 0
 
 
+def _settled(api: EcsApi, target: str, wait: float) -> list[Instance]:
+    """The target's instances once none is Pending, Starting or Stopping (ECS refuses to stop,
+    start or release those), waiting at most ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        insts = _targets(api, target)
+        moving = [i for i in insts if i.status in MOVING]
+        if not moving:
+            return insts
+        if time.monotonic() > deadline:
+            raise CliError(f"still {', '.join(f'{i.name} {i.status}' for i in moving)} after {wait:g}s")
+        time.sleep(1.0)
+
+
 def _verb(args: argparse.Namespace, api: EcsApi) -> int:
-    insts = _targets(api, args.target)
+    insts = _settled(api, args.target, args.wait)
     ids = [i.id for i in insts]
     if args.command == "stop":
         api.stop(ids, charging=args.keep_charging)
@@ -234,6 +249,7 @@ def add_parser(sub) -> None:  # noqa: ANN001 - argparse's subparsers
     for name, what in (("stop", "stop without charging"), ("start", "start"), ("kill", "release (delete)")):
         v = verbs.add_parser(name, help=f"{what}: a task name or {{job}}")
         v.add_argument("target")
+        v.add_argument("--wait", type=float, default=300.0, help="seconds to wait for instances still booting or stopping")
         if name == "stop":
             v.add_argument("--keep-charging", action="store_true", help="StoppedMode=KeepCharging")
         v.set_defaults(verb=_verb)
