@@ -94,8 +94,9 @@ def summarize(case: CaseSpec, measurement: Measurement, runs: list[RunRecord]) -
         global_batch = case.batch_size * case.topology.world_size
         return parsed["throughput"], [global_batch / x for x in parsed["rates"] or [parsed["throughput"]] if x > 0]
 
-    tputs = [figures(r)[0] for r in runs]
-    times = [t for r in runs for t in figures(r)[1]]
+    figs = [figures(r) for r in runs]
+    tputs = [tput for tput, _ in figs]
+    times = [t for _, ts in figs for t in ts]
     pct = metrics.percentiles(times)
     mean, median = metrics.center(tputs)
     return CaseResult(

@@ -30,25 +30,27 @@ RECHECKS = 3  # more probes, RECHECK_PAUSE s apart, before a HARDWARE verdict on
 RECHECK_PAUSE = 2.0
 
 
+def _sigterm(handler) -> Callable[[], None]:  # noqa: ANN001 - a signal handler or SIG_IGN
+    """Set SIGTERM's handler (main thread only); the returned function puts the previous one back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum, frame):  # noqa: ANN001
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def sigterm_until_restored() -> Callable[[], None]:
     """SIGTERM raises KeyboardInterrupt (pytest then ends the session through sessionfinish) until
     the returned function restores the previous handler."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+    return _sigterm(_interrupt)
 
 
 def sigterm_ignored() -> Callable[[], None]:
     """Ignore SIGTERM until the returned function puts the previous handler back."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+    return _sigterm(signal.SIG_IGN)
 
 
 class DLPerfSession:

@@ -98,6 +98,11 @@ class EcsApi:
                                         endpoint=self.endpoint)
         self.client = Client(config)
 
+    @property
+    def endpoint_host(self) -> str:
+        """The endpoint's host, without a scheme or port."""
+        return self.endpoint.split("://")[-1].split(":")[0]
+
     # ------------------------------------------------------------------ calls
     def _call(self, action: str, method: Callable, request, done_if: tuple[str, ...] = ()):
         """One API call, retried with exponential backoff while the service throttles or no reply

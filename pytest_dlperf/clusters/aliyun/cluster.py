@@ -87,6 +87,5 @@ def build(api: EcsApi, provisioner: Provisioner, after: str, settings: SSHSettin
           say: Callable[[str], None] | None = None) -> AliyunCluster:
     """Admit the caller to the security group's SSH port, then provision and connect."""
     if security_group:
-        host = api.endpoint.split("://")[-1].split(":")[0]
-        api.allow_ssh(security_group, admit or caller_cidr(host, say), settings.port or 22)
+        api.allow_ssh(security_group, admit or caller_cidr(api.endpoint_host, say), settings.port or 22)
     return AliyunCluster(provisioner, after, settings, slots=slots, frameworks=frameworks, say=say)

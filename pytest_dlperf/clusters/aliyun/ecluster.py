@@ -10,11 +10,10 @@ import importlib.util
 import os
 import shlex
 import sys
-import time
 
 from . import credentials
 from .api import CloudError, EcsApi, Instance, LaunchSpec
-from .provision import MOVING, Provisioner, ProvisionError
+from .provision import Provisioner, ProvisionError, settled
 
 CREATE_KEYS = ("name", "machines", "instance_type", "image", "zone", "vswitch", "security_group", "key_pair",
                "system_disk", "data_disk", "spot", "spot_price_limit")
@@ -121,17 +120,8 @@ def cmd_create(args: argparse.Namespace, api: EcsApi) -> int:
 
 
 def _settled(api: EcsApi, target: str, wait: float) -> list[Instance]:
-    """The target's instances once none is Pending, Starting or Stopping (ECS refuses to stop,
-    start or release those), waiting at most ``wait`` seconds."""
-    deadline = time.monotonic() + wait
-    while True:
-        insts = _targets(api, target)
-        moving = [i for i in insts if i.status in MOVING]
-        if not moving:
-            return insts
-        if time.monotonic() > deadline:
-            raise CliError(f"still {', '.join(f'{i.name} {i.status}' for i in moving)} after {wait:g}s")
-        time.sleep(1.0)
+    """The target's instances once none is booting or stopping, waiting at most ``wait`` seconds."""
+    return settled(lambda: _targets(api, target), wait, 1.0)
 
 
 def _verb(args: argparse.Namespace, api: EcsApi) -> int:
@@ -153,7 +143,7 @@ def cmd_addip(args: argparse.Namespace, api: EcsApi) -> int:
     from .cluster import caller_cidr  # (imports the SSH cluster and paramiko)
 
     insts = _targets(api, args.target)
-    cidr = args.cidr or caller_cidr(api.endpoint.split("://")[-1].split(":")[0], lambda t: print(t, file=sys.stderr))
+    cidr = args.cidr or caller_cidr(api.endpoint_host, lambda t: print(t, file=sys.stderr))
     groups = sorted({g for i in insts for g in i.security_groups})
     if not groups:
         raise CliError(f"{args.target}: no security group on the instance(s)")

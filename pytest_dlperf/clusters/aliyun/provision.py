@@ -166,14 +166,8 @@ class Provisioner:
 
     def _settle(self, ids: list[str]) -> None:
         """Wait (bounded) until none of ``ids`` is Pending, Starting or Stopping."""
-        deadline = self.clock() + self.settle_s
-        while True:
-            moving = [i for i in self.api.describe(self.job) if i.id in ids and i.status in MOVING]
-            if not moving:
-                return
-            if self.clock() > deadline:
-                raise ProvisionError(f"still {', '.join(f'{i.name} {i.status}' for i in moving)} after {self.settle_s:g}s")
-            self.sleep(min(self.poll_s, 1.0))
+        settled(lambda: [i for i in self.api.describe(self.job) if i.id in ids], self.settle_s,
+                min(self.poll_s, 1.0), self.clock, self.sleep)
 
     def finish(self, after: str) -> str:
         """At the session's end: stop (StopCharging), release or keep the job's instances."""
@@ -187,6 +181,21 @@ class Provisioner:
             return f"aliyun: released {len(ids)} instance(s) of job {self.job!r}"
         self.api.stop(ids)
         return f"aliyun: stopped {len(ids)} instance(s) of job {self.job!r} (StopCharging; --dlperf-aliyun-after release deletes them)"
+
+
+def settled(now: Callable[[], list[Instance]], wait: float, poll: float,
+            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> list[Instance]:
+    """``now()``'s instances once none is Pending, Starting or Stopping (ECS neither stops, starts
+    nor releases those), asking every ``poll`` s for at most ``wait`` s; else ProvisionError."""
+    deadline = clock() + wait
+    while True:
+        insts = now()
+        moving = [i for i in insts if i.status in MOVING]
+        if not moving:
+            return insts
+        if clock() > deadline:
+            raise ProvisionError(f"still {', '.join(f'{i.name} {i.status}' for i in moving)} after {wait:g}s")
+        sleep(poll)
 
 
 def _port_open(host: str, port: int, timeout: float = 2.0) -> bool:
