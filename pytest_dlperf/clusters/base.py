@@ -81,6 +81,36 @@ class ExecResult:
         return "\n".join(lines[-n:])
 
 
+def swept(node: Node, tag: str, res: ExecResult) -> int:
+    """How many processes ``node/killtag.py`` found on the node ("FOUND LEFT" on its last line);
+    ClusterError when the sweep did not run or a tagged process survived SIGKILL."""
+    words = res.stdout.split()
+    if len(words) < 2 or not all(w.isdigit() for w in words[-2:]):
+        raise ClusterError(f"{node.name}: the sweep for run {tag} failed (exit {res.returncode}): {res.tail(10)}")
+    found, left = int(words[-2]), int(words[-1])
+    if left:
+        raise ClusterError(f"{node.name}: {left} process(es) tagged {tag} survived SIGKILL")
+    return found
+
+
+def cannot_sweep(node: Node, tag: str, exc: Exception) -> ClusterError:
+    """The error for a node that could not be swept at all: where to look for what may be left."""
+    why = str(exc).removeprefix(f"{node.name}: ").rstrip(".")
+    return ClusterError(f"{node.name}: cannot sweep it for run {tag} ({why}); processes of the run may be "
+                        f"left there: look for {RUN_TAG_ENV}={tag} in /proc/*/environ")
+
+
+def ports_printed(node: Node, n: int, res: ExecResult) -> list[int]:
+    """The ``n`` port numbers a node's free-port probe printed, or ClusterError with its output."""
+    try:
+        ports = [int(w) for w in res.stdout.split()[-n:]]
+        if len(ports) != n:
+            raise ValueError
+        return ports
+    except ValueError:
+        raise ClusterError(f"{node.name}: cannot find a free port (exit {res.returncode}): {res.tail(5)}") from None
+
+
 FATAL_LINE = re.compile(r"terminate called|what\(\):|Fatal Python error|Segmentation fault"
                         r"|Traceback \(most recent call last\)|Killed|out of memory", re.IGNORECASE)
 
@@ -170,6 +200,11 @@ class Cluster(ABC):
     def span_access(self, nodes: Sequence[Node], run_dir: str) -> SpanAccess:
         """How node 0 starts processes on the other nodes; ``run_dir`` is node 0's run directory."""
         raise ClusterError(f"the {self.kind} cluster cannot run a launcher that starts every node from node 0")
+
+    def diagnose(self, nodes: Sequence[Node]) -> list[str]:
+        """What the cluster itself knows about a failed run's nodes (a node its scheduler took down,
+        say), as lines for the failure message; nothing by default."""
+        return []
 
     def render(self, cmd: NodeCommand) -> str:
         """How the command is run, as a line a user can paste (dry-run)."""

@@ -28,7 +28,8 @@ from typing import TypeVar
 import paramiko
 from filelock import FileLock
 
-from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess, SpanAccess
+from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess, SpanAccess, \
+    cannot_sweep, ports_printed, swept
 from ..hosts import HostSpec
 from .connect import DEFAULT_CONFIG, DEFAULT_KNOWN_HOSTS, Connection, SSHSettings, Target, connect, \
     load_config, resolve
@@ -339,31 +340,15 @@ class SSHCluster(Cluster):
         try:
             res = self.exec(node, [node.python, "-", tag], stdin=KILLTAG_SRC.encode(), timeout=60)
         except ClusterError as exc:
-            why = str(exc).removeprefix(f"{node.name}: ").rstrip(".")
-            raise ClusterError(f"{node.name}: cannot sweep it for run {tag} ({why}); processes of the run may be "
-                               f"left there: look for {RUN_TAG_ENV}={tag} in /proc/*/environ") from exc
-        words = res.stdout.split()
-        if len(words) < 2 or not all(w.isdigit() for w in words[-2:]):
-            raise ClusterError(f"{node.name}: the sweep for run {tag} failed (exit {res.returncode}): "
-                               f"{res.tail(10)}")
-        found, left = int(words[-2]), int(words[-1])
-        if left:
-            raise ClusterError(f"{node.name}: {left} process(es) tagged {tag} survived SIGKILL")
-        return found
+            raise cannot_sweep(node, tag, exc) from exc
+        return swept(node, tag, res)
 
     def free_ports(self, node: Node, n: int = 1) -> list[int]:
         """``n`` ports free on the node itself (a port free here may be taken there)."""
         if n <= 0:
             return []
-        res = self.exec(node, [node.python, "-c", FREE_PORT_SRC, str(n)], guard=False, timeout=30)
-        try:
-            ports = [int(w) for w in res.stdout.split()[-n:]]
-            if len(ports) != n:
-                raise ValueError
-            return ports
-        except (ValueError, IndexError):
-            raise ClusterError(f"{node.name}: cannot find a free port (exit {res.returncode}): "
-                               f"{res.tail(5)}") from None
+        return ports_printed(node, n, self.exec(node, [node.python, "-c", FREE_PORT_SRC, str(n)], guard=False,
+                                                timeout=30))
 
     def render(self, cmd: NodeCommand) -> str:
         """``ssh -p PORT [-i KEY] user@host -- <line>``: pasting it runs the node's command."""
