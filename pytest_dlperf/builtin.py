@@ -29,6 +29,10 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
         from .clusters.aliyun.factory import make_aliyun_cluster
 
         return make_aliyun_cluster(config, options, _frameworks(config, options))
+    if options.cluster == "slurm":
+        from .clusters.slurm.factory import make_slurm_cluster
+
+        return make_slurm_cluster(config, options, _frameworks(config, options))
     return None
 
 
@@ -41,7 +45,7 @@ def _frameworks(config, options) -> tuple[str, ...]:
 
 @pytest.hookimpl
 def pytest_dlperf_cluster_kinds(config) -> list[str]:
-    return ["local", "ssh", "aliyun"]
+    return ["local", "ssh", "aliyun", "slurm"]
 
 
 @pytest.hookimpl(trylast=True)

@@ -105,7 +105,8 @@ def add_options(parser: pytest.Parser) -> None:
     # -- what runs, where
     a("--dlperf-cluster", default="local", metavar="KIND",
       help="where the nodes come from: local (processes on this machine, default), "
-           "ssh (--dlperf-hosts/--dlperf-hostfile), or a kind an installed plugin adds")
+           "ssh (--dlperf-hosts/--dlperf-hostfile), aliyun (ECS instances), slurm (an allocation's "
+           "nodes, srun), or a kind an installed plugin adds")
     a("--dlperf-nodes", type=positive_int, default=None, metavar="N",
       help="largest number of nodes in the ladder (local default 2; ssh: the hosts given). Alias: --nodes")
     a("--dlperf-gpus-per-node", type=positive_int, default=None, metavar="G",
@@ -208,6 +209,26 @@ def add_options(parser: pytest.Parser) -> None:
     a("--dlperf-aliyun-protocol", choices=("https", "http"), default="https")
     a("--dlperf-aliyun-wait", type=positive_seconds, default=600.0, metavar="S",
       help="seconds to wait for the instances to run and for SSH to answer (each; default 600)")
+    # -- Slurm (--dlperf-cluster slurm): inside salloc/sbatch the allocation's nodes; otherwise the
+    #    harness allocates with salloc --no-shell and cancels the job at the end
+    a("--dlperf-slurm-partition", default="", metavar="NAME", help="--dlperf-cluster slurm, when allocating: the partition")
+    a("--dlperf-slurm-account", default="", metavar="NAME", help="the account the allocation is charged to")
+    a("--dlperf-slurm-time", default="", metavar="TIME",
+      help="the allocation's time limit, in Slurm's format (MINUTES, HH:MM:SS, D-HH:MM)")
+    a("--dlperf-slurm-gpus-per-node", type=positive_int, default=None, metavar="G",
+      help="GPUs per node to allocate (salloc --gpus-per-node)")
+    a("--dlperf-slurm-constraint", default="", metavar="FEATURES", help="node features to allocate (salloc --constraint)")
+    a("--dlperf-slurm-qos", default="", metavar="QOS")
+    a("--dlperf-slurm-salloc-args", default="", metavar="'ARGS'", help="more salloc arguments, as one shell-quoted string")
+    a("--dlperf-slurm-wait", type=positive_seconds, default=600.0, metavar="S",
+      help="seconds to wait for the allocation to start; then it is cancelled (default 600)")
+    a("--dlperf-slurm-workdir", default=None, metavar="DIR",
+      help="directory for run directories, used directly when every node sees it (a shared file system; "
+           "default <report dir>/slurm); else each node's --dlperf-slurm-node-dir, files sent with sbcast")
+    a("--dlperf-slurm-node-dir", default="/tmp", metavar="DIR",
+      help="node-local directory for run directories when the work directory is not shared (default /tmp)")
+    a("--dlperf-slurm-python", default="python3", metavar="PATH",
+      help="Python interpreter on the nodes that runs the launcher and workload (default python3)")
     # -- the baseline gate
     a("--dlperf-update-baselines", action="store_true", default=False,
       help="record the cases that ran and passed as the profile's baseline (other entries are kept). "

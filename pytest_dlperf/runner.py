@@ -197,7 +197,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                 time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
                 codes = {p.node.name: p.poll() for p in procs}
                 names = ", ".join(f"{p.node.name} (exit {codes[p.node.name]})" for p in failed)
-                why = f"{case.id}: node {names} failed"
+                why = f"{case.id}: node {names} failed" + "".join(f"; {d}" for d in cluster.diagnose(plan.nodes))
                 if launcher.spans_nodes:  # one log for every node's ranks: say whose rank failed first
                     why += "".join(f"; {b}" for b in [launcher.blame(plan, _read(procs[0].log_path))] if b)
                 raise RunFailed(_describe_failure(procs, codes, why, first=failed))

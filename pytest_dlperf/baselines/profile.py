@@ -61,10 +61,13 @@ def framework_majors(framework_versions: Sequence[str], backend: str) -> list[st
 
 
 def node_descriptor(node: Node, cpu_model: str | None = None) -> str:
-    """One node's hardware: 'gpu-8x-<gpu model>' or 'cpu-<cpu model>-<cores>c'."""
+    """One node's hardware: 'gpu-8x-<gpu model>' or 'cpu-<cpu model>-<cores>c'. A Slurm node's
+    features (``slurm_features``, e.g. ``a100,sxm4``: the site's own names for its node classes)
+    stand for the model where the site set them."""
+    features = "-".join(sorted(f for f in node.extra.get("slurm_features", "").split(",") if f))
     if node.gpus > 0:
-        return f"gpu-{node.gpus}x-{slug(node.extra.get('gpu_name', '') or 'unknown-gpu')}"
-    model = cpu_model or node.extra.get("cpu_model", "")
+        return f"gpu-{node.gpus}x-{slug(features or node.extra.get('gpu_name', '') or 'unknown-gpu')}"
+    model = features or cpu_model or node.extra.get("cpu_model", "")
     if not model:
         from ..environment import cpu_model as local_cpu_model
 

@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
-"""The local cluster's remote shell, for launchers that start the other nodes themselves.
+"""The remote shell of the local and Slurm clusters, for launchers that start the other nodes themselves.
 
 horovodrun, perseusrun and mpirun start ranks on other hosts with ``ssh [options] HOST COMMAND``
-(OpenMPI calls this its rsh agent; Horovod on Kubeflow uses ``kubexec.sh`` the same way). The
-local cluster's nodes are shares of this machine at 127.0.0.2, 127.0.0.3, ..., which the
-launchers see as remote hosts. Installed as ``ssh`` first on the spanning launcher's PATH, this
-script runs COMMAND here instead, in a shell, pinned to that node's cores as the local cluster
-pins its node launchers. The node map comes from ``DLPERF_LOCAL_NODES`` (JSON: address -> cpu
-list, "" for no pinning). Standard library only; imports nothing from the harness.
+(OpenMPI calls this its rsh agent; Horovod on Kubeflow uses ``kubexec.sh`` the same way).
+Installed as ``ssh`` first on the spanning launcher's PATH, this script runs COMMAND on that node
+the cluster's own way:
+
+- local cluster: the nodes are shares of this machine at 127.0.0.2, 127.0.0.3, ..., which the
+  launchers see as remote hosts; COMMAND runs here, in a shell, pinned to that node's cores as
+  the local cluster pins its node launchers. The node map comes from ``DLPERF_LOCAL_NODES``
+  (JSON: address -> cpu list, "" for no pinning).
+- Slurm cluster: COMMAND runs as a step of the job on that node (``srun --jobid J --overlap -w
+  NODE``), so Slurm accounts for it and kills it with the job, where compute nodes often accept
+  no SSH at all. The map comes from ``DLPERF_SRUN_NODES`` (JSON: {"job": J, "nodes": {address:
+  node name}}).
+
+Standard library only; imports nothing from the harness.
 """
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ import shutil
 import sys
 
 NODES_ENV = "DLPERF_LOCAL_NODES"
+SRUN_ENV = "DLPERF_SRUN_NODES"
 # ssh options that take a value (OpenSSH's getopt string), as horovodrun and mpirun pass them.
 WITH_VALUE = set("BbcDEeFIiJLlmOoPpQRSWw")
 
@@ -45,20 +54,25 @@ def split(argv: list[str]) -> tuple[str | None, list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    nodes = json.loads(os.environ.get(NODES_ENV) or "{}")
+    srun = json.loads(os.environ.get(SRUN_ENV) or "{}")
+    nodes = srun.get("nodes") or json.loads(os.environ.get(NODES_ENV) or "{}")
+    kind = "slurm" if srun else "local"
     host, words = split(argv)
     if host is None:
-        print("ssh (dlperf local cluster): no host given", file=sys.stderr)
+        print(f"ssh (dlperf {kind} cluster): no host given", file=sys.stderr)
         return 255
     if host not in nodes:
-        print(f"ssh: Could not resolve hostname {host}: not a node of this dlperf local cluster "
+        print(f"ssh: Could not resolve hostname {host}: not a node of this dlperf {kind} cluster "
               f"({', '.join(nodes) or 'none'})", file=sys.stderr)
         return 255
     command = " ".join(words) or "true"  # as ssh does: the words joined, run by the login shell
     argv_out = ["/bin/sh", "-c", command]
-    cpus = nodes[host]
-    if cpus and shutil.which("taskset"):
-        argv_out = ["taskset", "-c", cpus, *argv_out]
+    if srun:
+        argv_out = ["srun", f"--jobid={srun['job']}", "--overlap", "--nodes=1", "--ntasks=1",
+                    f"--nodelist={nodes[host]}", "--job-name=dlperf-span", "--kill-on-bad-exit=1", "--quiet",
+                    "--export=ALL", *argv_out]
+    elif nodes[host] and shutil.which("taskset"):
+        argv_out = ["taskset", "-c", nodes[host], *argv_out]
     sys.stdout.flush()
     os.execvp(argv_out[0], argv_out)
     return 255  # not reached
