@@ -48,8 +48,12 @@ DEFAULT_SSH_CONFIG = "~/.ssh/config"
 # Every option is --dlperf-*, so the plugin (loaded into every session of the environment) never
 # takes a name a repository's conftest uses (--model, --iters, --hosts, --tolerance ...). The design
 # card's three short names are added as aliases only where nobody else defined them.
+# The design card's names, and the names the cluster kinds were specified with (``--cluster slurm
+# --slurm-partition gpu``): aliases of the --dlperf-* options wherever no conftest or plugin took them.
 SHORT_NAMES = {"--nodes": "--dlperf-nodes", "--backend": "--dlperf-backend",
-               "--update-baselines": "--dlperf-update-baselines"}
+               "--update-baselines": "--dlperf-update-baselines", "--cluster": "--dlperf-cluster",
+               **{f"--slurm-{n}": f"--dlperf-slurm-{n}" for n in (
+                   "partition", "account", "time", "gpus-per-node", "constraint", "qos", "wait")}}
 
 
 def _port(text: str) -> int:
@@ -259,22 +263,19 @@ def _names_taken(parser: pytest.Parser) -> set[str]:
 
 
 def add_short_names(parser: pytest.Parser) -> list[str]:
-    """Add --nodes, --backend and --update-baselines as aliases of their --dlperf-* options, each
-    only where no plugin or conftest took it (called after the initial conftests were loaded).
+    """Add the SHORT_NAMES as aliases of their --dlperf-* options (same type, default and choices),
+    each only where no plugin or conftest took it (called after the initial conftests were loaded).
     Returns the short names left out."""
     taken, skipped = _names_taken(parser), []
     g = parser.getgroup("dlperf")
+    longs = {name: opt for opt in g.options for name in opt.names()}
     for short, long in SHORT_NAMES.items():
         if short in taken:
             skipped.append(short)
             continue
-        dest = long[2:].replace("-", "_")
-        if short == "--update-baselines":
-            g.addoption(short, action="store_true", default=False, dest=dest, help=f"same as {long}")
-        elif short == "--nodes":
-            g.addoption(short, type=positive_int, default=None, dest=dest, metavar="N", help=f"same as {long}")
-        else:
-            g.addoption(short, default="ddp", dest=dest, metavar="NAME", help=f"same as {long}")
+        attrs = {k: v for k, v in longs[long].attrs().items()
+                 if k in ("type", "default", "action", "choices", "metavar", "dest")}
+        g.addoption(short, **attrs, help=f"same as {long}")
     return skipped
 
 

@@ -189,6 +189,10 @@ def test_short_names_are_aliases_where_free(suite):
     assert collected(r) == ["vgg16-amp-bs4-32px-1n1g"]
     r = suite.runpytest("--help")
     assert "--nodes=N" in r.stdout.str() and "same as --dlperf-nodes" in r.stdout.str()
+    for short in ("--cluster=KIND", "--slurm-partition=NAME", "--slurm-time=TIME"):
+        assert short in r.stdout.str()
+    r = suite.runpytest("--collect-only", "-q", "--cluster", "local", "--slurm-wait", "x")
+    assert r.ret == 4 and "--slurm-wait" in r.stderr.str()  # the long option's type checks the alias
 
 
 PLUGIN_CLUSTER = """
