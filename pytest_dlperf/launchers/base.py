@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..clusters.base import Node, NodeCommand, SpanAccess
+from ..clusters.base import RUN_TAG_ENV, Node, NodeCommand, SpanAccess
 from ..specs import PRECISIONS, CaseSpec, Measurement, ModelDefaults
 
 
@@ -130,6 +130,18 @@ class Launcher(ABC):
         """Spanning launchers: from node 0's log (every rank's output), which rank on which node
         failed first, e.g. "rank 1 on local1 failed first"; None when the log does not say."""
         return None
+
+    @staticmethod
+    def worker_env(plan: RunPlan, node: Node, threads: int = 0) -> dict[str, str]:
+        """What every node command carries: the run tag (the sweep finds the run's processes by it),
+        OpenMP threads per worker when given, and on CPU nodes the allocator settings that keep
+        launches steady (CPU_MALLOC_ENV)."""
+        env = {RUN_TAG_ENV: plan.tag}
+        if threads:
+            env["OMP_NUM_THREADS"] = str(threads)
+        if node.gpus == 0:
+            env.update(CPU_MALLOC_ENV)
+        return env
 
     @staticmethod
     def threads_per_worker(node: Node, workers: int) -> int:

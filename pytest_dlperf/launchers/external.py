@@ -16,10 +16,10 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..clusters.base import RUN_TAG_ENV, NodeCommand
+from ..clusters.base import NodeCommand
 from ..importers.parsers import FORMATS, Hints
 from ..specs import PRECISIONS, CaseSpec, ModelDefaults
-from .base import CPU_MALLOC_ENV, Launcher, RunPlan
+from .base import Launcher, RunPlan
 from .horovod import HorovodLauncher
 from .torchrun import TorchrunLauncher
 
@@ -152,9 +152,8 @@ class ExternalLauncher(Launcher):
             elif self._horovod is not None:  # horovodrun: one command on node 0 for every rank
                 cmd = self._horovod.spanning_command(plan, [node.python, *program], threads)
             else:  # per-node: the program itself on every node, told its place by the placeholders
-                env = {RUN_TAG_ENV: plan.tag, **({"OMP_NUM_THREADS": str(threads)} if threads else {}),
-                       **(CPU_MALLOC_ENV if node.gpus == 0 else {})}
-                cmd = NodeCommand(node, [node.python, *program], env, cwd=plan.run_dirs[node.name])
+                cmd = NodeCommand(node, [node.python, *program], self.worker_env(plan, node, threads),
+                                  cwd=plan.run_dirs[node.name])
             cmds.append(NodeCommand(cmd.node, cmd.argv, {**cmd.env, **self.bench.env}, cwd=cmd.cwd))
             if self.spans_nodes:
                 break

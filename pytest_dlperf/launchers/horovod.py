@@ -12,9 +12,9 @@ import os
 import posixpath
 import re
 
-from ..clusters.base import RUN_TAG_ENV, NodeCommand
+from ..clusters.base import NodeCommand
 from ..specs import CaseSpec
-from .base import ARCFACE_CLASSES, CPU_MALLOC_ENV, Launcher, RunPlan
+from .base import ARCFACE_CLASSES, Launcher, RunPlan
 from .tf import BYTES_PER_PACK, TFLauncher
 from .torchrun import TorchrunLauncher
 
@@ -126,13 +126,8 @@ class HorovodLauncher(Launcher):
         node0, topo = plan.nodes[0], plan.case.topology
         hosts = ",".join(f"{plan.addresses[n.name]}:{topo.devices_per_node}" for n in plan.nodes)
         # The launcher exports its environment to every rank on every node: the run tag included.
-        env = {RUN_TAG_ENV: plan.tag, **self.passthrough_env()}
-        if plan.span is not None:
-            env.update(plan.span.env)
-        if threads:
-            env["OMP_NUM_THREADS"] = str(threads)
-        if node0.gpus == 0:
-            env.update(CPU_MALLOC_ENV)
+        env = {**self.passthrough_env(), **(plan.span.env if plan.span is not None else {}),
+               **self.worker_env(plan, node0, threads)}
         if self.controller == "mpi":
             env.update(MPI_AS_ROOT)
         # The workload files sit at one path on every node (runner.plan_run): one line starts every rank.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from ..clusters.base import RUN_TAG_ENV, NodeCommand
-from .base import CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
+from ..clusters.base import NodeCommand
+from .base import Launcher, ModelDefaults, RunPlan
 
 
 class PaddleLauncher(Launcher):
@@ -43,10 +43,6 @@ class PaddleLauncher(Launcher):
             # The ranks write to workerlog.N: show their last lines in the node's log when one fails.
             script = (f"{shlex.join(launch)}; rc=$?; if [ $rc -ne 0 ]; then tail -n 40 {shlex.quote(logs)}/workerlog.*; "
                       "fi; exit $rc")
-            env = {RUN_TAG_ENV: plan.tag}
-            if threads:
-                env["OMP_NUM_THREADS"] = str(threads)
-            if node.gpus == 0:
-                env.update(CPU_MALLOC_ENV)
-            cmds.append(NodeCommand(node, ["bash", "-c", script], env, cwd=plan.run_dirs[node.name]))
+            cmds.append(NodeCommand(node, ["bash", "-c", script], self.worker_env(plan, node, threads),
+                                    cwd=plan.run_dirs[node.name]))
         return cmds

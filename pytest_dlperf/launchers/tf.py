@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import shlex
 
-from ..clusters.base import RUN_TAG_ENV, NodeCommand
+from ..clusters.base import NodeCommand
 from ..specs import Topology
-from .base import CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
+from .base import Launcher, ModelDefaults, RunPlan
 
 
 # Gradients all-reduced in packs of 32 MiB, not one collective per variable: BERT-base's 200 small
@@ -48,9 +48,7 @@ class TFLauncher(Launcher):
         cmds = []
         for node_index, node in enumerate(plan.nodes):
             threads = self.threads_per_worker(node, g) if node.gpus == 0 else 0
-            env = {RUN_TAG_ENV: plan.tag}
-            if node.gpus == 0:
-                env.update(CPU_MALLOC_ENV)
+            env = self.worker_env(plan, node)  # threads go by --threads (TensorFlow's own pools)
             per_worker = []
             for k in range(g):
                 index = node_index * g + k

@@ -1,8 +1,8 @@
 """PyTorch DDP launched with torchrun: one launcher per node, static rendezvous on node 0."""
 from __future__ import annotations
 
-from ..clusters.base import RUN_TAG_ENV, NodeCommand
-from .base import CPU_MALLOC_ENV, Launcher, ModelDefaults, RunPlan
+from ..clusters.base import NodeCommand
+from .base import Launcher, ModelDefaults, RunPlan
 
 
 class TorchrunLauncher(Launcher):
@@ -48,12 +48,7 @@ class TorchrunLauncher(Launcher):
             "--master_port", str(plan.master_port),
             *program,
         ]
-        env = {RUN_TAG_ENV: plan.tag}
-        if threads:
-            env["OMP_NUM_THREADS"] = str(threads)
-        if node.gpus == 0:
-            env.update(CPU_MALLOC_ENV)
-        return NodeCommand(node, argv, env, cwd=plan.run_dirs[node.name])
+        return NodeCommand(node, argv, Launcher.worker_env(plan, node, threads), cwd=plan.run_dirs[node.name])
 
 
 class ACSpeedLauncher(TorchrunLauncher):
