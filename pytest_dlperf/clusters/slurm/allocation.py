@@ -129,16 +129,16 @@ def allocate(spec: AllocationSpec, wait_s: float, say: Callable[[str], None], po
 def _job_id(proc: subprocess.Popen, err_lines: list[str], deadline: float) -> str:
     """The job id salloc prints on stderr ('Pending job allocation N' or 'Granted ...'), which a
     reader thread collects into ``err_lines``."""
+    ended = False
     while time.monotonic() < deadline:
         for line in list(err_lines):
             m = JOB_LINE.search(line)
             if m:
                 return m.group(1)
-        if proc.poll() is not None and not any(JOB_LINE.search(line) for line in list(err_lines)):
-            time.sleep(0.1)  # the reader's last lines
-            if not any(JOB_LINE.search(line) for line in list(err_lines)):
-                break
-        time.sleep(0.05)
+        if ended:  # salloc exited and the reader had a moment to catch up: no job
+            break
+        ended = proc.poll() is not None
+        time.sleep(0.1)
     err = "".join(err_lines).strip()
     raise SlurmError(f"salloc gave no job (exit {proc.poll()}): {err[-1500:] or 'no output'}")
 

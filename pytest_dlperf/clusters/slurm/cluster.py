@@ -104,13 +104,12 @@ class SlurmCluster(Cluster):
         return StepSpec(self.allocation.job_id, list(nodes), list(argv), name=name, env=dict(env or {}),
                         cwd=cwd, gres=gres)
 
-    def exec(self, node: str | Sequence[str], argv: Sequence[str], timeout: float = 120.0,
-             stdin: bytes | None = None) -> ExecResult:
+    def exec(self, node: str | Sequence[str], argv: Sequence[str], timeout: float = 120.0) -> ExecResult:
         """Run a short command as a step on one node (or several) and wait for it."""
         names = [node] if isinstance(node, str) else list(node)
         spec = self.step(names, argv, name=f"{STEP_PREFIX}-exec")
         try:
-            done = commands.run(spec.srun_argv(), timeout=timeout, stdin=stdin, check=False)
+            done = commands.run(spec.srun_argv(), timeout=timeout, check=False)
         except SlurmError as exc:
             raise ClusterError(f"{','.join(names)}: {exc}") from None
         ref = next((n for n in self._nodes or [] if n.name == names[0]), None) or Node(names[0], names[0], 1, 1)

@@ -84,12 +84,11 @@ def which(tool: str) -> str:
     return path
 
 
-def run(argv: Sequence[str], timeout: float = 60.0, stdin: bytes | None = None,
-        check: bool = True) -> subprocess.CompletedProcess:
+def run(argv: Sequence[str], timeout: float = 60.0, check: bool = True) -> subprocess.CompletedProcess:
     """Run a Slurm command to completion; SlurmError names it with its stderr when it fails."""
     full = [which(argv[0]), *argv[1:]]
     try:
-        done = subprocess.run(full, input=stdin, capture_output=True, timeout=timeout, check=False)
+        done = subprocess.run(full, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise SlurmError(f"{' '.join(argv[:3])} ... did not return within {timeout:g}s") from None
     if check and done.returncode != 0:
