@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -117,6 +118,7 @@ def test_inside_an_allocation_it_runs_there_and_leaves_it(slurm_cluster, tmp_pat
     finally:
         slurm_cluster.run("scancel", job, check=False)
         slurm_cluster.wait_idle()
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
