@@ -417,9 +417,13 @@ def main(argv: list[str] | None = None) -> int:
             "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
             "threads": torch.get_num_threads()}
     hosts = comm.all_gather_object(info)
+    digest = torch.zeros(2, dtype=torch.float64, device=device)
     with torch.no_grad():  # every rank's parameters after the last step: equal when in sync
-        params = [p.detach().double() for p in model.parameters()]
-        digest = torch.stack([sum(p.sum() for p in params), sum((p * p).sum() for p in params)]).to(device)
+        for p in model.parameters():  # in float64 slices: a copy of it all is 1.1 GB of page faults for VGG-16
+            for d in p.detach().flatten().split(1 << 18):
+                d = d.double()
+                digest[0] += d.sum()
+                digest[1] += torch.dot(d, d)
     digests = comm.all_gather(digest)
 
     if rank == 0:
