@@ -135,6 +135,10 @@ def add_options(parser: pytest.Parser) -> None:
     # -- how it is measured
     a("--dlperf-repeats", type=positive_int, default=None, metavar="R",
       help="separate runs per case; mean and median are taken over them")
+    a("--dlperf-budget", type=non_negative_seconds, default=None, metavar="S",
+      help="seconds of measuring for the session: a case takes its last repeats only while the cases "
+           "still to run fit (default: the profile's, 330 on CPU nodes, none on GPUs; off with an explicit "
+           "--dlperf-repeats or --update-baselines; 0: none)")
     a("--dlperf-warmup-iters", type=non_negative_int, default=None, metavar="W",
       help="steps run before the measured window")
     a("--dlperf-iters", type=positive_int, default=None, metavar="I",
@@ -292,6 +296,7 @@ class RunOptions:
     batch_size: int | None
     image_size: int | None
     repeats: int | None
+    budget: float | None
     warmup_iters: int | None
     iters: int | None
     window_seconds: float | None
@@ -334,7 +339,7 @@ def from_config(config: pytest.Config) -> RunOptions:
         cluster=get("dlperf_cluster"), nodes=get("dlperf_nodes"), gpus_per_node=get("dlperf_gpus_per_node"),
         backend=get("dlperf_backend"), models=get("dlperf_model"), precisions=list(dict.fromkeys(precisions)) if precisions else None,
         batch_size=get("dlperf_batch_size"), image_size=get("dlperf_image_size"), repeats=get("dlperf_repeats"),
-        warmup_iters=get("dlperf_warmup_iters"), iters=get("dlperf_iters"),
+        budget=get("dlperf_budget"), warmup_iters=get("dlperf_warmup_iters"), iters=get("dlperf_iters"),
         window_seconds=get("dlperf_window_seconds"),
         dryrun=get("dlperf_dryrun"),
         report_dir=report_dir, timeout=get("dlperf_timeout"),

@@ -17,6 +17,7 @@ import pytest
 
 from . import environment, frameworks, hardware, reach, reporting
 from .baselines import BaselineError, verdict_table
+from .budget import Budget, session_seconds
 from .clusters.base import Cluster, ClusterError
 from .gating import Gate, GateOptions, verdict_from_dict
 from .launchers.base import Launcher
@@ -73,6 +74,7 @@ class DLPerfSession:
         self._framework_checked: dict[tuple[str, ...], tuple[str, str] | None] = {}
         self.gate = Gate(GateOptions.from_config(config))
         self.live = LiveLine(config)
+        self._budget: Budget | None = None  # made with the first case's measurement
 
     # ------------------------------------------------------------------ set-up
     def _make_launchers(self) -> dict[str, Launcher]:
@@ -135,10 +137,30 @@ class DLPerfSession:
         # An explicit --dlperf-warmup-iters or --dlperf-iters means exactly that many (unless --dlperf-window-seconds).
         warm = p.warmup_iters if o.warmup_iters is None else o.warmup_iters
         window = o.window_seconds if o.window_seconds is not None else (0.0 if o.iters else p.window_seconds)
+        repeats = o.repeats or p.repeats
+        budget = session_seconds(o.budget, o.repeats is not None, self.config.getoption("dlperf_update_baselines"),
+                                 p.budget)
         return Measurement(
-            warmup_iters=warm, iters=o.iters or p.iters, repeats=o.repeats or p.repeats, timeout=o.timeout,
+            warmup_iters=warm, iters=o.iters or p.iters, repeats=repeats, timeout=o.timeout,
             max_warmup_iters=p.max_warmup_iters if o.warmup_iters is None else warm,
-            window_seconds=window, max_iters=p.max_iters if window else 0)
+            window_seconds=window, max_iters=p.max_iters if window else 0,
+            min_repeats=min(p.min_repeats or 2, repeats) if budget else 0, budget=budget)
+
+    def budget(self, m: Measurement) -> Budget:
+        if self._budget is None:
+            self._budget = Budget(m.budget)
+        return self._budget
+
+    @staticmethod
+    def cases_after(item: pytest.Item | None) -> list[str]:
+        """The topologies of the dlperf tests the session runs after this one (what the budget keeps
+        time for; "" for a test that does not take its case from the matrix)."""
+        items = item.session.items if item is not None else []
+        if item not in items:
+            return []
+        after = [it for it in items[items.index(item) + 1:] if "dlperf" in getattr(it, "fixturenames", ())]
+        cases = [getattr(it, "callspec", None) and it.callspec.params.get("dlperf_case") for it in after]
+        return [c.topology.name if isinstance(c, CaseSpec) else "" for c in cases]
 
     def cases(self) -> list[CaseSpec]:
         """model x precision x topology, the ladder cut to what the cluster has."""
@@ -259,6 +281,9 @@ class DLPerfSession:
             for profile, n in self.gate.written.items():
                 tr.write_line(f"baselines updated: {n} case(s) written to "
                               f"{self.gate.store.path(profile)}")
+        line = self._budget.summary() if self._budget is not None else None
+        if line:
+            tr.write_line(line)
         tr.write_line(f"dlperf report: {self.options.report_dir / 'results.json'}")
 
     # ------------------------------------------------------------------ running
@@ -271,20 +296,26 @@ class DLPerfSession:
             pytest.skip("dry-run: the per-node commands are printed in the summary")
         case_dir = self.options.report_dir / "runs" / self.case_name(case)
         runs, error = [], None
+        name, budget, after = self.case_name(case), self.budget(m), self.cases_after(item)
+        started, taken = budget.begin_case(), []
         try:
             with self.cluster.lease():
                 self._framework_ready(case)
-                self.probe_hardware(self.case_name(case))
-                name = self.case_name(case)
-                for rep in range(m.repeats):
+                self.probe_hardware(name)
+                while budget.another(taken, m.repeats, m.min_repeats, after, case.topology.name):
+                    rep, t0 = len(taken), budget.clock()
                     show = (lambda info, rep=rep: self.live.update(name, rep, m.repeats, info)) if self.live.enabled else None
                     try:
                         runs.append(run_case(self.cluster, self.launcher(case), case, m, case_dir / f"r{rep}", rep,
                                              on_progress=show))
                     finally:
                         self.live.clear()
+                        taken.append(budget.clock() - t0)
         except (RunFailed, ClusterError) as exc:
             error = str(exc)
+        finally:
+            if runs:
+                budget.end_case(name, started, taken, m.repeats, case.topology.name)
         if error is not None:  # outside the except block: the report shows the nodes, not a chain
             self.failures[self.case_name(case)] = error
             pytest.fail(error, pytrace=False)
@@ -361,6 +392,10 @@ class DLPerfSession:
         env = environment.collect(self.results, self.cluster if self._cluster else None)
         env["hardware_fingerprints"] = self.fingerprints.to_dict() if self.fingerprints else None
         env["node_frameworks"] = self.node_frameworks
+        if self._budget is not None and self._budget.seconds > 0:
+            b = self._budget
+            env["budget"] = {"seconds": b.seconds, "used": round(b.used, 1),
+                             "cut": {k: {"repeats": t, "planned": n} for k, (t, n) in b.cut.items()}}
         return reporting.write_results(self.options.report_dir, self.results, env,
                                        self.options.to_dict(), self.failures)
 

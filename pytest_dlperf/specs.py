@@ -104,6 +104,8 @@ class Measurement:
     max_warmup_iters: int = 0  # warm up until two steps agree, at most this many (0: exactly warmup_iters)
     window_seconds: float = 0.0  # size the window to about this long at the warm-up's pace (0: iters)
     max_iters: int = 0  # measured steps at most (0: no cap)
+    min_repeats: int = 0  # under a budget, the fewest launches a case takes (0: always repeats)
+    budget: float = 0.0  # the session's measuring seconds, which set how many launches (budget.py; 0: none)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -129,12 +131,16 @@ class Profile:
     max_warmup_iters: int = 0
     window_seconds: float = 0.0
     max_iters: int = 0
+    min_repeats: int = 0
+    budget: float = 0.0
 
 
 # Small enough that a backend's whole default suite (its models x fp32 x 1n1g, 2n1g x 3 repeats)
 # finishes within six minutes on 2 CPU cores: the window is time-based (about 1.5 s of steps, at least 3,
 # whatever the machine's pace), the warm-up lasts until the steps settle (VGG's first steps pay
-# for first-touch memory for seconds); on GPUs the fixed lengths the seeds publish.
+# for first-touch memory for seconds), and on a slower machine a budget of 330 s of measuring
+# takes the last of a case's 3 launches only where it fits (budget.py; 2 at least); on GPUs the
+# fixed lengths the seeds publish.
 CPU_PROFILE = Profile(
     name="cpu",
     precisions=("fp32",),  # AMP (bf16 autocast) on CPU nodes with --dlperf-precision amp
@@ -144,6 +150,8 @@ CPU_PROFILE = Profile(
     max_warmup_iters=4,
     window_seconds=1.5,
     max_iters=40,
+    min_repeats=2,
+    budget=330.0,
 )
 GPU_PROFILE = Profile(
     name="gpu",

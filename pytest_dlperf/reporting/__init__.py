@@ -115,7 +115,7 @@ def write_readable(report_dir: Path, results: ResultSet, environment: dict, fail
     from . import benchmark, markdown, plots
 
     written = plots.write_all(report_dir / "plots", results) if results.results else []
-    text = markdown.render(results, failures, written)
+    text = markdown.render(results, failures, written, budget=environment.get("budget"))
     path = report_dir / "summary.md"
     atomic_write_text(path, text + "\n")
     if results.results:

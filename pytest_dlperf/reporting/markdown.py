@@ -22,8 +22,9 @@ def _group_title(r: CaseResult) -> str:
 
 
 def render(results: ResultSet, failures: dict[str, str] | None = None, plots: list[str] = (),
-           title: str = "dlperf results") -> str:
-    """The whole summary.md; ``plots``: PNG file names under plots/ to show at the end."""
+           title: str = "dlperf results", budget: dict | None = None) -> str:
+    """The whole summary.md; ``plots``: PNG file names under plots/ to show at the end; ``budget``:
+    results.json's ``environment.budget`` (the cases that ran fewer repeats are named)."""
     failures = failures or {}
     groups = list(results.groups().values())
     groups.sort(key=lambda rows: min(SEVERITY.index(case_verdict(r)) if case_verdict(r) in SEVERITY else 0
@@ -32,6 +33,10 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
     regressions = [r for r in results.results if case_verdict(r) == "regression"]
     counts = f"{len(results.results)} case(s) measured, {len(regressions)} regression(s), {len(failures)} failed"
     lines += [counts, ""]
+    if budget and budget.get("cut"):
+        cut = ", ".join(f"`{case}` ({c['repeats']} of {c['planned']})" for case, c in budget["cut"].items())
+        lines += [f"Measured within a budget of {budget['seconds']:g} s ({budget['used']:.0f} s used): "
+                  f"{len(budget['cut'])} case(s) ran fewer repeats: {cut}.", ""]
     if failures:
         lines += ["## Failed", ""]
         for case, why in failures.items():

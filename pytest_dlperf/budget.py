@@ -1,0 +1,87 @@
+"""The session's time budget: how many launches each case takes so that the suite ends in time.
+
+On CPU nodes most of a launch is fixed cost that every repeat pays again: starting torchrun and
+the worker (importing torch twice), building the model and the first steps' first-touch memory.
+Measured on the default suite under ``slower-machine 0.7`` (README, "Wall time"), the windows were
+70 s of about 390 s in launches, so a shorter window cannot keep a budget; the number of launches
+can. As asv's ``repeat = (min_repeat, max_repeat, max_time)``, a case takes at least
+``min_repeats`` launches and at most ``repeats``; between the two it takes another only while the
+time left after it still covers every case yet to run at its least repeats, each launch estimated
+at the mean of the launches so far of its topology (1n1g, 2n1g, ...; of all where none has run)
+and each case's probe at the mean so far. (Reserving the full repeats instead left 40 s of the
+budget unused while cutting as many cases, replayed on the same launches.) A machine fast enough
+runs every repeat; a slower one gives up the last repeats of the cases where the time runs short,
+and the report names them.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+def session_seconds(given: float | None, repeats_given: bool, recording: bool, profile: float) -> float:
+    """The budget a session runs under: --dlperf-budget when given; else none where the user asked
+    for a number of repeats or a baseline is recorded (it is judged against many times: every
+    repeat), else the profile's."""
+    if given is not None:
+        return given
+    return 0.0 if repeats_given or recording else profile
+
+
+@dataclass
+class Budget:
+    """Wall seconds for the session's measurement, counted from the start of its first case."""
+
+    seconds: float  # 0: no budget, every case takes its full repeats
+    clock: Callable[[], float] = time.monotonic
+    started: float | None = None
+    launches: dict[str, list[float]] = field(default_factory=dict)  # topology -> seconds of its launches
+    overheads: list[float] = field(default_factory=list)  # per case: its seconds outside launches
+    cut: dict[str, tuple[int, int]] = field(default_factory=dict)  # case -> (launches taken, planned)
+
+    def begin_case(self) -> float:
+        """Start the clock on the first case; returns this case's start."""
+        now = self.clock()
+        if self.started is None:
+            self.started = now
+        return now
+
+    def another(self, taken: list[float], planned: int, least: int, after: list[str], topology: str = "") -> bool:
+        """Whether a case (of ``topology``) that has run launches of ``taken`` seconds runs one more,
+        with cases of the topologies ``after`` still to run."""
+        if len(taken) >= planned:
+            return False
+        if len(taken) < least or self.seconds <= 0 or self.started is None or not taken:
+            return True
+        left = self.seconds - (self.clock() - self.started)
+        seen = {**self.launches, topology: self.launches.get(topology, []) + taken}
+        every = [s for runs in seen.values() for s in runs]
+        overhead = statistics.fmean(self.overheads) if self.overheads else 0.0
+        rest = sum(overhead + least * statistics.fmean(seen.get(t) or every) for t in after)
+        return left - statistics.fmean(taken) >= rest
+
+    def end_case(self, name: str, started: float, taken: list[float], planned: int, topology: str = "") -> None:
+        self.launches.setdefault(topology, []).extend(taken)
+        self.overheads.append(max(0.0, self.clock() - started - sum(taken)))
+        if len(taken) < planned:
+            self.cut[name] = (len(taken), planned)
+
+    @property
+    def used(self) -> float:
+        return 0.0 if self.started is None else self.clock() - self.started
+
+    def summary(self) -> str | None:
+        """One line for the terminal and results.json, or None when there is nothing to say."""
+        if self.seconds <= 0 or self.started is None:
+            return None
+        line = f"dlperf budget: {self.used:.0f} s of {self.seconds:g} s measuring"
+        if self.cut:
+            cases = ", ".join(f"{name} ({k} of {n})" for name, (k, n) in self.cut.items())
+            line += (f"; to keep it, {len(self.cut)} case(s) ran fewer repeats: {cases} "
+                     "(--dlperf-budget 0 or --dlperf-repeats R for every repeat)")
+        if self.used > self.seconds:
+            line += (f"; {self.used - self.seconds:.0f} s over it even so (launches slower than the ones "
+                     "before them, or the least repeats alone cost more)")
+        return line
