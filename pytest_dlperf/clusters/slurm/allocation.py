@@ -65,9 +65,7 @@ def from_environment(env: Mapping[str, str] | None = None) -> Allocation | None:
     if not job:
         return None
     nodelist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
-    if not nodelist:
-        done = commands.run(["squeue", "--noheader", f"--jobs={job}", "--format=%N"], check=False)
-        nodelist = done.stdout.decode(errors="replace").strip() if done.returncode == 0 else ""
+    nodelist = nodelist or commands.job_nodelist(job)
     if not nodelist:
         raise SlurmError(f"SLURM_JOB_ID={job} is set but squeue lists no nodes for it: the allocation has "
                          "ended; run inside a live allocation, or unset SLURM_JOB_ID to have the harness allocate")
@@ -106,7 +104,9 @@ def allocate(spec: AllocationSpec, wait_s: float, say: Callable[[str], None], po
                                  "(--dlperf-slurm-wait): cancelled; ask for fewer nodes, another partition, "
                                  "or wait longer")
             time.sleep(poll_s)
-        nodelist = commands.text(["squeue", "--noheader", f"--jobs={job_id}", "--format=%N"]).strip()
+        nodelist = commands.job_nodelist(job_id)
+        if not nodelist:
+            raise SlurmError(f"job {job_id} ran, but squeue lists no nodes for it: it has ended")
         nodes = commands.hostnames(nodelist)
         if len(nodes) != spec.nodes:
             raise SlurmError(f"job {job_id} got {len(nodes)} node(s) ({nodelist}), {spec.nodes} asked")

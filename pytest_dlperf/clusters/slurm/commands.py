@@ -131,6 +131,12 @@ def job_state(job_id: str) -> tuple[str, str] | None:
     return state, reason
 
 
+def job_nodelist(job_id: str) -> str:
+    """The job's compressed node list as squeue shows it ("" when squeue no longer lists the job)."""
+    done = run(["squeue", "--noheader", f"--jobs={job_id}", "--format=%N"], check=False)
+    return done.stdout.decode(errors="replace").strip() if done.returncode == 0 else ""
+
+
 def steps(job_id: str, prefix: str = STEP_PREFIX) -> list[str]:
     """The job's running steps whose name starts with ``prefix`` (``J.S`` ids)."""
     done = run(["squeue", "--noheader", "--steps", f"--jobs={job_id}", "--format=%i|%j"], check=False)
