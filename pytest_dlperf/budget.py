@@ -37,6 +37,7 @@ class Budget:
     seconds: float  # 0: no budget, every case takes its full repeats
     clock: Callable[[], float] = time.monotonic
     started: float | None = None
+    ended: float | None = None  # the end of the latest case: what came after (gate, report) is not measuring
     launches: dict[str, list[float]] = field(default_factory=dict)  # topology -> seconds of its launches
     overheads: list[float] = field(default_factory=list)  # per case: its seconds outside launches
     cut: dict[str, tuple[int, int]] = field(default_factory=dict)  # case -> (launches taken, planned)
@@ -63,14 +64,15 @@ class Budget:
         return left - statistics.fmean(taken) >= rest
 
     def end_case(self, name: str, started: float, taken: list[float], planned: int, topology: str = "") -> None:
+        self.ended = self.clock()
         self.launches.setdefault(topology, []).extend(taken)
-        self.overheads.append(max(0.0, self.clock() - started - sum(taken)))
+        self.overheads.append(max(0.0, self.ended - started - sum(taken)))
         if len(taken) < planned:
             self.cut[name] = (len(taken), planned)
 
     @property
     def used(self) -> float:
-        return 0.0 if self.started is None else self.clock() - self.started
+        return 0.0 if self.started is None or self.ended is None else self.ended - self.started
 
     def summary(self) -> str | None:
         """One line for the terminal and results.json, or None when there is nothing to say."""
