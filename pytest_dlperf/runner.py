@@ -119,6 +119,15 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _diagnosis(cluster: Cluster, case: CaseSpec) -> list[str]:
+    """``cluster.diagnose`` for the nodes the case would run on; nothing when even those are unknown."""
+    try:
+        nodes = cluster.nodes()[:case.topology.nodes]
+    except ClusterError:
+        return []
+    return cluster.diagnose(nodes)
+
+
 def _describe_failure(procs: list[NodeProcess], codes: dict[str, int | None], why: str,
                       first: list[NodeProcess] = ()) -> str:
     parts = [why]
@@ -178,7 +187,13 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     """Run one repeat of the case to completion; raise RunFailed with the nodes' last output.
     ``on_progress`` gets rank 0's latest progress line (a dict) about twice a second."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    plan, cmds = plan_run(cluster, launcher, case, measurement)
+    try:
+        plan, cmds = plan_run(cluster, launcher, case, measurement)
+    except ClusterError as exc:  # a node lost while the run was set up: say what the cluster knows
+        found = _diagnosis(cluster, case)
+        if not found:
+            raise
+        raise ClusterError(str(exc) + "".join(f"; {d}" for d in found)) from None
     rendered = [cluster.render(c) for c in cmds]
     (log_dir / "commands.sh").write_text("\n".join(rendered) + "\n")
     procs: list[NodeProcess] = []

@@ -97,3 +97,32 @@ def test_a_spanning_launcher_must_return_one_command(pytester: pytest.Pytester):
                                       "--dlperf-dryrun", *TINY)
     assert r.ret == 1
     assert "launcher 'span' spans nodes: it must return one command, for node 0" in r.stdout.str()
+
+
+def test_a_run_whose_set_up_fails_says_what_the_cluster_knows(tmp_path):
+    """A node lost while a run is set up (its directory cannot be made) fails with the cluster's
+    own diagnosis appended (Slurm: the node is DOWN), as a failure mid-run does."""
+    from pytest_dlperf.clusters.base import ClusterError
+    from pytest_dlperf.launchers.torchrun import TorchrunLauncher
+    from pytest_dlperf.runner import run_case
+    from pytest_dlperf.specs import CaseSpec, Measurement, Topology
+
+    class LostNode(LocalCluster):
+        def make_run_dir(self, node, run_id):
+            raise ClusterError(f"{node.name}: cannot make the run directory: job has expired")
+
+        def diagnose(self, nodes):
+            return [f"scheduler: node {n.name} is DOWN" for n in nodes]
+
+    case = CaseSpec("resnet50", "fp32", 2, 32, Topology(1, 1))
+    m = Measurement(warmup_iters=1, iters=2, repeats=1, timeout=60)
+    with pytest.raises(ClusterError) as err:
+        run_case(LostNode(nodes=2, base_dir=tmp_path), TorchrunLauncher(), case, m, tmp_path / "logs")
+    assert str(err.value) == "local0: cannot make the run directory: job has expired; scheduler: node local0 is DOWN"
+
+    class Quiet(LostNode):
+        def diagnose(self, nodes):
+            return []
+
+    with pytest.raises(ClusterError, match=r"job has expired$"):
+        run_case(Quiet(nodes=2, base_dir=tmp_path), TorchrunLauncher(), case, m, tmp_path / "logs")

@@ -38,6 +38,13 @@ def run_suite(cluster, report: Path, *args: str, env: dict | None = None, timeou
                           timeout=timeout, env=env or cluster.env)
 
 
+def training_steps(cluster) -> list[str]:
+    """The job's training steps: ``dlperf-<tag>``, not the short steps (``dlperf-exec``) nor the
+    hardware probe (``dlperf-probe-*``) that run before each case."""
+    return [s for s in cluster.job_steps()
+            if " dlperf-" in s and " dlperf-exec" not in s and " dlperf-probe-" not in s]
+
+
 def workload_processes() -> list[tuple[int, str]]:
     """Tagged processes of runs in the nodes' run directories (the harness's sweep must leave none)."""
     return [(pid, cmd) for pid, _, cmd in _live_tagged() if "/tmp/dlperf-slurm-" in cmd or "dlperf-slurm-" in cmd]
@@ -129,7 +136,7 @@ def test_interrupted_mid_run_nothing_is_left(slurm_cluster, tmp_path, sig):
                     "--dlperf-timeout", "300")
 
     def training() -> bool:
-        return any(" dlperf-" in s and "dlperf-exec" not in s for s in slurm_cluster.job_steps())
+        return training_steps(slurm_cluster) != []
 
     code, out = signal_when(cmd, ROOT, training, sig, env=slurm_cluster.env, settle=3.0)
     assert code != 0, out
@@ -146,7 +153,7 @@ def test_a_node_that_goes_down_fails_the_run_naming_it(slurm_cluster, tmp_path):
                             stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 180
-        while not any(" dlperf-" in s and "dlperf-exec" not in s for s in slurm_cluster.job_steps()):
+        while not training_steps(slurm_cluster):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
             time.sleep(0.2)
         time.sleep(3)
