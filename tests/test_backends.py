@@ -38,9 +38,14 @@ def cases(report: Path) -> dict[str, dict]:
 
 def test_tf_trains_two_workers_each_with_its_tf_config(tmp_path):
     ensure("tensorflow", "tf")
-    report = tmp_path / "report"
-    r = run_suite(report, "--backend", "tf", "--dlperf-model", "resnet50", "-k", "2n1g")
+    report, tmp = tmp_path / "report", tmp_path / "tmp"
+    tmp.mkdir()
+    r = run_suite(report, "--backend", "tf", "--dlperf-model", "resnet50", "-k", "2n1g", env={"TMPDIR": str(tmp)})
     assert r.returncode == 0, r.stdout + r.stderr
+    # autograph's generated modules (removed only at an exit the workload skips) go to each worker's
+    # own temporary directory, which the worker removes: none are left in the node's /tmp
+    assert sorted(p.name for p in tmp.rglob("__autograph_generated_file*")) == []
+    assert sorted(p.name for p in tmp_path.rglob("tmp-*") if p.is_dir()) == []
     (case,) = cases(report).values()
     assert case["case"]["id"] == "resnet50-fp32-bs2-32px-noxla-2n1g" and case["world_size_seen"] == 2
     (run,) = case["runs"]

@@ -22,11 +22,19 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import socket
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# A temporary directory of this worker's own, beside the workload (a run directory of the harness):
+# autograph writes a generated module per traced function to the temporary directory and removes
+# them only in an atexit hook, which the os._exit at the end skips, so a node's /tmp gathered
+# thousands of __autograph_generated_file*.py. Removed at the end; a killed worker's stays here.
+PRIVATE_TMP = tempfile.mkdtemp(prefix=f"tmp-{os.getpid()}-", dir=os.path.dirname(os.path.abspath(__file__)))
+os.environ["TMPDIR"] = tempfile.tempdir = PRIVATE_TMP
 
 import tensorflow as tf  # noqa: E402
 
@@ -311,7 +319,10 @@ def _gather_text(gather, text: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    code = main()
+    try:
+        code = main()
+    finally:
+        shutil.rmtree(PRIVATE_TMP, ignore_errors=True)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # no teardown of the collective runtime after a finished run
