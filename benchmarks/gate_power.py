@@ -78,7 +78,8 @@ def run_once(w: Workload, slowdown: float, timeout: float = 300.0) -> tuple[floa
     with tempfile.TemporaryDirectory(prefix="gate-power-") as tmp:
         out = Path(tmp) / "steps.jsonl"
         argv = ["taskset", "-c", str(w.core), sys.executable, "-m", "torch.distributed.run",
-                "--standalone", "--nproc_per_node", "1", str(WORKLOAD),
+                "--standalone", "--nproc_per_node", "1",
+                "--log-dir", str(Path(tmp) / "torchelastic"), str(WORKLOAD),
                 "--model", w.model, "--precision", w.precision, "--batch-size", str(w.batch_size),
                 "--image-size", str(w.image_size), "--warmup-iters", str(w.warmup_iters),
                 "--max-warmup-iters", str(w.max_warmup_iters), "--iters", str(w.iters),

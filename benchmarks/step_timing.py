@@ -101,7 +101,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "timing.json"
         argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(a.ranks),
-                __file__, "--worker", "--output", str(out)] + [
+                "--log-dir", str(Path(tmp) / "torchelastic"), __file__, "--worker", "--output", str(out)] + [
             f"--{k.replace('_', '-')}={v}" for k, v in vars(a).items() if k not in ("worker", "output", "ranks")]
         t0 = time.monotonic()
         subprocess.run(argv, check=True, env={**os.environ, "OMP_NUM_THREADS": str(a.threads)})

@@ -27,9 +27,11 @@ def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float 
 
 
 def test_two_nodes_really_train_and_leave_nothing(tmp_path):
-    report = tmp_path / "report"
-    r = run_suite(report, "-k", "2n1g")
+    report, tmp = tmp_path / "report", tmp_path / "tmp"
+    tmp.mkdir()
+    r = run_suite(report, "-k", "2n1g", env={"TMPDIR": str(tmp)})
     assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in tmp.glob("torchelastic_*")) == []  # torchrun's logs: in the run directory
     doc = json.loads((report / "results.json").read_text())
     (case,) = doc["cases"]
     assert case["case"]["id"] == "resnet50-fp32-bs2-32px-2n1g"

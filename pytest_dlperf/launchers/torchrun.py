@@ -1,6 +1,8 @@
 """PyTorch DDP launched with torchrun: one launcher per node, static rendezvous on node 0."""
 from __future__ import annotations
 
+import posixpath
+
 from ..clusters.base import NodeCommand
 from .base import Launcher, ModelDefaults, RunPlan
 
@@ -46,6 +48,9 @@ class TorchrunLauncher(Launcher):
             "--nproc_per_node", str(topo.devices_per_node),
             "--master_addr", plan.master_addr,
             "--master_port", str(plan.master_port),
+            # torchrun makes an (empty) torchelastic_* tree in the node's /tmp per launch and never
+            # removes it: a run directory of ours keeps it instead
+            "--log-dir", posixpath.join(plan.run_dirs[node.name], "torchelastic"),
             *program,
         ]
         return NodeCommand(node, argv, Launcher.worker_env(plan, node, threads), cwd=plan.run_dirs[node.name])
