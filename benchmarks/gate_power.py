@@ -6,8 +6,10 @@ What it does
      torchrun, one worker pinned to one core with taskset, the CPU profile's resnet50 fp32 bs8
      64px with the profile's warm-up and time-based window), for four conditions: a baseline pool, an identical-code
      pool, and pools with a planted slow-down of 5% and 10%. Runs are taken in blocks of one run
-     per condition, the order rotated per block, so that load from other users of the machine
-     falls on every condition alike.
+     per condition, ordered by a Williams square (over 4 blocks every condition follows every other
+     once), so that load from other users of the machine, and whatever a run leaves to the next,
+     fall on every condition alike. (A plain rotation let "baseline" always follow the 10% run, and
+     its pool came out about 2% faster than the identical one in each of three collections.)
   2. For each condition and repeat count N, builds trials: a "session" of N runs judged by
      gate.judge against a baseline of N runs. Trials come from disjoint runs when the pools hold
      enough (trials x N each), otherwise each trial draws N runs without replacement from each pool
@@ -55,6 +57,9 @@ WORKLOAD = ROOT / "pytest_dlperf" / "node" / "workloads" / "torch_ddp.py"
 # means this script takes turns with pytest-dlperf sessions instead of competing with them.
 LEASE = Path(tempfile.gettempdir()) / "pytest-dlperf-local.lock"
 CONDITIONS = {"baseline": 0.0, "identical": 0.0, "slow5": 0.05, "slow10": 0.10}
+# The order of the conditions in each block, a Williams square for 4: in its rows every condition
+# comes directly after every other exactly once, so a carry-over from one run to the next is balanced.
+WILLIAMS = ((0, 1, 3, 2), (1, 2, 0, 3), (2, 3, 1, 0), (3, 0, 2, 1))
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,7 @@ def run_once(w: Workload, slowdown: float, timeout: float = 300.0) -> tuple[floa
 
 
 def collect(w: Workload, pool: int, path: Path) -> dict:
-    """Fill every condition's pool to ``pool`` runs in rotated blocks; saves after every run (resumable)."""
+    """Fill every condition's pool to ``pool`` runs in blocks ordered by ``WILLIAMS``; saves after every run (resumable)."""
     doc = json.loads(path.read_text()) if path.exists() else {}
     if doc and doc["workload"] != w.__dict__:
         raise SystemExit(f"{path} holds runs of another workload {doc['workload']}; use another --pools-file")
@@ -107,7 +112,7 @@ def collect(w: Workload, pool: int, path: Path) -> dict:
     block = min(len(runs[c]) for c in names)
     t_start = time.monotonic()
     while block < pool:
-        order = names[block % len(names):] + names[:block % len(names)]
+        order = [names[i] for i in WILLIAMS[block % len(WILLIAMS)]]
         for cond in order:
             if len(runs[cond]) > block:
                 continue
@@ -146,6 +151,13 @@ def disjoint_sessions(base: list[float], cond: list[float], n: int) -> list[Pair
     if k < 2:
         return []
     return [(cond[i * n:(i + 1) * n], base[((i + k // 2) % k) * n:((i + k // 2) % k + 1) * n]) for i in range(k)]
+
+
+def interleaved_sessions(base: list[float], cond: list[float], n: int) -> list[Pair]:
+    """Trials as an A/B session would take them: chunk i of the condition against the baseline runs
+    of the same blocks (launched in between), so drift over minutes falls on both sides alike."""
+    k = min(len(base), len(cond)) // n
+    return [(cond[i * n:(i + 1) * n], base[i * n:(i + 1) * n]) for i in range(k)] if k >= 2 else []
 
 
 def resampled_sessions(base: list[float], cond: list[float], n: int, count: int, rng: random.Random) -> list[Pair]:
@@ -196,14 +208,16 @@ def analyze(doc: dict, repeats: list[int], count: int, tol: float, cv_bound: flo
     print(f"\ngate.judge: tolerance {tol:.0%}, CV bound {cv_bound:.0%}, alpha {alpha}; "
           "counts with Wilson 95% intervals")
     print("  disjoint = independent sessions of N consecutive runs, each against a baseline of N runs taken")
-    print("             half the collection apart; resampled = N runs drawn from each pool per trial (trials")
-    print("             share runs, so their intervals are too narrow)")
+    print("             half the collection apart; interleav = the same sessions against the baseline runs of")
+    print("             their own blocks (an A/B session); resampled = N runs drawn from each pool per trial")
+    print("             (trials share runs, so their intervals are too narrow)")
     print(f"  {'condition':9s} {'N':>2s} {'mode':9s} {'regression':>24s} {'noisy':>24s} {'fails CI (reg+noisy)':>24s}")
     rows = []
     for n in repeats:
         for c in ("identical", "slow5", "slow10"):
             rng = random.Random(f"{seed}-{c}-{n}")
             for mode, pairs in (("disjoint", disjoint_sessions(base, runs[c], n)),
+                                ("interleav", interleaved_sessions(base, runs[c], n)),
                                 ("resampled", resampled_sessions(base, runs[c], n, count, rng))):
                 if not pairs:
                     continue
@@ -267,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--sweep", type=int, nargs="*", default=[3, 5, 8, 10],
                    help="repeat counts for the repeats x tolerance sweep (empty: none)")
+    p.add_argument("--window-steps", type=int, nargs="*", default=[],
+                   help="also judge each run on its first K measured steps only, for each K (a shorter window "
+                        "taken from the same runs: collect with --window-seconds 0 --iters as long as the longest)")
     a = p.parse_args(argv)
     w = Workload(core=a.core, iters=a.iters, warmup_iters=a.warmup_iters, window_seconds=a.window_seconds)
     if not a.analyze_only:
@@ -284,7 +301,31 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nslow-down planted with {doc['plant']}")
     rows = analyze(doc, a.repeats, a.trials, tol, cv_bound, alpha, a.seed, a.sweep)
     verdict_lines(rows)
+    for k in a.window_steps:
+        short = truncated(doc, k)
+        print(f"\n=== each run judged on its first {k} measured steps (mean window "
+              f"{short['mean_window_s']:.1f} s of the baseline runs) ===")
+        verdict_lines(analyze(short, a.repeats, a.trials, tol, cv_bound, alpha, a.seed, a.sweep))
     return 0
+
+
+def truncated(doc: dict, k: int) -> dict:
+    """The pools with each run's throughput taken over its first ``k`` measured steps (samples over the
+    sum of those steps' times): a shorter window from the same launches, so windows compare without
+    the machine's state between collections in the way."""
+    bs = doc["workload"]["batch_size"]
+    runs, windows = {}, []
+    for cond, rs in doc["runs"].items():
+        out = []
+        for r in rs:
+            steps = r["step_times"]
+            if len(steps) < k:
+                raise SystemExit(f"--window-steps {k}: a run has only {len(steps)} measured steps")
+            out.append({**r, "throughput": bs * k / sum(steps[:k]), "step_times": steps[:k]})
+            if cond == "baseline":
+                windows.append(sum(steps[:k]))
+        runs[cond] = out
+    return {**doc, "runs": runs, "mean_window_s": float(np.mean(windows))}
 
 
 if __name__ == "__main__":
