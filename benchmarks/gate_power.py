@@ -144,20 +144,16 @@ def ratio_ci(slow: list[float], base: list[float], seed: int = 0, n_boot: int = 
 Pair = tuple[list[float], list[float]]
 
 
-def disjoint_sessions(base: list[float], cond: list[float], n: int) -> list[Pair]:
+def chunked_sessions(base: list[float], cond: list[float], n: int, apart: bool) -> list[Pair]:
     """Independent trials: chunk i of the condition (n consecutive runs, one session) against a
-    baseline chunk taken half the collection later, so drift between sessions counts too."""
+    baseline chunk of n runs. ``apart``: the chunk half the collection later, so drift between
+    sessions counts too; else the baseline runs of the same blocks (launched in between, as an A/B
+    session would take them), so drift over minutes falls on both sides alike."""
     k = min(len(base), len(cond)) // n
     if k < 2:
         return []
-    return [(cond[i * n:(i + 1) * n], base[((i + k // 2) % k) * n:((i + k // 2) % k + 1) * n]) for i in range(k)]
-
-
-def interleaved_sessions(base: list[float], cond: list[float], n: int) -> list[Pair]:
-    """Trials as an A/B session would take them: chunk i of the condition against the baseline runs
-    of the same blocks (launched in between), so drift over minutes falls on both sides alike."""
-    k = min(len(base), len(cond)) // n
-    return [(cond[i * n:(i + 1) * n], base[i * n:(i + 1) * n]) for i in range(k)] if k >= 2 else []
+    shift = k // 2 if apart else 0
+    return [(cond[i * n:(i + 1) * n], base[((i + shift) % k) * n:((i + shift) % k + 1) * n]) for i in range(k)]
 
 
 def resampled_sessions(base: list[float], cond: list[float], n: int, count: int, rng: random.Random) -> list[Pair]:
@@ -216,8 +212,8 @@ def analyze(doc: dict, repeats: list[int], count: int, tol: float, cv_bound: flo
     for n in repeats:
         for c in ("identical", "slow5", "slow10"):
             rng = random.Random(f"{seed}-{c}-{n}")
-            for mode, pairs in (("disjoint", disjoint_sessions(base, runs[c], n)),
-                                ("interleav", interleaved_sessions(base, runs[c], n)),
+            for mode, pairs in (("disjoint", chunked_sessions(base, runs[c], n, apart=True)),
+                                ("interleav", chunked_sessions(base, runs[c], n, apart=False)),
                                 ("resampled", resampled_sessions(base, runs[c], n, count, rng))):
                 if not pairs:
                     continue
