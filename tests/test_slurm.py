@@ -17,6 +17,7 @@ import pytest
 from pytest_dlperf.clusters.slurm.cluster import gres_gpus
 from pytest_dlperf.clusters.slurm.commands import AllocationSpec, StepSpec
 
+from .frameworks import ensure_horovod
 from .procs import _live_tagged, signal_when
 from .slurmctl import slurm_cluster  # noqa: F401  (the fixture)
 
@@ -38,11 +39,17 @@ def run_suite(cluster, report: Path, *args: str, env: dict | None = None, timeou
                           timeout=timeout, env=env or cluster.env)
 
 
+TRAINING_STEP = re.compile(r" dlperf-[0-9a-f]{12}$")
+
+
 def training_steps(cluster) -> list[str]:
-    """The job's training steps: ``dlperf-<tag>``, not the short steps (``dlperf-exec``) nor the
-    hardware probe (``dlperf-probe-*``) that run before each case."""
-    return [s for s in cluster.job_steps()
-            if " dlperf-" in s and " dlperf-exec" not in s and " dlperf-probe-" not in s]
+    """The job's training steps, named ``dlperf-`` and the first 12 hex digits of the run's tag.
+
+    Matched by that form, not by excluding the others: the short steps (``dlperf-exec``), the
+    hardware probe (``dlperf-probe-*``), the framework check (``dlperf-fw-*``) and the reach check
+    (``dlperf-reach-*``) also run before a case, and a test that downs a node on seeing one of them
+    downs it before training starts (CI, 2026-11-23: the mkdir of the run failed instead)."""
+    return [s for s in cluster.job_steps() if TRAINING_STEP.search(s)]
 
 
 def workload_processes() -> list[tuple[int, str]]:
@@ -101,6 +108,7 @@ def test_inside_an_allocation_it_runs_there_and_leaves_it(slurm_cluster, tmp_pat
     """salloc by the user: the harness uses that job's nodes, cancels nothing of it, and horovodrun
     on node 0 starts node 1's ranks through srun (no SSH between compute nodes). The work
     directory (outside /tmp) is seen by both nodes, so no file is sent."""
+    ensure_horovod()  # not left to test_horovod.py having run first
     job, nodelist = slurm_cluster.allocate(2)
     shared = Path(tempfile.mkdtemp(prefix="dlperf-slurm-shared-", dir="/var/tmp"))
     try:
