@@ -1,17 +1,24 @@
 """The session's time budget: how many launches each case takes so that the suite ends in time.
 
 On CPU nodes most of a launch is fixed cost that every repeat pays again: starting torchrun and
-the worker (importing torch twice), building the model and the first steps' first-touch memory.
-Measured on the default suite under ``slower-machine 0.7`` (README, "Wall time"), the windows were
-70 s of about 390 s in launches, so a shorter window cannot keep a budget; the number of launches
-can. As asv's ``repeat = (min_repeat, max_repeat, max_time)``, a case takes at least
-``min_repeats`` launches and at most ``repeats``; between the two it takes another only while the
-time left after it still covers every case yet to run at its least repeats, each launch estimated
-at the mean of the launches so far of its topology (1n1g, 2n1g, ...; of all where none has run)
-and each case's probe at the mean so far. (Reserving the full repeats instead left 40 s of the
-budget unused while cutting as many cases, replayed on the same launches.) A machine fast enough
-runs every repeat; a slower one gives up the last repeats of the cases where the time runs short,
-and the report names them.
+the worker (each imports torch: 1.8 s on one core here), building the model and the first steps'
+first-touch memory. Measured on the default suite under ``slower-machine 0.7`` (README, "Wall
+time"), the windows were 60-70 s of 370-400 s in launches, so a shorter window cannot keep a
+budget; the number of launches can. As asv's ``repeat = (min_repeat, max_repeat, max_time)``, a
+case takes at least ``least`` launches (1 on CPU nodes) and at most ``repeats``; in between it
+takes another only while
+
+- every case still to run keeps at least one launch in the time left after it, and
+- the launch is within the session's level: the launches per case that the time left affords
+  this case and every later one (rounded to the nearest), each launch estimated at the mean of
+  the launches so far of its topology (1n1g, 2n1g, ...; of all where none has run) and each
+  case's probe at the mean so far.
+
+The level spreads a short budget evenly: a rule that kept the next cases' floor only (until
+2026-11-23: 2 launches each, whatever they cost) overran on a slower machine by the floor itself,
+52 s at ``slower-machine 0.7``, and one that reserved only 1 launch each gave the budget to the
+cheap cases at the end (replayed on that session's launches). A machine fast enough runs every
+repeat; a slower one gives up repeats where the time runs short, and the report names them.
 """
 from __future__ import annotations
 
@@ -51,17 +58,21 @@ class Budget:
 
     def another(self, taken: list[float], planned: int, least: int, after: list[str], topology: str = "") -> bool:
         """Whether a case (of ``topology``) that has run launches of ``taken`` seconds runs one more,
-        with cases of the topologies ``after`` still to run."""
+        with cases of the topologies ``after`` still to run (the module doc has the rule)."""
         if len(taken) >= planned:
             return False
-        if len(taken) < least or self.seconds <= 0 or self.started is None or not taken:
+        if len(taken) < max(least, 1) or self.seconds <= 0 or self.started is None:
             return True
         left = self.seconds - (self.clock() - self.started)
         seen = {**self.launches, topology: self.launches.get(topology, []) + taken}
         every = [s for runs in seen.values() for s in runs]
         overhead = statistics.fmean(self.overheads) if self.overheads else 0.0
-        rest = sum(overhead + least * statistics.fmean(seen.get(t) or every) for t in after)
-        return left - statistics.fmean(taken) >= rest
+        this = statistics.fmean(taken)
+        costs = [statistics.fmean(seen.get(t) or every) for t in after]
+        if left - this < sum(costs) + overhead * len(after):  # every later case keeps one launch
+            return False
+        level = (left + sum(taken) - overhead * len(after)) / (this + sum(costs))
+        return len(taken) + 1 <= level + 0.5
 
     def end_case(self, name: str, started: float, taken: list[float], planned: int, topology: str = "") -> None:
         self.ended = self.clock()
@@ -85,5 +96,5 @@ class Budget:
                      "(--dlperf-budget 0 or --dlperf-repeats R for every repeat)")
         if self.used > self.seconds:
             line += (f"; {self.used - self.seconds:.0f} s over it even so (launches slower than the ones "
-                     "before them, or the least repeats alone cost more)")
+                     "before them, or one launch a case alone costs more)")
         return line

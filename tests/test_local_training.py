@@ -73,18 +73,18 @@ def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_p
     assert all(len(s["rank_times"]) == 1 and s["rank_times"][0] > 0 for s in steps)
 
 
-def test_a_budget_too_small_keeps_the_least_repeats_and_says_which_cases(tmp_path):
+def test_a_budget_too_small_keeps_one_launch_and_says_which_cases(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "3", "--dlperf-budget", "1")
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((report / "results.json").read_text())
     (case,) = doc["cases"]
-    assert case["measurement"]["budget"] == 1 and case["measurement"]["min_repeats"] == 2
-    assert len(case["runs"]) == 2 and len(case["throughputs"]) == 2  # 2 of 3: the least under a budget
+    assert case["measurement"]["budget"] == 1 and case["measurement"]["min_repeats"] == 1
+    assert len(case["runs"]) == 1 and len(case["throughputs"]) == 1  # 1 of 3: the least under a budget
     name = "resnet50-fp32-bs2-32px-1n1g"
-    assert doc["environment"]["budget"]["cut"] == {name: {"repeats": 2, "planned": 3}}
-    assert f"ran fewer repeats: {name} (2 of 3)" in r.stdout and "over it even so" in r.stdout
-    assert f"1 case(s) ran fewer repeats: `{name}` (2 of 3)." in (report / "summary.md").read_text()
+    assert doc["environment"]["budget"]["cut"] == {name: {"repeats": 1, "planned": 3}}
+    assert f"ran fewer repeats: {name} (1 of 3)" in r.stdout and "over it even so" in r.stdout
+    assert f"1 case(s) ran fewer repeats: `{name}` (1 of 3)." in (report / "summary.md").read_text()
 
 
 def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
