@@ -8,7 +8,7 @@ budget; the number of launches can. As asv's ``repeat = (min_repeat, max_repeat,
 case takes at least ``least`` launches (1 on CPU nodes) and at most ``repeats``; in between it
 takes another only while
 
-- every case still to run keeps at least one launch in the time left after it, and
+- every case still to run keeps its least launches in the time left after it, and
 - the launch is within the session's level: the launches per case that the time left affords
   this case and every later one (rounded to the nearest), each launch estimated at the mean of
   the launches so far of its topology (1n1g, 2n1g, ...; of all where none has run) and each
@@ -61,7 +61,8 @@ class Budget:
         with cases of the topologies ``after`` still to run (the module doc has the rule)."""
         if len(taken) >= planned:
             return False
-        if len(taken) < max(least, 1) or self.seconds <= 0 or self.started is None:
+        keep = max(least, 1)  # every case's floor, this one's and the later ones'
+        if len(taken) < keep or self.seconds <= 0 or self.started is None:
             return True
         left = self.seconds - (self.clock() - self.started)
         seen = {**self.launches, topology: self.launches.get(topology, []) + taken}
@@ -69,7 +70,7 @@ class Budget:
         overhead = statistics.fmean(self.overheads) if self.overheads else 0.0
         this = statistics.fmean(taken)
         costs = [statistics.fmean(seen.get(t) or every) for t in after]
-        if left - this < sum(costs) + overhead * len(after):  # every later case keeps one launch
+        if left - this < keep * sum(costs) + overhead * len(after):  # every later case keeps its floor
             return False
         level = (left + sum(taken) - overhead * len(after)) / (this + sum(costs))
         return len(taken) + 1 <= level + 0.5

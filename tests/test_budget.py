@@ -122,3 +122,15 @@ def test_whose_budget():
     assert session_seconds(None, False, True, 330.0) == 0.0  # --update-baselines: every repeat
     assert session_seconds(120.0, True, True, 330.0) == 120.0  # --dlperf-budget: as given
     assert session_seconds(0.0, False, False, 330.0) == 0.0
+
+
+
+def test_a_floor_above_one_is_kept_for_every_later_case():
+    """With least=2 a long case takes no third launch that would leave a later case less than its 2
+    (reserving one launch per later case, as until 2026-11-23, let it: 172 s of 166)."""
+    clock = Clock()
+    budget = Budget(166.0, clock=clock)
+    cases = [("b0", "2n1g", 10.0), ("a", "1n1g", 40.0), ("b1", "2n1g", 10.0)]
+    taken = run_suite(budget, clock, cases, planned=3, least=2)
+    assert taken == {"b0": 3, "a": 2, "b1": 3}
+    assert budget.used <= 166
