@@ -63,6 +63,7 @@ class DLPerfSession:
         self.options = options
         self.results = ResultSet()
         self.dryrun: list[tuple[str, list[str]]] = []
+        self.dryrun_launches = ""  # how many times each case's commands run (launches_text)
         self.failures: dict[str, str] = {}
         self.launchers = self._make_launchers()
         self._check_models()
@@ -137,9 +138,9 @@ class DLPerfSession:
         # An explicit --dlperf-warmup-iters or --dlperf-iters means exactly that many (unless --dlperf-window-seconds).
         warm = p.warmup_iters if o.warmup_iters is None else o.warmup_iters
         window = o.window_seconds if o.window_seconds is not None else (0.0 if o.iters else p.window_seconds)
-        repeats = o.repeats or p.repeats
-        budget = session_seconds(o.budget, o.repeats is not None, self.config.getoption("dlperf_update_baselines"),
-                                 p.budget)
+        recording = bool(self.config.getoption("dlperf_update_baselines"))
+        repeats = o.repeats or (p.record_repeats if recording and p.record_repeats else p.repeats)
+        budget = session_seconds(o.budget, o.repeats is not None, recording, p.budget)
         return Measurement(
             warmup_iters=warm, iters=o.iters or p.iters, repeats=repeats, timeout=o.timeout,
             max_warmup_iters=p.max_warmup_iters if o.warmup_iters is None else warm,
@@ -258,7 +259,8 @@ class DLPerfSession:
             return
         tr = terminalreporter
         if self.dryrun:
-            tr.write_sep("=", "dlperf dry-run: per-node commands")
+            how = f" ({self.dryrun_launches})" if self.dryrun_launches else ""  # unknown on an xdist controller
+            tr.write_sep("=", f"dlperf dry-run: per-node commands{how}")
             for case_id, lines in self.dryrun:
                 tr.write_line(f"# {case_id}")
                 for line in lines:
@@ -286,6 +288,15 @@ class DLPerfSession:
             tr.write_line(line)
         tr.write_line(f"dlperf report: {self.options.report_dir / 'results.json'}")
 
+    def launches_text(self) -> str:
+        """How many launches each case takes, for the dry-run: the command runs that many times."""
+        m = self.measurement()
+        if m.budget and m.min_repeats < m.repeats:
+            return (f"each case runs {m.min_repeats}-{m.repeats} times: further launches while the "
+                    f"{m.budget:g} s budget affords them")
+        what = ": recording a baseline" if self.config.getoption("dlperf_update_baselines") else ""
+        return f"each case runs {m.repeats} time{'s' if m.repeats != 1 else ''}{what}"
+
     # ------------------------------------------------------------------ running
     def run(self, case: CaseSpec, item: pytest.Item | None = None) -> CaseResult:
         """Measure the case over its repeats and gate it (with --dlperf-dryrun: print its commands)."""
@@ -293,6 +304,7 @@ class DLPerfSession:
         if self.options.dryrun:
             _, cmds = plan_run(self.cluster, self.launcher(case), case, m)
             self.dryrun.append((self.case_name(case), [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
+            self.dryrun_launches = self.launches_text()
             pytest.skip("dry-run: the per-node commands are printed in the summary")
         case_dir = self.options.report_dir / "runs" / self.case_name(case)
         runs, error = [], None

@@ -133,6 +133,7 @@ class Profile:
     max_iters: int = 0
     min_repeats: int = 0
     budget: float = 0.0
+    record_repeats: int = 0  # launches a case takes when --update-baselines records it (0: repeats)
 
 
 # Small enough that a backend's whole default suite (its models x fp32 x 1n1g, 2n1g x 3 repeats)
@@ -152,6 +153,11 @@ CPU_PROFILE = Profile(
     max_iters=40,
     min_repeats=1,
     budget=330.0,
+    # A baseline is recorded once and judged against in every later session, so it takes more
+    # launches than a session does: with its median and spread known better, a session of 3
+    # launches catches a given slow-down more often (benchmarks/gate_power.py --baseline-runs;
+    # the README's gate section has the figures).
+    record_repeats=8,
 )
 GPU_PROFILE = Profile(
     name="gpu",

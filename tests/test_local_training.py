@@ -164,6 +164,24 @@ def test_xdist_workers_report_into_one_results_file(tmp_path):
     assert tagged_processes(str(report)) == []
 
 
+def test_dryrun_says_how_many_launches_a_session_and_a_recording_take(tmp_path):
+    """A baseline is recorded with more launches than a session takes (the CPU profile: 8 vs 3), so
+    that sessions are judged against a well-known median and spread; the dry-run says which."""
+    base = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-k",
+            "resnet50 and 1n1g", "--dlperf-dryrun", "--dlperf-report", str(tmp_path / "report"),
+            "--dlperf-baseline-dir", str(tmp_path / "store")]
+    outs = {}
+    for name, extra in (("session", []), ("recording", ["--update-baselines"]),
+                        ("explicit", ["--update-baselines", "--dlperf-repeats", "2"])):
+        r = subprocess.run(base + extra, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        outs[name] = r.stdout
+    assert "each case runs 1-3 times: further launches while the 330 s budget affords them" in outs["session"]
+    assert "each case runs 8 times: recording a baseline" in outs["recording"]
+    assert "each case runs 2 times: recording a baseline" in outs["explicit"]
+    assert not list((tmp_path / "store").glob("*.json"))  # a dry-run records nothing
+
+
 def test_dryrun_commands_pasted_into_shells_run_the_case(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "2n1g", "--dlperf-dryrun")
