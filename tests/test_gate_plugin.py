@@ -71,8 +71,10 @@ def test_recording_keeps_raw_repeats_tolerance_and_versions(recorded):
 
 
 def test_a_real_slowdown_against_the_baseline_fails_like_a_reviewers_note(recorded, tmp_path):
-    # The stored baseline says this case used to run 1.5x as fast: today's real runs are a regression.
-    store = scaled_store(recorded, tmp_path, 1.5)
+    # The stored baseline says this case used to run 2x as fast: today's real runs are a regression.
+    # (1.5x until 2026-11-23, when a run came out 23% faster than the recording minutes before it,
+    # and its change read -17.8%: this VM drifts that much between sittings.)
+    store = scaled_store(recorded, tmp_path, 2.0)
     before = profile_file(store).read_bytes()
     r = run(tmp_path, store, "-k", "1n1g")
     assert r.returncode == 1, r.stdout + r.stderr
@@ -83,7 +85,7 @@ def test_a_real_slowdown_against_the_baseline_fails_like_a_reviewers_note(record
     assert "dlperf baseline gate" in out and "REGRESSION" in out.rsplit("dlperf baseline gate", 1)[1]
     verdict = json.loads((tmp_path / "report" / "results.json").read_text())["cases"][0]["verdict"]
     assert verdict["throughput"]["status"] == "regression"
-    assert verdict["throughput"]["change"] < -0.2
+    assert verdict["throughput"]["change"] < -0.3  # -50% planted
     assert profile_file(store).read_bytes() == before  # judging never writes
 
 
