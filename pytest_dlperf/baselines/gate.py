@@ -175,9 +175,8 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
     spread_p = spread_test(xs, b_raw)
     noisy_side = ["measured"] if (m_rcv is not None and m_rcv > cv_bound
                                   and (spread_p is None or spread_p <= alpha)) else []
-    cvs = f"measured robust CV {m_rcv:.1%}" if noisy_side else ""
-    if noisy_side and spread_p is not None:
-        cvs += f", wider than the baseline runs' (F test p={spread_p:.3g})"
+    wider = f" and wider than the baseline runs' (F test p={spread_p:.3g})" if spread_p is not None else ""
+    cvs = f"measured robust CV {m_rcv:.1%} above the bound {cv_bound:.0%}{wider}" if noisy_side else ""
     below = ratio < 1 - tol
 
     if below and test is not None and significant(test, alpha):
@@ -190,7 +189,7 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
                 f"figure): the tolerance alone decides")
     elif noisy_side and ratio < 1 and (lo is None or lo < 1 - tol):
         status = "noisy"
-        rule = (f"too noisy to judge: {cvs} above the bound {cv_bound:.0%}, and the bounds do not "
+        rule = (f"too noisy to judge: {cvs}, and the bounds do not "
                 f"rule out a drop beyond {tol:.0%}")
     elif below:
         status = "pass"
@@ -203,7 +202,7 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
         status = "pass"
         rule = f"within tolerance: median at or above baseline x (1 - {tol:g})"
     if noisy_side and status in ("pass", "improvement"):
-        rule += f" ({cvs} above the bound {cv_bound:.0%}, but a median not below the baseline's never fails)"
+        rule += f" ({cvs}, but a median not below the baseline's never fails)"
     if b_rcv is not None and b_rcv > cv_bound:
         rule += (f" (the baseline's own runs are noisy: robust CV {b_rcv:.1%} above the bound {cv_bound:.0%}; "
                  "only drops beyond the bounds can be told from that noise: record the case on a quieter "
