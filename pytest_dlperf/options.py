@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -303,6 +304,9 @@ class RunOptions:
     dryrun: bool
     report_dir: Path
     timeout: float
+    # This session's name for its xdist workers' report parts: a later session reporting into the
+    # same directory must not merge an earlier one's parts as its own results.
+    session_token: str = ""
 
     @property
     def backends(self) -> list[str]:
@@ -343,4 +347,5 @@ def from_config(config: pytest.Config) -> RunOptions:
         window_seconds=get("dlperf_window_seconds"),
         dryrun=get("dlperf_dryrun"),
         report_dir=report_dir, timeout=get("dlperf_timeout"),
+        session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

@@ -105,10 +105,11 @@ class DLPerfFront:
     def pytest_configure_node(self, node) -> None:
         """pytest-xdist controller: every worker reports into this session's directory."""
         node.workerinput["dlperf_report_dir"] = str(self.options.report_dir)
+        node.workerinput["dlperf_session_token"] = self.options.session_token
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """An xdist controller collects nothing: where workers left parts, it builds the session to
         merge them (the session, registered now, then prints the summary)."""
-        if self.session is None and any((self.options.report_dir / "parts").glob("*.json")):
+        if self.session is None and any((self.options.report_dir / "parts").glob(f"{self.options.session_token}-*.json")):
             self.ensure_session().pytest_sessionfinish(session)

@@ -208,8 +208,8 @@ class DLPerfSession:
             self._flush_baselines(session)
             if self.worker_id is not None:
                 if self.results.results or self.dryrun or self.failures or self.gate.notes:
-                    reporting.write_part(self.options.report_dir, self.worker_id, self.results,
-                                         self.failures, self.dryrun,
+                    reporting.write_part(self.options.report_dir, self.options.session_token, self.worker_id,
+                                         self.results, self.failures, self.dryrun,
                                          {"notes": self.gate.notes, "written": self.gate.written,
                                           "fingerprints": self.fingerprints.to_dict() if self.fingerprints else None,
                                           "node_frameworks": self.node_frameworks})
@@ -229,7 +229,7 @@ class DLPerfSession:
 
     def _merge_worker_parts(self) -> None:
         """Under pytest-xdist, fold the workers' results into this (the controller's) session."""
-        for part in reporting.read_parts(self.options.report_dir):
+        for part in reporting.read_parts(self.options.report_dir, self.options.session_token):
             for case in part["cases"]:
                 self.results.add(result_from_dict(case))
             self.failures.update(part["failures"])

@@ -128,16 +128,17 @@ def write_readable(report_dir: Path, results: ResultSet, environment: dict, fail
     return path
 
 
-def write_part(report_dir: Path, worker: str, results: ResultSet, failures: dict[str, str],
+def write_part(report_dir: Path, session: str, worker: str, results: ResultSet, failures: dict[str, str],
                dryrun: list[tuple[str, list[str]]], extra: dict | None = None) -> Path:
-    """An xdist worker's share of the report, merged by the controller at the end."""
+    """An xdist worker's share of the report, merged by the controller at the end; named by the
+    session's token, so another session's parts in the same directory are never taken for its own."""
     doc = {"cases": [r.to_dict() for r in results.results], "failures": failures, "dryrun": dryrun,
            "extra": extra or {}}
-    path = report_dir / "parts" / f"{worker}.json"
+    path = report_dir / "parts" / f"{session}-{worker}.json"
     atomic_write_text(path, json.dumps(doc, default=str) + "\n")
     return path
 
 
-def read_parts(report_dir: Path) -> list[dict]:
-    """Every worker's part (none outside xdist)."""
-    return [json.loads(p.read_text()) for p in sorted((report_dir / "parts").glob("*.json"))]
+def read_parts(report_dir: Path, session: str) -> list[dict]:
+    """Every part this session's workers wrote (none outside xdist)."""
+    return [json.loads(p.read_text()) for p in sorted((report_dir / "parts").glob(f"{session}-*.json"))]
