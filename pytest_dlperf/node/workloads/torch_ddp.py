@@ -450,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()
+    code = main() or 0  # @record turns SystemExit(0) (--help) into None
     # Leave without interpreter finalization: Gloo's worker threads can still drop tensors
     # that hold Python references while the interpreter is torn down, and the GIL acquire
     # that follows aborts the process (SIGABRT after a finished run; pytorch/pytorch#190489).
