@@ -11,7 +11,9 @@ median throughput and run-to-run CV.
 
 Variants: plain (glibc defaults), nommap (MALLOC_MMAP_MAX_=0 + a 64 GiB trim threshold, what the
 launchers now export on CPU nodes), thp (glibc.malloc.hugetlb=1), both, noaslr (setarch -R), malloc
-(a 32 MiB mmap threshold).
+(a 32 MiB mmap threshold), thpsys (nommap with the kernel's transparent huge pages set to
+"always" and defrag "defer" for that launch, so the heap is backed by 2 MiB pages without
+compaction stalls; needs root; the previous settings are restored after each launch).
 """
 import json, os, subprocess, sys, tempfile, time, statistics, resource
 from pathlib import Path
@@ -24,7 +26,17 @@ VARIANTS = {
  "plain": ([], {}),
  "noaslr": (["setarch", "x86_64", "-R"], {}),
  "malloc": ([], {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "17179869184", "MALLOC_TOP_PAD_": "268435456"}),
+ "thpsys": ([], {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}),
 }
+THP = Path("/sys/kernel/mm/transparent_hugepage")
+
+
+def thp_settings(values=None):
+    """The kernel's THP (enabled, defrag) as their selected words; set them first when given."""
+    if values:
+        for name, value in zip(("enabled", "defrag"), values):
+            (THP / name).write_text(value)
+    return tuple((THP / n).read_text().split("[")[1].split("]")[0] for n in ("enabled", "defrag"))
 sel = sys.argv[1].split(",") if len(sys.argv) > 1 else list(VARIANTS)
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 6
 iters = int(sys.argv[3]) if len(sys.argv) > 3 else 20
@@ -35,6 +47,7 @@ for i in range(n):
     order = sel[i % len(sel):] + sel[:i % len(sel)]
     for v in order:
         pre, env_add = VARIANTS[v]
+        saved = thp_settings(("always", "defer")) if v == "thpsys" else None
         port += 1
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "s.jsonl")
@@ -42,9 +55,13 @@ for i in range(n):
                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), **env_add}
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.time()
-            p = subprocess.run(["taskset", "-c", "0", *pre, sys.executable, W, "--model", MODEL, "--precision", "fp32",
-                                "--batch-size", BS, "--image-size", PX, "--warmup-iters", "2", "--iters", str(iters),
-                                "--threads", "1", "--output", out], env=env, capture_output=True, text=True)
+            try:
+                p = subprocess.run(["taskset", "-c", "0", *pre, sys.executable, W, "--model", MODEL, "--precision",
+                                    "fp32", "--batch-size", BS, "--image-size", PX, "--warmup-iters", "2", "--iters",
+                                    str(iters), "--threads", "1", "--output", out], env=env, capture_output=True, text=True)
+            finally:
+                if saved:
+                    thp_settings(saved)
             wall = time.time() - t0
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             if p.returncode:
