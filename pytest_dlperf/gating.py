@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, Verdict, detect_profile,
-                        judge, judge_scalar, resolve_tolerances)
+from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Verdict,
+                        detect_profile, judge, judge_scalar, resolve_tolerances)
 from .baselines.fingerprint import FingerprintComparison, compare
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND
 from .clusters.base import Node
@@ -210,8 +210,11 @@ class Gate:
         return comp
 
     def judge(self, result: CaseResult, nodes: list[Node], backend: str, item: pytest.Item | None,
-              fingerprints: Fingerprints | None = None) -> Judgement:
+              fingerprints: Fingerprints | None = None, reference: CaseResult | None = None) -> Judgement:
         """Verdicts for throughput (and speedup, efficiency where both sides have them).
+
+        ``reference`` is this session's 1n1g of the case's group: with the baseline's 1n1g runs it
+        lets a speedup's drop be judged on its spread, not on the tolerance alone.
 
         The machines are compared first: when the fingerprints stored with the entry and this
         session's differ beyond the probes' noise, the verdict is "hardware", not a regression.
@@ -244,11 +247,13 @@ class Gate:
             verdicts = [judge(result.throughputs, entry, tol, metric="throughput", cv_bound=self.options.cv_bound,
                               alpha=self.options.alpha, case=case.id)]
             if case.topology.world_size > 1:
+                runs = _scaling_runs(result, entry, reference, bfile)
                 for metric, measured in (("speedup", result.speedup), ("efficiency", result.efficiency)):
                     base = getattr(entry, metric)
                     if measured is not None and base is not None:
                         verdicts.append(judge_scalar(measured, base, tol, metric=metric, case=case.id,
-                                                     baseline_source=entry.source))
+                                                     baseline_source=entry.source, runs=runs,
+                                                     alpha=self.options.alpha))
         result.verdict = {v.metric: v.to_dict() for v in verdicts}
         if entry is None:
             if record:
@@ -286,6 +291,17 @@ class Gate:
                               f"recorded with pytest-dlperf on profile {profile}",
                               machines=machines.get(profile))
             self.written[profile] = len(entries)
+
+
+def _scaling_runs(result: CaseResult, entry: Entry, reference: CaseResult | None,
+                  bfile: BaselineFile) -> ScalingRuns | None:
+    """The runs behind the session's and the baseline's speedup, where all four are known."""
+    if reference is None or not entry.throughputs:
+        return None
+    ref_entry = bfile.get(reference.case.key)
+    if ref_entry is None or not ref_entry.throughputs:
+        return None
+    return ScalingRuns(result.throughputs, reference.throughputs, entry.throughputs, ref_entry.throughputs)
 
 
 def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: FingerprintComparison) -> Verdict:

@@ -25,7 +25,7 @@ from .reporting.live import LiveLine
 from .options import RunOptions
 from .results import CaseResult, ResultSet, result_from_dict, summarize
 from .runner import RunFailed, plan_run, run_case
-from .specs import CPU_PROFILE, GPU_PROFILE, CaseSpec, Measurement, Profile, ladder
+from .specs import CPU_PROFILE, GPU_PROFILE, CaseSpec, Measurement, Profile, Topology, ladder
 
 RECHECKS = 3  # more probes, RECHECK_PAUSE s apart, before a HARDWARE verdict on probe figures alone
 RECHECK_PAUSE = 2.0
@@ -335,7 +335,8 @@ class DLPerfSession:
         result = self.results.add(summarize(case, m, runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         self._second_look(case, result)
-        judgement = self.gate.judge(result, self.cluster.nodes(), case.backend, item, self.fingerprints)
+        judgement = self.gate.judge(result, self.cluster.nodes(), case.backend, item, self.fingerprints,
+                                    reference=self.results.find(case, Topology(1, 1)))
         if item is not None:  # JUnit properties (--junitxml), as record_property writes them
             item.user_properties.extend(junit_properties(result))
         if judgement.outcome == "fail":

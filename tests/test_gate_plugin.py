@@ -147,12 +147,36 @@ def test_named_profile_mismatch_is_said_plainly(recorded, tmp_path):
     assert "1 skipped" in r.stdout
 
 
-def test_update_under_xdist_workers_loses_no_case(tmp_path):
+def test_update_under_xdist_workers_loses_no_case_and_a_speedup_loss_is_judged_on_its_runs(tmp_path):
     store = tmp_path / "store"
     r = run(tmp_path, store, "-n", "2", "--update-baselines", "--dlperf-repeats", "1")
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(profile_file(store).read_text())
-    assert sorted(doc["entries"]) == [KEY, KEY.replace("1n1g", "2n1g")]
+    key2 = KEY.replace("1n1g", "2n1g")
+    assert sorted(doc["entries"]) == [KEY, key2]
+    # Each xdist worker measured one case, so neither knew the other's median: no speedup stored.
+    e, e1 = doc["entries"][key2], doc["entries"][KEY]
+    assert e["speedup"] is None
+    # Plant a baseline whose 2n1g scaled three times as well (the speedup a serial recording would
+    # store, times three); in one process the session's 1n1g is there for the 2n1g's speedup, and
+    # the drop is judged through both cases' runs.
+    for k in ("median", "mean"):
+        e[k] *= 3
+    e["throughputs"] = [t * 3 for t in e["throughputs"]]
+    e["speedup"] = e["median"] / e1["median"]
+    e["efficiency"] = e["speedup"] / 2
+    profile_file(store).write_text(json.dumps(doc, indent=1))
+    assert len(list((tmp_path / "report" / "parts").glob("*.json"))) == 2  # the workers' parts
+    r = run(tmp_path, store, "--dlperf-repeats", "2")  # into the same report directory
+    assert r.returncode == 1, r.stdout + r.stderr
+    cases = {c["case"]["id"]: c for c in json.loads((tmp_path / "report" / "results.json").read_text())["cases"]}
+    # The xdist session's worker parts are still there: this session's report is its own (until
+    # 2026-11-24 the parts were merged over it, and the report showed the recording's single runs).
+    assert [len(c["throughputs"]) for c in cases.values()] == [2, 2]
+    sp = cases[CASE.replace("1n1g", "2n1g")]["verdict"].get("speedup")
+    assert sp is not None, r.stdout
+    assert sp["status"] == "regression" and sp["test"] == "t-test on log speedup", sp
+    assert "from 2 and 2 runs vs 1 and 1" in sp["message"] and sp["change"] < -0.5
 
 
 def test_recording_keeps_the_machines_fingerprint(recorded):

@@ -1,7 +1,7 @@
 """Baselines: the per-profile store, the profile rule and the noise-aware regression gate."""
 from __future__ import annotations
 
-from .gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, Verdict, judge, judge_scalar, resolve_tolerances
+from .gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, ScalingRuns, Verdict, judge, judge_scalar, resolve_tolerances
 from .profile import check_profile_name, default_tolerances, detect_profile
 from .report import verdict_table
 from .schema import BaselineError, Tolerances
@@ -9,6 +9,6 @@ from .store import SCHEMA, BaselineFile, BaselineStore, Entry
 
 __all__ = [
     "DEFAULT_ALPHA", "DEFAULT_CV_BOUND", "SCHEMA", "BaselineError", "BaselineFile", "BaselineStore",
-    "Entry", "Tolerances", "Verdict", "check_profile_name", "default_tolerances", "detect_profile",
+    "Entry", "ScalingRuns", "Tolerances", "Verdict", "check_profile_name", "default_tolerances", "detect_profile",
     "judge", "judge_scalar", "resolve_tolerances", "verdict_table",
 ]

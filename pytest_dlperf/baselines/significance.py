@@ -12,6 +12,9 @@ one-sided (1 - alpha) lower and upper bounds for the ratio measured / baseline.
 - ``t_test``: Student t on the logarithms (pooled two-sample; one-sample against a baseline
   median known without runs; a prediction for a single measured run), for the cases the rank
   test cannot decide.
+- ``scaling_test``: the same t for a ratio of throughputs (speedup, efficiency): the change in
+  log(case / 1n1g) between baseline and session, with each case's spread from its runs on both
+  sides (Welch-Satterthwaite degrees of freedom), so a speedup is judged with its noise too.
 """
 from __future__ import annotations
 
@@ -102,6 +105,43 @@ def t_test(measured: Sequence[float], baseline: Sequence[float], baseline_median
     p = float(stats.t.cdf(d / se, df))
     half = float(stats.t.ppf(1 - alpha, df)) * se
     return Significance("t-test", p, math.exp(d - half), math.exp(d + half), 1 - alpha)
+
+
+def _pooled(measured: Sequence[float], baseline: Sequence[float]) -> tuple[float, float, int] | None:
+    """(mean log measured - mean log baseline, its variance, degrees of freedom) with the variance
+    pooled over both sides' runs; None below three runs in all or one on a side."""
+    nm, nb = len(measured), len(baseline)
+    if nm < 1 or nb < 1 or nm + nb < 3:
+        return None
+    lm, lb = [math.log(x) for x in measured], [math.log(x) for x in baseline]
+    mm, mb = statistics.fmean(lm), statistics.fmean(lb)
+    df = nm + nb - 2
+    s2 = (sum((x - mm) ** 2 for x in lm) + sum((x - mb) ** 2 for x in lb)) / df
+    return mm - mb, s2 * (1 / nm + 1 / nb), df
+
+
+def scaling_test(case_measured: Sequence[float], ref_measured: Sequence[float], case_baseline: Sequence[float],
+                 ref_baseline: Sequence[float], alpha: float) -> Significance | None:
+    """One-sided t that the session's case / reference ratio (speedup) fell against the baseline's.
+
+    The change in log speedup is the case's log change minus the reference's (1n1g); each part's
+    variance comes from that case's runs, pooled over session and baseline; their sum's degrees of
+    freedom from Welch-Satterthwaite. None when a side of either case has no run or a case has
+    fewer than three in all.
+    """
+    a, b = _pooled(case_measured, case_baseline), _pooled(ref_measured, ref_baseline)
+    if a is None or b is None:
+        return None
+    d = a[0] - b[0]
+    var = a[1] + b[1]
+    if var == 0:
+        p = 0.0 if d < 0 else (0.5 if d == 0 else 1.0)
+        return Significance("t-test on log speedup", p, math.exp(d), math.exp(d), 1 - alpha)
+    df = var ** 2 / sum(v ** 2 / k for v, k in ((a[1], a[2]), (b[1], b[2])) if v > 0)
+    se = math.sqrt(var)
+    p = float(stats.t.cdf(d / se, df))
+    half = float(stats.t.ppf(1 - alpha, df)) * se
+    return Significance("t-test on log speedup", p, math.exp(d - half), math.exp(d + half), 1 - alpha)
 
 
 def significant(test: Significance, alpha: float) -> bool:
