@@ -19,7 +19,7 @@ from .baselines.fingerprint import FingerprintComparison, compare
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND
 from .clusters.base import Node
 from .hardware import Fingerprints
-from .results import CaseResult
+from .results import CaseResult, ResultSet
 
 
 
@@ -291,6 +291,25 @@ class Gate:
                               f"recorded with pytest-dlperf on profile {profile}",
                               machines=machines.get(profile))
             self.written[profile] = len(entries)
+
+    def fill_scaling(self, results: ResultSet) -> int:
+        """Under xdist each worker recorded its cases without the others' 1n1g, so without a
+        speedup; the controller, which has every result, adds speedup and efficiency to the entries
+        this session wrote (the same per-run throughputs) that lack them. Returns how many."""
+        filled = 0
+        for profile in self.written:
+            current = self.store.load(profile)
+            add: dict[str, Entry] = {}
+            for r in results.results:
+                e = current.get(r.case.key)
+                if (e is not None and e.speedup is None and r.speedup is not None
+                        and [float(x) for x in e.throughputs] == [float(x) for x in r.throughputs]):
+                    e.speedup, e.efficiency = r.speedup, r.efficiency
+                    add[r.case.key] = e
+            if add:
+                self.store.update(profile, add)
+                filled += len(add)
+        return filled
 
 
 def _scaling_runs(result: CaseResult, entry: Entry, reference: CaseResult | None,

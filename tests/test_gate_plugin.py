@@ -154,17 +154,16 @@ def test_update_under_xdist_workers_loses_no_case_and_a_speedup_loss_is_judged_o
     doc = json.loads(profile_file(store).read_text())
     key2 = KEY.replace("1n1g", "2n1g")
     assert sorted(doc["entries"]) == [KEY, key2]
-    # Each xdist worker measured one case, so neither knew the other's median: no speedup stored.
+    # Each xdist worker measured one case without the other's median; the controller, which has
+    # both, added the speedup to the 2n1g's entry (until 2026-11-24 it stayed empty: never gated).
     e, e1 = doc["entries"][key2], doc["entries"][KEY]
-    assert e["speedup"] is None
-    # Plant a baseline whose 2n1g scaled three times as well (the speedup a serial recording would
-    # store, times three); in one process the session's 1n1g is there for the 2n1g's speedup, and
-    # the drop is judged through both cases' runs.
-    for k in ("median", "mean"):
+    assert e["speedup"] == pytest.approx(e["median"] / e1["median"])
+    assert e["efficiency"] == pytest.approx(e["speedup"] / 2)
+    # Plant a baseline whose 2n1g scaled three times as well; in one process the session's 1n1g
+    # is there for the 2n1g's speedup, and the drop is judged through both cases' runs.
+    for k in ("median", "mean", "speedup", "efficiency"):
         e[k] *= 3
     e["throughputs"] = [t * 3 for t in e["throughputs"]]
-    e["speedup"] = e["median"] / e1["median"]
-    e["efficiency"] = e["speedup"] / 2
     profile_file(store).write_text(json.dumps(doc, indent=1))
     assert len(list((tmp_path / "report" / "parts").glob("*.json"))) == 2  # the workers' parts
     r = run(tmp_path, store, "--dlperf-repeats", "2")  # into the same report directory
