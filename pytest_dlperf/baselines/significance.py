@@ -77,39 +77,10 @@ def rank_test(measured: Sequence[float], baseline: Sequence[float], alpha: float
     return Significance("Mann-Whitney U", p, math.exp(d[k]), math.exp(d[len(d) - 1 - k]), 1 - alpha)
 
 
-def t_test(measured: Sequence[float], baseline: Sequence[float], baseline_median: float,
-           alpha: float) -> Significance | None:
-    """Student t on log throughputs (pooled, one-sample or prediction); None without any spread."""
-    lm = [math.log(x) for x in measured]
-    nm, nb = len(lm), len(baseline)
-    if nm >= 2 and nb >= 2:
-        lb = [math.log(x) for x in baseline]
-        d = statistics.fmean(lm) - statistics.fmean(lb)
-        df = nm + nb - 2
-        sp2 = ((nm - 1) * statistics.variance(lm) + (nb - 1) * statistics.variance(lb)) / df
-        se = math.sqrt(sp2 * (1 / nm + 1 / nb))
-    elif nm >= 2:  # a baseline without runs (a published median): taken as exact
-        d = statistics.fmean(lm) - math.log(baseline_median)
-        df = nm - 1
-        se = statistics.stdev(lm) / math.sqrt(nm)
-    elif nb >= 2:  # one measured run: predicted from the baseline's spread
-        lb = [math.log(x) for x in baseline]
-        d = lm[0] - statistics.fmean(lb)
-        df = nb - 1
-        se = statistics.stdev(lb) * math.sqrt(1 + 1 / nb)
-    else:
-        return None
-    if se == 0:
-        p = 0.0 if d < 0 else (0.5 if d == 0 else 1.0)
-        return Significance("t-test", p, math.exp(d), math.exp(d), 1 - alpha)
-    p = float(stats.t.cdf(d / se, df))
-    half = float(stats.t.ppf(1 - alpha, df)) * se
-    return Significance("t-test", p, math.exp(d - half), math.exp(d + half), 1 - alpha)
-
-
 def _pooled(measured: Sequence[float], baseline: Sequence[float]) -> tuple[float, float, int] | None:
     """(mean log measured - mean log baseline, its variance, degrees of freedom) with the variance
-    pooled over both sides' runs; None below three runs in all or one on a side."""
+    pooled over both sides' runs; None below three runs in all or one on a side. With one measured
+    run this is the prediction of that run from the baseline's spread."""
     nm, nb = len(measured), len(baseline)
     if nm < 1 or nb < 1 or nm + nb < 3:
         return None
@@ -118,6 +89,34 @@ def _pooled(measured: Sequence[float], baseline: Sequence[float]) -> tuple[float
     df = nm + nb - 2
     s2 = (sum((x - mm) ** 2 for x in lm) + sum((x - mb) ** 2 for x in lb)) / df
     return mm - mb, s2 * (1 / nm + 1 / nb), df
+
+
+def _one_sided(name: str, d: float, var: float, df: float, alpha: float) -> Significance:
+    """p that a log change d with variance var (df degrees of freedom) is a drop, and its bounds."""
+    if var == 0:
+        p = 0.0 if d < 0 else (0.5 if d == 0 else 1.0)
+        return Significance(name, p, math.exp(d), math.exp(d), 1 - alpha)
+    se = math.sqrt(var)
+    p = float(stats.t.cdf(d / se, df))
+    half = float(stats.t.ppf(1 - alpha, df)) * se
+    return Significance(name, p, math.exp(d - half), math.exp(d + half), 1 - alpha)
+
+
+def t_test(measured: Sequence[float], baseline: Sequence[float], baseline_median: float,
+           alpha: float) -> Significance | None:
+    """Student t on log throughputs (pooled, one-sample or prediction); None without any spread."""
+    nm = len(measured)
+    pooled = _pooled(measured, baseline) if len(baseline) >= 2 else None
+    if pooled is not None:  # two samples; one measured run is predicted from the baseline's spread
+        d, var, df = pooled
+    elif nm >= 2:  # a baseline without runs (a published median): taken as exact
+        lm = [math.log(x) for x in measured]
+        d = statistics.fmean(lm) - math.log(baseline_median)
+        df = nm - 1
+        var = statistics.variance(lm) / nm
+    else:
+        return None
+    return _one_sided("t-test", d, var, df, alpha)
 
 
 def scaling_test(case_measured: Sequence[float], ref_measured: Sequence[float], case_baseline: Sequence[float],
@@ -132,16 +131,9 @@ def scaling_test(case_measured: Sequence[float], ref_measured: Sequence[float], 
     a, b = _pooled(case_measured, case_baseline), _pooled(ref_measured, ref_baseline)
     if a is None or b is None:
         return None
-    d = a[0] - b[0]
     var = a[1] + b[1]
-    if var == 0:
-        p = 0.0 if d < 0 else (0.5 if d == 0 else 1.0)
-        return Significance("t-test on log speedup", p, math.exp(d), math.exp(d), 1 - alpha)
-    df = var ** 2 / sum(v ** 2 / k for v, k in ((a[1], a[2]), (b[1], b[2])) if v > 0)
-    se = math.sqrt(var)
-    p = float(stats.t.cdf(d / se, df))
-    half = float(stats.t.ppf(1 - alpha, df)) * se
-    return Significance("t-test on log speedup", p, math.exp(d - half), math.exp(d + half), 1 - alpha)
+    df = var ** 2 / sum(v ** 2 / k for v, k in ((a[1], a[2]), (b[1], b[2])) if v > 0) if var > 0 else 1.0
+    return _one_sided("t-test on log speedup", a[0] - b[0], var, df, alpha)
 
 
 def significant(test: Significance, alpha: float) -> bool:
