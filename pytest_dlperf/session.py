@@ -214,8 +214,8 @@ class DLPerfSession:
                                           "fingerprints": self.fingerprints.to_dict() if self.fingerprints else None,
                                           "node_frameworks": self.node_frameworks})
                 return
-            self._merge_worker_parts()
-            if self.gate.written:
+            merged = self._merge_worker_parts()
+            if merged and self.gate.written:  # a serial session stored its speedups when it wrote
                 try:
                     self.gate.fill_scaling(self.results)
                 except (BaselineError, OSError, TimeoutError) as exc:
@@ -234,9 +234,11 @@ class DLPerfSession:
                     ignore()
                     self._restore_sigterm()
 
-    def _merge_worker_parts(self) -> None:
-        """Under pytest-xdist, fold the workers' results into this (the controller's) session."""
-        for part in reporting.read_parts(self.options.report_dir, self.options.session_token):
+    def _merge_worker_parts(self) -> int:
+        """Under pytest-xdist, fold the workers' results into this (the controller's) session;
+        returns how many workers' parts there were (0 outside xdist)."""
+        parts = reporting.read_parts(self.options.report_dir, self.options.session_token)
+        for part in parts:
             for case in part["cases"]:
                 self.results.add(result_from_dict(case))
             self.failures.update(part["failures"])
@@ -249,6 +251,7 @@ class DLPerfSession:
                 self.node_frameworks.setdefault(node, {}).update(fws)
             if extra.get("fingerprints"):  # each worker probed the nodes: keep each node's best
                 self._keep(hardware.Fingerprints.from_dict(extra["fingerprints"]))
+        return len(parts)
 
     def _flush_baselines(self, session: pytest.Session) -> None:
         """--update-baselines: write the passed cases; a store that cannot be written fails the run."""
