@@ -17,6 +17,7 @@ from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, Scali
                         detect_profile, judge, judge_scalar, resolve_tolerances)
 from .baselines.fingerprint import FingerprintComparison, compare
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND
+from .baselines.schema import Tolerances
 from .clusters.base import Node
 from .hardware import Fingerprints
 from .results import CaseResult, ResultSet
@@ -190,7 +191,9 @@ class Gate:
         entry = bfile.get(result.case.key)
         if entry is None:
             return False
-        return compare(bfile.fingerprint_for(entry), fingerprints.nodes).performance_only
+        comp = compare(bfile.fingerprint_for(entry), fingerprints.nodes)
+        # the session keeps each node's best probe: another look can lift a slow figure, never lower one
+        return comp.performance_only and not comp.faster_only
 
     def hardware(self, bfile: BaselineFile, entry: Entry, fingerprints: Fingerprints | None) -> FingerprintComparison:
         """Compare the machine that recorded the entry with this one; session notes say what could not be."""
@@ -203,6 +206,13 @@ class Gate:
             self.note(f"hardware fingerprint: {comp.summary()}")
         elif comp.status == "differs":
             mode = "fail" if self.options.hardware_fails else "skip"
+            if comp.faster_only:
+                self.note(f"hardware probes FASTER than the machine that recorded {bfile.path} ({comp.summary()}): "
+                          f"a throughput drop beyond the tolerance is still a REGRESSION (faster hardware cannot "
+                          f"cause it); any other result is NOT JUDGED, since it could hide a slow-down. If this "
+                          f"is the recording machine, its probe ran at a slow moment: record again "
+                          f"(--update-baselines). The cases not judged {mode} (--dlperf-hardware {mode}).")
+                return comp
             self.note(f"NOT JUDGED (hardware differs from the machine that recorded {bfile.path}): "
                       f"{comp.summary()}. Record this machine's own baseline (--update-baselines; with "
                       f"--dlperf-baseline-profile NAME to keep the committed file), or gate against a profile "
@@ -234,13 +244,26 @@ class Gate:
                                          fingerprints)
         comp = self.hardware(bfile, entry, fingerprints) if entry is not None else None
         if comp is not None and comp.status == "differs":
+            if comp.faster_only and not self.options.update:
+                # this machine probes faster than the recording one: a drop is not the hardware's
+                judged = self._judge_entry(result, entry, tol, bfile, reference, record, profile)
+                if any(v.metric == "throughput" and v.status == "regression" for v in judged.verdicts):
+                    judged.message += (f"\nthe hardware cannot explain this drop: this machine probes faster than "
+                                       f"the recording one ({comp.summary()})")
+                    return judged
             v = hardware_verdict(result, entry, tol.throughput, comp)
             result.verdict = {v.metric: v.to_dict()}
             if self.options.update:
                 return Judgement("pass", v.message, [v])
             return Judgement("fail" if self.options.hardware_fails else "skip", v.message, [v])
+        return self._judge_entry(result, entry, tol, bfile, reference, record, profile)
+
+    def _judge_entry(self, result: CaseResult, entry: Entry | None, tol: Tolerances, bfile: BaselineFile,
+                     reference: CaseResult | None, record: bool, profile: str) -> Judgement:
+        """Verdicts of the case's runs against its entry (or the lack of one), machines set aside."""
+        case = result.case
         if entry is None:
-            reason = self.store.describe_missing(profile, key, named=self.options.profile is not None)
+            reason = self.store.describe_missing(profile, case.key, named=self.options.profile is not None)
             v = judge(result.throughputs, None, tol, case=case.id, missing_reason=reason)
             verdicts = [v]
         else:
@@ -329,9 +352,11 @@ def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: F
     change = m_med / b_med - 1
     rule = ("hardware differs from the recording machine beyond the probes' noise: "
             "a throughput difference it explains is not called a regression")
+    hidden = (" A machine that probes faster can hide a slow-down behind that figure; only a drop beyond the "
+              "tolerance is judged on it." if comp.faster_only else "")
     message = (f"HARDWARE {case} throughput: not judged: this machine is not the one that recorded the baseline "
                f"({comp.summary()}). Measured median {m_med:.4g} samples/s vs baseline {b_med:.4g} "
-               f"({change:+.1%}). Record this machine's own baseline with --update-baselines (with "
+               f"({change:+.1%}).{hidden} Record this machine's own baseline with --update-baselines (with "
                f"--dlperf-baseline-profile NAME to keep the committed file), or gate against a profile recorded on "
                f"the same hardware.")
     return Verdict(status="hardware", case=case, metric="throughput", tolerance=tolerance, message=message,

@@ -138,7 +138,14 @@ def test_matmul_40_percent_slower(base: dict) -> None:
     assert "GFLOP/s per core" in fact and result.summary() == fact
     faster = compare({"local0": base}, {"local0": slower(base, 1.32)})
     assert "matmul probe 32% faster" in faster.summary()
-    assert result.performance_only and faster.performance_only  # the session probes again first
+    assert result.performance_only and faster.performance_only
+    # only the slower one is worth another probe; a faster machine can hide a drop, not cause one
+    assert not result.faster_only and faster.faster_only
+    two = compare({"a": base, "b": base}, {"a": slower(base, 1.32), "b": slower(base, 0.6)})
+    assert two.performance_only and not two.faster_only  # one node slower: the hardware may explain a drop
+    other = copy.deepcopy(slower(base, 1.32))
+    other["cpu"]["model_name"] = "Other CPU 9000"
+    assert not compare({"local0": base}, {"local0": other}).faster_only  # another CPU: not a probe alone
 
 
 def test_within_tolerance_and_noise(base: dict) -> None:

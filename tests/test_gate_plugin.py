@@ -44,8 +44,13 @@ def profile_file(store: Path) -> Path:
     return path
 
 
-def scaled_store(recorded: Path, tmp: Path, factor: float) -> Path:
-    """A copy of the recording whose baseline throughputs are scaled by factor."""
+def scaled_store(recorded: Path, tmp: Path, factor: float, *, machines: bool = True) -> Path:
+    """A copy of the recording whose baseline throughputs are scaled by factor.
+
+    ``machines=False`` drops the recording's fingerprints, for tests of the verdict rules that must
+    not also depend on the fixture's probe having run at a representative moment (this VM's host
+    has slow spells of a minute, and a recording that probed in one makes every later session
+    look faster than the recording machine: see test_a_recording_probed_in_a_slow_spell_...)."""
     store = tmp / "store"
     shutil.copytree(recorded, store)
     path = profile_file(store)
@@ -54,6 +59,9 @@ def scaled_store(recorded: Path, tmp: Path, factor: float) -> Path:
     e["throughputs"] = [t * factor for t in e["throughputs"]]
     e["median"] *= factor
     e["mean"] *= factor
+    if not machines:
+        doc.pop("machines", None)
+        e.pop("machine", None)
     path.write_text(json.dumps(doc, indent=1))
     return store
 
@@ -90,7 +98,7 @@ def test_a_real_slowdown_against_the_baseline_fails_like_a_reviewers_note(record
 
 
 def test_higher_throughput_passes_and_suggests_updating(recorded, tmp_path):
-    store = scaled_store(recorded, tmp_path, 0.5)
+    store = scaled_store(recorded, tmp_path, 0.5, machines=False)
     r = run(tmp_path, store, "-k", "1n1g")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "IMPROVEMENT" in r.stdout
@@ -100,7 +108,7 @@ def test_higher_throughput_passes_and_suggests_updating(recorded, tmp_path):
 
 
 def test_marker_tolerance_applies_to_its_test(recorded, tmp_path):
-    store = scaled_store(recorded, tmp_path, 1.5)  # a 33% drop
+    store = scaled_store(recorded, tmp_path, 1.5, machines=False)  # a 33% drop
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "test_tolerant.py").write_text(
@@ -187,18 +195,56 @@ def test_recording_keeps_the_machines_fingerprint(recorded):
     assert cpu["model_name"] and cpu["cpus"] >= 1 and fps["local0"]["compute"]["median"] > 0
 
 
-def faster_recording_machine(recorded: Path, tmp: Path) -> Path:
-    """The recording as if made on a machine whose cores ran the matmul probe 1.6x as fast, and the
-    suite 1.5x as fast: the drop today is the hardware's."""
-    store = scaled_store(recorded, tmp, 1.5)
+def reprobed_store(recorded: Path, tmp: Path, factor: float, probe: float) -> Path:
+    """The recording with throughputs scaled by factor and its matmul probe's figures by probe."""
+    store = scaled_store(recorded, tmp, factor)
     path = profile_file(store)
     doc = json.loads(path.read_text())
     for fp in doc["machines"][doc["entries"][KEY]["machine"]].values():
-        fp["compute"]["trials"] = [t * 1.6 for t in fp["compute"]["trials"]]
-        fp["compute"]["median"] *= 1.6
-        fp["compute"]["best"] *= 1.6
+        fp["compute"]["trials"] = [t * probe for t in fp["compute"]["trials"]]
+        fp["compute"]["median"] *= probe
+        fp["compute"]["best"] *= probe
     path.write_text(json.dumps(doc, indent=1))
     return store
+
+
+def faster_recording_machine(recorded: Path, tmp: Path) -> Path:
+    """The recording as if made on a machine whose cores ran the matmul probe 1.6x as fast, and the
+    suite 1.5x as fast: the drop today is the hardware's."""
+    return reprobed_store(recorded, tmp, 1.5, 1.6)
+
+
+def probed_in_a_slow_spell(recorded: Path, tmp: Path, factor: float) -> Path:
+    """The recording with throughputs scaled by factor, as if its probes had all run while the host
+    lent the cores at 40%: every later session's probe looks 2.5x as fast."""
+    return reprobed_store(recorded, tmp, factor, 0.4)
+
+
+def test_a_recording_probed_in_a_slow_spell_still_catches_a_drop_and_judges_nothing_else(recorded, tmp_path):
+    # Seen in CI on 2026-11-24: the fixture's recording probed at 79.9 GFLOP/s per core, the later
+    # sessions at 101.7, and a planted 50% drop got a HARDWARE verdict. A machine that probes faster
+    # than the recording one cannot cause a drop: the drop is a REGRESSION, with no extra probes.
+    store = probed_in_a_slow_spell(recorded, tmp_path / "drop", 2.0)
+    r = run(tmp_path / "drop", store, "-k", "1n1g", "--dlperf-hardware", "skip")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"REGRESSION {CASE} throughput" in r.stdout and "HARDWARE" not in r.stdout, r.stdout
+    assert "the hardware cannot explain this drop" in r.stdout and "faster than the recording machine's" in r.stdout
+    assert "hardware probes FASTER than the machine that recorded" in r.stdout
+    assert not list((tmp_path / "drop" / "report" / "hwprobe").glob("*-again*"))  # another look cannot help
+    # ... but a pass there could hide a slow-down as large as the probe's gain: not judged
+    store = probed_in_a_slow_spell(recorded, tmp_path / "pass", 0.5)
+    r = run(tmp_path / "pass", store, "-k", "1n1g", "--dlperf-hardware", "fail")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"HARDWARE {CASE} throughput: not judged" in r.stdout and f"REGRESSION {CASE}" not in r.stdout, r.stdout
+    assert "can hide a slow-down" in r.stdout and "record again (--update-baselines)" in r.stdout
+    verdict = json.loads((tmp_path / "pass" / "report" / "results.json").read_text())["cases"][0]["verdict"]
+    assert verdict["throughput"]["status"] == "hardware"
+
+
+def test_recording_probes_again_before_it_writes(recorded):
+    # the recording session's probes: one before its case, then three more, seconds apart
+    looks = sorted(p.name for p in (recorded.parent / "report" / "hwprobe").iterdir())
+    assert looks == [f"at-recording{i}" for i in (1, 2, 3)] + [CASE], looks
 
 
 @pytest.mark.parametrize("mode, code", [("skip", 0), ("fail", 1)])

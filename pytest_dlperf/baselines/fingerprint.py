@@ -76,6 +76,9 @@ class FingerprintComparison:
     # every difference is a probe figure, none an identity or a quota: a host's slow seconds can
     # cause that, so another probe a little later may find the machine as recorded
     performance_only: bool = False
+    # every difference is a probe figure on which this machine did BETTER than the recording one
+    # (or the recording probed at a slow moment): the hardware can hide a drop here, not cause one
+    faster_only: bool = False
 
     def summary(self) -> str:
         """One line: the differences joined, else the notes, else that the machines match."""
@@ -190,10 +193,11 @@ def _busy(probe: Mapping[str, Any], busy_below: float) -> tuple[float | None, fl
 
 
 def _performance(node: str, m: Mapping[str, Any], r: Mapping[str, Any],
-                 perf_tolerance: float) -> tuple[list[str], list[str]]:
-    """(differences, notes) of the probes' figures, measured / recorded."""
+                 perf_tolerance: float) -> tuple[list[str], list[str], list[float]]:
+    """(differences, notes, ratio measured / recorded of each difference) of the probes' figures."""
     diffs: list[str] = []
     notes: list[str] = []
+    ratios: list[float] = []
     for key, label, floor in _PERF_PROBES:
         mp, rp = m.get(key), r.get(key)
         if not isinstance(mp, Mapping) or not isinstance(rp, Mapping):
@@ -213,11 +217,12 @@ def _performance(node: str, m: Mapping[str, Any], r: Mapping[str, Any],
             perf_tolerance, floor, NOISE_FACTOR * pooled_cv(mp.get("trials") or [], rp.get("trials") or []))
         if abs(ratio - 1) <= threshold:
             continue
+        ratios.append(ratio)
         word = "slower" if ratio < 1 else "faster"
         unit = mp.get("unit") or ""
         diffs.append(f"{label} {round(abs(ratio - 1) * 100)}% {word} than the recording machine's "
                      f"({mv:.1f} vs {rv:.1f} {unit})".rstrip())
-    return diffs, notes
+    return diffs, notes, ratios
 
 
 def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *,
@@ -235,6 +240,7 @@ def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *
     busy = False
     compared = False
     fixed = 0  # differences no second probe can change
+    ratios: list[float] = []  # measured / recorded of every probe figure that differs
     rec, mea = list(recorded.items()), list(measured.items())
     if len(rec) != len(mea):
         differences.append(f"{len(mea)} nodes vs {len(rec)}")
@@ -263,8 +269,9 @@ def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *
             notes.append(f"{node}: the recording machine's cores were busy during its probe "
                          f"(cpu/wall {rec_wall:.2f}): performance not compared")
             continue
-        perf, perf_notes = _performance(node, m, r, perf_tolerance)
+        perf, perf_notes, perf_ratios = _performance(node, m, r, perf_tolerance)
         notes.extend(perf_notes)
+        ratios.extend(perf_ratios)
         if perf and throttled is not None and throttled > THROTTLED_S:
             differences.append(f"{node}: CPU time capped by a cgroup quota during the probe "
                                f"(throttled {throttled:.2f} s); " + "; ".join(perf))
@@ -277,4 +284,6 @@ def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *
     if not compared and not differences:
         return FingerprintComparison("unknown", differences, notes)
     status = "differs" if differences else "busy" if busy else "same"
-    return FingerprintComparison(status, differences, notes, performance_only=bool(differences) and not fixed)
+    performance_only = bool(differences) and not fixed
+    return FingerprintComparison(status, differences, notes, performance_only=performance_only,
+                                 faster_only=performance_only and all(r > 1 for r in ratios))
