@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import os
 import signal
@@ -63,10 +64,15 @@ def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_p
     meta, steps = run["meta"], run["steps"]
     warmup, iters = meta["warmup_iters"], meta["iters"]
     assert warmup == 1 and meta["window_seconds"] == 1.5
-    assert 3 < iters <= 40  # a 2-sample 32 px step is far shorter than 1.5 s: more than --dlperf-iters 3
     assert len(steps) == warmup + iters and sum(not s["warmup"] for s in steps) == iters
+    # sized at the pace of the last warm-up steps (here the only one, 0.24-0.34 s on this VM, where a
+    # steady step takes 0.13 s): enough steps to fill 1.5 s, and never fewer than --dlperf-iters 3.
+    # Until 2026-11-24 this asserted "more than 3", true only while that first step is under 0.5 s;
+    # a CI run failed this test that day (its output was not kept: a slow spell is the likely cause).
+    pace = min(s["end"] - s["start"] for s in steps[:warmup][-2:])
+    assert 0 < pace and iters == max(3, math.ceil(1.5 / pace)), (pace, iters)
     window = meta["window"]["end"] - meta["window"]["start"]
-    assert window > 0.5
+    assert window > 0
     # the first window step starts at the start barrier, the last ends at the end barrier
     assert steps[warmup]["start"] == meta["window"]["start"] and steps[-1]["end"] == meta["window"]["end"]
     assert case["throughputs"][0] == pytest.approx(iters * 2 / window)  # 1 rank x batch 2
