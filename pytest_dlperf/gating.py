@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Verdict,
+from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, Verdict,
                         detect_profile, judge, judge_scalar, resolve_tolerances)
-from .baselines.fingerprint import FingerprintComparison, compare
+from .baselines.fingerprint import FingerprintComparison, compare, robust_cv
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND
-from .baselines.schema import Tolerances
 from .clusters.base import Node
 from .hardware import Fingerprints
 from .results import CaseResult, ResultSet
@@ -242,6 +241,7 @@ class Gate:
         if record and item is not None:
             self.pending[item.nodeid] = (profile, key, Entry.from_result(result, tol, _versions(result, self.git)),
                                          fingerprints)
+            self._noisy_recording(result)
         comp = self.hardware(bfile, entry, fingerprints) if entry is not None else None
         if comp is not None and comp.status == "differs":
             if comp.faster_only and not self.options.update:
@@ -257,6 +257,16 @@ class Gate:
                 return Judgement("pass", v.message, [v])
             return Judgement("fail" if self.options.hardware_fails else "skip", v.message, [v])
         return self._judge_entry(result, entry, tol, bfile, reference, record, profile)
+
+    def _noisy_recording(self, result: CaseResult) -> None:
+        """Say so when the runs a baseline is recorded from disagree: later drops must clear that
+        spread to be called significant, so the baseline gates less closely than its tolerance says."""
+        rcv = robust_cv(result.throughputs)
+        if rcv > self.options.cv_bound:
+            runs = ", ".join(f"{t:.4g}" for t in result.throughputs)
+            self.note(f"{result.case.id}: recorded from runs that disagree (robust CV {rcv:.1%} above the bound "
+                      f"{self.options.cv_bound:.0%}: {runs} samples/s): a later drop must clear that spread to "
+                      f"be called a regression. Record it again at a quieter moment, or with more --dlperf-repeats.")
 
     def _judge_entry(self, result: CaseResult, entry: Entry | None, tol: Tolerances, bfile: BaselineFile,
                      reference: CaseResult | None, record: bool, profile: str) -> Judgement:

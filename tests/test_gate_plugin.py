@@ -6,9 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
+
+from pytest_dlperf.clusters.base import Node
+from pytest_dlperf.gating import Gate, GateOptions
+from pytest_dlperf.results import result_from_dict
 
 from tests import cgroup
 
@@ -30,10 +35,12 @@ def run(tmp: Path, store: Path, *args: str, suite: Path | None = None, env: dict
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
-    """A store with a real recording of the 1n1g case (three repeats)."""
+    """A store with a real recording of the 1n1g case (five repeats: on 2026-11-24 a recording of
+    three had one run in a slow spell, [10.2, 14.8, 13.3] samples/s, and a planted 30% drop against
+    it was rightly not significant: three runs give a rank test little to stand on)."""
     tmp = tmp_path_factory.mktemp("recorded")
     store = tmp / "store"
-    r = run(tmp, store, "-k", "1n1g", "--update-baselines")
+    r = run(tmp, store, "-k", "1n1g", "--update-baselines", "--dlperf-repeats", "5")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "baselines updated: 1 case(s) written" in r.stdout
     return store
@@ -72,8 +79,8 @@ def test_recording_keeps_raw_repeats_tolerance_and_versions(recorded):
     doc = json.loads(path.read_text())
     assert doc["schema"] == 1 and doc["profile"] == path.stem
     e = doc["entries"][KEY]
-    assert len(e["throughputs"]) == 3 and all(t > 0 for t in e["throughputs"])
-    assert e["median"] == sorted(e["throughputs"])[1]
+    assert len(e["throughputs"]) == 5 and all(t > 0 for t in e["throughputs"])
+    assert e["median"] == sorted(e["throughputs"])[2]
     assert e["versions"]["torch"].startswith("2.13.0") and e["recorded_at"] and e["source"] == "recorded"
     assert e["tolerance"]["throughput"] > 0
 
@@ -247,6 +254,22 @@ def test_recording_probes_again_before_it_writes(recorded):
     assert looks == [f"at-recording{i}" for i in (1, 2, 3)] + [CASE], looks
 
 
+def test_a_recording_from_runs_that_disagree_says_so(recorded, tmp_path):
+    # The real recording's case, its runs replaced by the ones CI recorded in a slow spell
+    doc = json.loads((recorded.parent / "report" / "results.json").read_text())
+    result = result_from_dict(doc["cases"][0])
+    gate = Gate(GateOptions(update=True, profile=None, directory=tmp_path, tolerance={}, missing="record",
+                            noisy_fails=True))
+    item = types.SimpleNamespace(nodeid="suite::case", get_closest_marker=lambda name: None)
+    nodes = [Node("local0", "127.0.0.1", 1, cpus=1)]
+    for runs, said in (([14.1, 14.5, 14.3], False), ([10.18, 14.79, 13.30], True)):
+        result.throughputs = runs
+        gate.notes.clear()
+        assert gate.judge(result, nodes, "ddp", item).outcome == "pass"
+        assert any("recorded from runs that disagree (robust CV 16.6%" in n and "10.18, 14.79, 13.3 samples/s"
+                   in n and "--dlperf-repeats" in n for n in gate.notes) == said, gate.notes
+
+
 @pytest.mark.parametrize("mode, code", [("skip", 0), ("fail", 1)])
 def test_other_hardware_is_not_called_a_regression(recorded, tmp_path, mode, code):
     store = faster_recording_machine(recorded, tmp_path)
@@ -272,12 +295,15 @@ def test_hardware_verdict_fails_by_default_under_ci(recorded, tmp_path):
 
 
 def test_planted_slowdown_on_the_recording_machine_is_a_regression(recorded, tmp_path):
-    # The software got 30% slower on the machine that recorded: the fingerprints match, the gate judges.
-    # This VM's host slows the cores by about half for seconds at a time (the probe then differs
+    # The software got half as fast on the machine that recorded: the fingerprints match, the gate judges.
+    # Half, not the 30% this planted until 2026-11-24: that day the recording's five runs spread from
+    # 8.3 to 12.9 samples/s, and a planted 30% drop (8.6-9.3) was rightly not significant against them.
+    # This test is about the fingerprints letting the gate judge; how small a drop it catches is for
+    # benchmarks/gate_power.py to measure. This VM's host slows the cores by about half for seconds at a time (the probe then differs
     # by ~50% and the verdict is HARDWARE, never a pass): up to 3 sessions, one must be judged.
     for attempt in range(3):
         r = run(tmp_path / str(attempt), recorded, "-k", "1n1g", "--dlperf-hardware", "fail",
-                env={"DLPERF_PLANT_SLOWDOWN": "0.3"})
+                env={"DLPERF_PLANT_SLOWDOWN": "0.5"})
         assert r.returncode == 1, r.stdout + r.stderr
         if "HARDWARE" not in r.stdout:
             break
