@@ -256,14 +256,9 @@ class DLPerfSession:
     def _flush_baselines(self, session: pytest.Session) -> None:
         """--update-baselines: write the passed cases; a store that cannot be written fails the run."""
         if self.gate.pending and self.fingerprints is not None:
-            # more looks, seconds apart: a short session has probed a few times, maybe all in one of
-            # the host's slow spells, and a recording that keeps a slow figure makes this machine
-            # look faster than itself at every later run
-            for i in range(RECHECKS):
-                if i:
-                    time.sleep(RECHECK_PAUSE)
-                with contextlib.suppress(ClusterError), self.cluster.lease():
-                    self.probe_hardware(f"at-recording{i + 1}")
+            # a short session has probed a few times, maybe all in one of the host's slow spells, and
+            # a recording that keeps a slow figure makes this machine look faster than itself later
+            self._look_again("at-recording")
         try:
             self.gate.flush()
         except (BaselineError, OSError, TimeoutError) as exc:
@@ -397,14 +392,19 @@ class DLPerfSession:
                                           if fw in probed}
 
     def _second_look(self, case: CaseSpec, result: CaseResult) -> None:
-        """Before calling the hardware different on probe figures alone, probe again a few times,
-        seconds apart: this host has been seen running 20-50% slower for whole seconds."""
+        """Before calling the hardware different on probe figures alone, probe again a few times."""
+        self._look_again(f"{self.case_name(case)}-again", lambda: self.gate.probe_again(
+            result, self.cluster.nodes(), case.backend, self.fingerprints))
+
+    def _look_again(self, label: str, wanted: Callable[[], bool] = lambda: True) -> None:
+        """Probe up to RECHECKS more times, RECHECK_PAUSE s apart, while ``wanted()``: this host has
+        been seen running 20-50% slower for whole seconds, and the session keeps each node's best."""
         for i in range(RECHECKS):
-            if not self.gate.probe_again(result, self.cluster.nodes(), case.backend, self.fingerprints):
+            if not wanted():
                 return
             time.sleep(RECHECK_PAUSE)
             with contextlib.suppress(ClusterError), self.cluster.lease():
-                self.probe_hardware(f"{self.case_name(case)}-again{i + 1}")
+                self.probe_hardware(f"{label}{i + 1}")
 
     def probe_hardware(self, label: str) -> None:
         """Fingerprint the nodes (before every case: the best each node showed is its capability)."""

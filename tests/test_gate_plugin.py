@@ -299,8 +299,9 @@ def test_planted_slowdown_on_the_recording_machine_is_a_regression(recorded, tmp
     # Half, not the 30% this planted until 2026-11-24: that day the recording's five runs spread from
     # 8.3 to 12.9 samples/s, and a planted 30% drop (8.6-9.3) was rightly not significant against them.
     # This test is about the fingerprints letting the gate judge; how small a drop it catches is for
-    # benchmarks/gate_power.py to measure. This VM's host slows the cores by about half for seconds at a time (the probe then differs
-    # by ~50% and the verdict is HARDWARE, never a pass): up to 3 sessions, one must be judged.
+    # benchmarks/gate_power.py to measure. This VM's host slows the cores by about half for seconds
+    # at a time (the probe then differs by ~50% and the verdict is HARDWARE, never a pass): up to 3
+    # sessions, one must be judged.
     for attempt in range(3):
         r = run(tmp_path / str(attempt), recorded, "-k", "1n1g", "--dlperf-hardware", "fail",
                 env={"DLPERF_PLANT_SLOWDOWN": "0.5"})
