@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, field
 from scipy.stats import f as fdist
 
 from .significance import Significance, rank_test, scaling_test, significant, t_test
+from .fingerprint import robust_cv
 from .schema import METRICS, Tolerances
 from .store import Entry
 
@@ -119,10 +120,7 @@ def _cv(xs: Sequence[float]) -> float | None:
 
 def _robust_cv(xs: Sequence[float]) -> float | None:
     """1.4826 x median absolute deviation / median (equals the CV for normal noise); None below two values."""
-    if len(xs) < 2:
-        return None
-    med = statistics.median(xs)
-    return 1.4826 * statistics.median([abs(x - med) for x in xs]) / med
+    return robust_cv(xs) if len(xs) >= 2 else None
 
 
 def spread_test(measured: Sequence[float], baseline: Sequence[float]) -> float | None:
