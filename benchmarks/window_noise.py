@@ -47,20 +47,25 @@ def probe(seconds: float = 1.5) -> float:
         return float(json.loads(out.read_text())["compute"]["median"])
 
 
-def launch(model: str, bs: int, px: int, steps: int, port: int) -> np.ndarray:
-    """One launch; the measured steps' times in seconds."""
+def launch_records(model: str, bs: int, px: int, steps: int, port: int, warmup: int = 3) -> list[dict]:
+    """One launch of the workload, rank 0 pinned to core 0; its step log's records."""
     with tempfile.TemporaryDirectory(prefix="window-noise-") as tmp:
         out = Path(tmp) / "steps.jsonl"
         env = {**os.environ, "OMP_NUM_THREADS": "1", "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), **CPU_MALLOC_ENV}
         argv = ["taskset", "-c", "0", sys.executable, str(WORKLOAD), "--model", model, "--precision", "fp32",
-                "--batch-size", str(bs), "--image-size", str(px), "--warmup-iters", "3", "--iters", str(steps),
+                "--batch-size", str(bs), "--image-size", str(px), "--warmup-iters", str(warmup), "--iters", str(steps),
                 "--threads", "1", "--output", str(out)]
         p = subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True, timeout=900)
         if p.returncode:
             raise SystemExit(f"launch failed (exit {p.returncode}):\n{p.stderr[-2000:]}")
-        recs = [json.loads(line) for line in out.read_text().splitlines()]
-        return np.array([r["end"] - r["start"] for r in recs if r.get("kind") == "step" and not r["warmup"]])
+        return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def launch(model: str, bs: int, px: int, steps: int, port: int) -> np.ndarray:
+    """One launch; the measured steps' times in seconds."""
+    recs = launch_records(model, bs, px, steps, port)
+    return np.array([r["end"] - r["start"] for r in recs if r.get("kind") == "step" and not r["warmup"]])
 
 
 def main() -> int:
