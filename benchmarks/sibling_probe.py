@@ -14,11 +14,12 @@ probes log one rate per ~50 ms trial. Prints per condition the throughput's medi
 the probed ones the correlation of log throughput with the log of the probe's mean rate over the
 window and the CV of throughput / probe rate.
 
-    python3 benchmarks/sibling_probe.py --rounds 10 --steps 12
+    python3 benchmarks/sibling_probe.py --rounds 12 --steps 12     # 36 launches, about 6.5 minutes on 2 cores
 """
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,9 @@ def main() -> int:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--image-size", type=int, default=64)
     a = p.parse_args()
+    if not {0, 1} <= os.sched_getaffinity(0):
+        raise SystemExit("sibling_probe.py launches on core 0 and probes on core 1: this process may not use both "
+                         f"(allowed CPUs {sorted(os.sched_getaffinity(0))}); run it on a machine with 2 or more cores")
     kinds = ("alone", "spin", "sgemm")
     got: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory(prefix="sibling-probe-") as td:
