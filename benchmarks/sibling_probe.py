@@ -79,6 +79,8 @@ def main() -> int:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--image-size", type=int, default=64)
     a = p.parse_args()
+    if a.rounds < 2:
+        p.error(f"--rounds {a.rounds}: a CV and a correlation need at least 2 rounds")
     if not {0, 1} <= os.sched_getaffinity(0):
         raise SystemExit("sibling_probe.py launches on core 0 and probes on core 1: this process may not use both "
                          f"(allowed CPUs {sorted(os.sched_getaffinity(0))}); run it on a machine with 2 or more cores")
