@@ -75,6 +75,26 @@ class Budget:
         level = (left + sum(taken) - overhead * len(after)) / (this + sum(costs))
         return len(taken) + 1 <= level + 0.5
 
+    def another_round(self, done: int, planned: int, least: int, costs: list[float]) -> bool:
+        """In rounds (``--dlperf-order rounds``): whether every case still measuring launches once more,
+        after ``done`` rounds, each launch estimated at the mean of that case's own so far (``costs``).
+        A round starts only where all of it fits, so the cases keep equal numbers of launches."""
+        if done >= planned:
+            return False
+        if done < max(least, 1) or self.seconds <= 0 or self.started is None:
+            return True
+        return self.seconds - (self.clock() - self.started) >= sum(costs)
+
+    def end_rounds(self, started: float, cases: list[tuple[str, list[float], str]], planned: int) -> None:
+        """Book the rounds' launches: (name, seconds of its launches, topology) per case that ran one."""
+        self.ended = self.clock()
+        outside = self.ended - started - sum(sum(taken) for _, taken, _ in cases)
+        for name, taken, topology in cases:
+            self.launches.setdefault(topology, []).extend(taken)
+            self.overheads.append(max(0.0, outside / len(cases)))
+            if len(taken) < planned:
+                self.cut[name] = (len(taken), planned)
+
     def end_case(self, name: str, started: float, taken: list[float], planned: int, topology: str = "") -> None:
         self.ended = self.clock()
         self.launches.setdefault(topology, []).extend(taken)

@@ -44,6 +44,10 @@ MISSING = ("skip", "fail", "record")
 NOISY = ("fail", "warn")
 HARDWARE = ("skip", "fail")
 HOST_KEY_CHECKING = ("strict", "accept-new", "off")
+# The order of a session's launches (session.py): a case's repeats back to back let the host's drift
+# over minutes fall on one case's launches alike, which the significance test takes for the case's speed.
+ORDERS = ("rounds", "case")
+DEFAULT_ORDER = "rounds"
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 
 # Every option is --dlperf-*, so the plugin (loaded into every session of the environment) never
@@ -140,6 +144,10 @@ def add_options(parser: pytest.Parser) -> None:
       help="seconds of measuring for the session: a case takes its last repeats only while the cases "
            "still to run fit (default: the profile's, 330 on CPU nodes, none on GPUs; off with an explicit "
            "--dlperf-repeats or --update-baselines; 0: none)")
+    a("--dlperf-order", choices=ORDERS, default=DEFAULT_ORDER,
+      help="rounds: every case of the session launches once per round, so a case's repeats fall minutes "
+           "apart and the host's slow spells spread over all cases (asv's interleaved rounds); case: a "
+           "case's repeats back to back (default: %(default)s; xdist workers measure case by case)")
     a("--dlperf-warmup-iters", type=non_negative_int, default=None, metavar="W",
       help="steps run before the measured window")
     a("--dlperf-iters", type=positive_int, default=None, metavar="I",
@@ -298,6 +306,7 @@ class RunOptions:
     image_size: int | None
     repeats: int | None
     budget: float | None
+    order: str  # "rounds" or "case" (ORDERS)
     warmup_iters: int | None
     iters: int | None
     window_seconds: float | None
@@ -343,7 +352,8 @@ def from_config(config: pytest.Config) -> RunOptions:
         cluster=get("dlperf_cluster"), nodes=get("dlperf_nodes"), gpus_per_node=get("dlperf_gpus_per_node"),
         backend=get("dlperf_backend"), models=get("dlperf_model"), precisions=list(dict.fromkeys(precisions)) if precisions else None,
         batch_size=get("dlperf_batch_size"), image_size=get("dlperf_image_size"), repeats=get("dlperf_repeats"),
-        budget=get("dlperf_budget"), warmup_iters=get("dlperf_warmup_iters"), iters=get("dlperf_iters"),
+        budget=get("dlperf_budget"), order="case" if workerinput else get("dlperf_order"),
+        warmup_iters=get("dlperf_warmup_iters"), iters=get("dlperf_iters"),
         window_seconds=get("dlperf_window_seconds"),
         dryrun=get("dlperf_dryrun"),
         report_dir=report_dir, timeout=get("dlperf_timeout"),

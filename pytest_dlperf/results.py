@@ -51,7 +51,7 @@ class CaseResult:
         }
         if raw:
             d["runs"] = [
-                {"repeat": r.repeat, "wall_seconds": r.wall_seconds, "commands": r.commands,
+                {"repeat": r.repeat, "started_at": r.started_at, "wall_seconds": r.wall_seconds, "commands": r.commands,
                  "logs": r.logs, "meta": r.meta, "steps": [asdict(s) for s in r.steps]}
                 for r in self.runs
             ]
@@ -68,7 +68,8 @@ def case_from_dict(d: dict) -> CaseSpec:
 def result_from_dict(d: dict) -> CaseResult:
     """Rebuild a CaseResult from CaseResult.to_dict(raw=True) (xdist workers' reports)."""
     runs = [RunRecord(repeat=r["repeat"], meta=r["meta"], steps=[StepRecord(**s) for s in r["steps"]],
-                      commands=r["commands"], logs=r["logs"], wall_seconds=r["wall_seconds"])
+                      commands=r["commands"], logs=r["logs"], wall_seconds=r["wall_seconds"],
+                      started_at=r.get("started_at", 0.0))
             for r in d.get("runs", [])]
     return CaseResult(
         case=case_from_dict(d["case"]), measurement=Measurement(**d["measurement"]), runs=runs,

@@ -49,6 +49,7 @@ class RunRecord:
     logs: dict[str, str]
     wall_seconds: float
     run_dir: str = ""
+    started_at: float = 0.0  # Unix time the launch began: results.json shows the session's order
 
 
 def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
@@ -198,7 +199,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     (log_dir / "commands.sh").write_text("\n".join(rendered) + "\n")
     procs: list[NodeProcess] = []
     codes: dict[str, int | None] = {}
-    t0 = time.monotonic()
+    t0, started_at = time.monotonic(), time.time()
     deadline = t0 + measurement.timeout
     next_look = t0
     try:
@@ -258,4 +259,4 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                 raise ClusterError("\n".join(sweep_errors))
     return RunRecord(repeat=repeat, meta=meta, steps=steps, commands=rendered,
                      logs={p.node.name: str(p.log_path) for p in procs}, wall_seconds=wall,
-                     run_dir=str(log_dir))
+                     run_dir=str(log_dir), started_at=started_at)

@@ -1,16 +1,20 @@
 """The dlperf session: one object per pytest session, registered as a plugin.
 
-It owns the cluster and the launchers (one per --backend), turns the options into parametrized cases, runs them,
-keeps the results, and at the end writes the report and prints the summary tables.
+It owns the cluster and the launchers (one per --backend), turns the options into parametrized cases, runs them
+(by default in rounds: the first matrix test launches every case once a round, and each test judges its own
+case's runs; ``--dlperf-order case``: each test its case's launches back to back), keeps the results, and at
+the end writes the report and prints the summary tables.
 """
 from __future__ import annotations
 
 import contextlib
 import itertools
 import signal
+import statistics
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -54,6 +58,21 @@ def sigterm_ignored() -> Callable[[], None]:
     return _sigterm(signal.SIG_IGN)
 
 
+ORDER_TEXT = {"rounds": ", in rounds (every case once a round, --dlperf-order rounds)",
+              "case": ", back to back (--dlperf-order case)"}
+
+
+@dataclass
+class Measured:
+    """One case's launches, taken in rounds before its test ran: its runs and the error that
+    stopped them, or the skip or fail its preflight raised (raised again in its own test)."""
+
+    runs: list = field(default_factory=list)
+    taken: list[float] = field(default_factory=list)  # seconds of each launch
+    error: str | None = None
+    outcome: BaseException | None = None
+
+
 class DLPerfSession:
     """Registered as ``dlperf_session`` by the plugin's front when a test first needs it; the
     ``dlperf`` fixture binds it to each test."""
@@ -76,6 +95,8 @@ class DLPerfSession:
         self.gate = Gate(GateOptions.from_config(config))
         self.live = LiveLine(config)
         self._budget: Budget | None = None  # made with the first case's measurement
+        self._measured: dict[str, Measured] = {}  # case name -> launches taken in rounds, until its test runs
+        self._rounds_taken = False  # rounds run once a session, from the first matrix test on
 
     # ------------------------------------------------------------------ set-up
     def _make_launchers(self) -> dict[str, Launcher]:
@@ -304,9 +325,10 @@ class DLPerfSession:
         m = self.measurement()
         if m.budget and m.min_repeats < m.repeats:
             return (f"each case runs {m.min_repeats}-{m.repeats} times: further launches while the "
-                    f"{m.budget:g} s budget affords them")
+                    f"{m.budget:g} s budget affords them" + ORDER_TEXT[self.options.order])
         what = ": recording a baseline" if self.config.getoption("dlperf_update_baselines") else ""
-        return f"each case runs {m.repeats} time{'s' if m.repeats != 1 else ''}{what}"
+        text = f"each case runs {m.repeats} time{'s' if m.repeats != 1 else ''}{what}"
+        return text + ORDER_TEXT[self.options.order] if m.repeats > 1 else text
 
     # ------------------------------------------------------------------ running
     def run(self, case: CaseSpec, item: pytest.Item | None = None) -> CaseResult:
@@ -317,6 +339,112 @@ class DLPerfSession:
             self.dryrun.append((self.case_name(case), [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
             self.dryrun_launches = self.launches_text()
             pytest.skip("dry-run: the per-node commands are printed in the summary")
+        name = self.case_name(case)
+        if self._in_rounds(case, item) and name not in self._measured:
+            self._measure_in_rounds(item, m)
+        got = self._measured.pop(name, None)
+        if got is None:
+            runs, error = self._measure(case, item, m)
+        elif got.outcome is not None:  # its preflight's skip or fail, raised in its own test
+            raise got.outcome
+        else:
+            runs, error = got.runs, got.error
+        if error is not None:  # outside the except block: the report shows the nodes, not a chain
+            self.failures[self.case_name(case)] = error
+            pytest.fail(error, pytrace=False)
+        self._frameworks_into(case, runs)
+        result = self.results.add(summarize(case, m, runs))
+        self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
+        self._second_look(case, result)
+        judgement = self.gate.judge(result, self.cluster.nodes(), case.backend, item, self.fingerprints,
+                                    reference=self.results.find(case, Topology(1, 1)))
+        if item is not None:  # JUnit properties (--junitxml), as record_property writes them
+            item.user_properties.extend(junit_properties(result))
+        if judgement.outcome == "fail":
+            pytest.fail(judgement.message, pytrace=False)
+        if judgement.outcome == "skip":
+            pytest.skip(judgement.message)
+        return result
+
+    @staticmethod
+    def _matrix_case(item: pytest.Item) -> CaseSpec | None:
+        """The case a test takes from the matrix (its ``dlperf_case`` parameter), if it is a dlperf test."""
+        if "dlperf" not in getattr(item, "fixturenames", ()):
+            return None
+        case = getattr(item, "callspec", None) and item.callspec.params.get("dlperf_case")
+        return case if isinstance(case, CaseSpec) else None
+
+    def _in_rounds(self, case: CaseSpec, item: pytest.Item | None) -> bool:
+        """Whether this test starts the session's rounds: the order is rounds, none ran yet, and the
+        test measures its own matrix case (a test that builds another case is measured on its own)."""
+        return (self.options.order == "rounds" and not self._rounds_taken and item is not None
+                and item in item.session.items and self._matrix_case(item) == case)
+
+    def _measure_in_rounds(self, item: pytest.Item, m: Measurement) -> None:
+        """``--dlperf-order rounds``: launch every matrix case still to run in this session once per
+        round, this test's first, for as many rounds as the repeats (or the budget) allow, and keep
+        each case's runs for its own test to judge.
+
+        Why: on a shared VM the host's speed drifts over minutes, and a case's launches back to back
+        share one spell, so their agreement says nothing about the next sitting; measured on
+        gate_power's pools (README), sessions and baselines spread in time raised fewer false alarms.
+        A case's preflight (its framework, then the hardware probe) runs just before its first launch."""
+        self._rounds_taken = True
+        items = item.session.items
+        cases = list({self.case_name(c): c for c in (self._matrix_case(it) for it in items[items.index(item):])
+                      if c is not None}.values())
+        budget = self.budget(m)
+        started = budget.begin_case()
+        state = {self.case_name(c): Measured() for c in cases}
+        done = 0
+        try:
+            with self.cluster.lease():
+                while True:
+                    going = [c for c in cases if state[self.case_name(c)].error is None
+                             and state[self.case_name(c)].outcome is None]
+                    costs = [statistics.fmean(state[self.case_name(c)].taken) for c in going
+                             if state[self.case_name(c)].taken]
+                    if not going or not budget.another_round(done, m.repeats, m.min_repeats, costs):
+                        break
+                    for case in going:
+                        self._launch_in_round(case, state[self.case_name(case)], done, m, first=done == 0)
+                    done += 1
+        except ClusterError as exc:  # the lease itself: every case not yet stopped says why
+            for got in state.values():
+                if got.error is None and got.outcome is None:
+                    got.error = str(exc)
+        finally:
+            ran = [(name, got.taken, c.topology.name) for (name, got), c in zip(state.items(), cases) if got.runs]
+            if ran:
+                budget.end_rounds(started, ran, m.repeats)
+            self._measured.update(state)
+
+    def _launch_in_round(self, case: CaseSpec, got: Measured, rep: int, m: Measurement, first: bool) -> None:
+        """One launch of a case in a round (its preflight before the first); what went wrong stops it."""
+        name = self.case_name(case)
+        if first:
+            try:
+                self._framework_ready(case)
+                self.probe_hardware(name)
+            except (pytest.skip.Exception, pytest.fail.Exception) as exc:
+                got.outcome = exc
+                return
+            except ClusterError as exc:
+                got.error = str(exc)
+                return
+        show = (lambda info: self.live.update(name, rep, m.repeats, info)) if self.live.enabled else None
+        t0 = self.budget(m).clock()
+        try:
+            got.runs.append(run_case(self.cluster, self.launcher(case), case, m,
+                                     self.options.report_dir / "runs" / name / f"r{rep}", rep, on_progress=show))
+        except (RunFailed, ClusterError) as exc:
+            got.error = str(exc)
+        finally:
+            self.live.clear()
+            got.taken.append(self.budget(m).clock() - t0)
+
+    def _measure(self, case: CaseSpec, item: pytest.Item | None, m: Measurement) -> tuple[list, str | None]:
+        """The case's launches back to back (``--dlperf-order case``): its runs, or the error that stopped them."""
         case_dir = self.options.report_dir / "runs" / self.case_name(case)
         runs, error = [], None
         name, budget, after = self.case_name(case), self.budget(m), self.cases_after(item)
@@ -339,22 +467,7 @@ class DLPerfSession:
         finally:
             if runs:
                 budget.end_case(name, started, taken, m.repeats, case.topology.name)
-        if error is not None:  # outside the except block: the report shows the nodes, not a chain
-            self.failures[self.case_name(case)] = error
-            pytest.fail(error, pytrace=False)
-        self._frameworks_into(case, runs)
-        result = self.results.add(summarize(case, m, runs))
-        self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
-        self._second_look(case, result)
-        judgement = self.gate.judge(result, self.cluster.nodes(), case.backend, item, self.fingerprints,
-                                    reference=self.results.find(case, Topology(1, 1)))
-        if item is not None:  # JUnit properties (--junitxml), as record_property writes them
-            item.user_properties.extend(junit_properties(result))
-        if judgement.outcome == "fail":
-            pytest.fail(judgement.message, pytrace=False)
-        if judgement.outcome == "skip":
-            pytest.skip(judgement.message)
-        return result
+        return runs, error
 
     def _framework_ready(self, case: CaseSpec) -> None:
         """The backend's framework on every node of the case, in one version: else skip (missing,

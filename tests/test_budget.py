@@ -134,3 +134,39 @@ def test_a_floor_above_one_is_kept_for_every_later_case():
     taken = run_suite(budget, clock, cases, planned=3, least=2)
     assert taken == {"b0": 3, "a": 2, "b1": 3}
     assert budget.used <= 166
+
+
+def run_rounds(budget: Budget, clock: Clock, cases: list[tuple[str, str, float]], planned: int = 3,
+               least: int = 1, probe: float = 1.0) -> dict[str, int]:
+    """Run cases in rounds as ``--dlperf-order rounds`` does (each case's probe before its first
+    launch); launches taken per case."""
+    started = budget.begin_case()
+    taken: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+    done = 0
+    while budget.another_round(done, planned, least, [sum(t) / len(t) for t in taken.values() if t]):
+        for name, _, seconds in cases:
+            clock.now += (probe if done == 0 else 0.0) + seconds
+            taken[name].append(seconds)
+        done += 1
+    budget.end_rounds(started, [(name, taken[name], topo) for name, topo, _ in cases], planned)
+    return {name: len(t) for name, t in taken.items()}
+
+
+def test_rounds_take_every_repeat_where_they_fit_and_whole_rounds_only_where_not():
+    clock = Clock()
+    fast = [(n, t, s * 0.7) for n, t, s in SUITE]  # a round: 89.6 s, 3 rounds and 8 probes: 277 s
+    budget = Budget(330.0, clock=clock)
+    assert set(run_rounds(budget, clock, fast).values()) == {3}
+    assert budget.cut == {} and budget.summary() == "dlperf budget: 277 s of 330 s measuring"
+    clock = Clock()
+    budget = Budget(330.0, clock=clock)  # a round: 128 s; a third would end at 392 s
+    assert set(run_rounds(budget, clock, SUITE).values()) == {2}
+    assert budget.used == 264 and set(budget.cut.values()) == {(2, 3)} and len(budget.cut) == 8
+    assert "8 case(s) ran fewer repeats" in budget.summary()
+    clock = Clock()
+    budget = Budget(100.0, clock=clock)  # not even one round fits: the floor is kept, and said
+    assert set(run_rounds(budget, clock, SUITE).values()) == {1}
+    assert "over it even so" in budget.summary()
+    clock = Clock()
+    budget = Budget(0.0, clock=clock)
+    assert set(run_rounds(budget, clock, SUITE, planned=8).values()) == {8} and budget.cut == {}

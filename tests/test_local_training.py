@@ -93,6 +93,35 @@ def test_a_budget_too_small_keeps_one_launch_and_says_which_cases(tmp_path):
     assert f"1 case(s) ran fewer repeats: `{name}` (1 of 3)." in (report / "summary.md").read_text()
 
 
+def launch_order(report: Path) -> list[str]:
+    """Each launch of the session as "topology/repeat", in the order they began."""
+    doc = json.loads((report / "results.json").read_text())
+    runs = [(r["started_at"], f"{c['case']['topology']}/{r['repeat']}") for c in doc["cases"] for r in c["runs"]]
+    return [name for _, name in sorted(runs)]
+
+
+def test_cases_launch_in_rounds_by_default_and_back_to_back_when_asked(tmp_path):
+    """Rounds: a case's repeats fall apart in time, so a slow spell of the host is not one case's alone."""
+    r = run_suite(tmp_path / "rounds", "--dlperf-iters", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert launch_order(tmp_path / "rounds") == ["1n1g/0", "2n1g/0", "1n1g/1", "2n1g/1"]
+    r = run_suite(tmp_path / "case", "--dlperf-iters", "2", "--dlperf-order", "case")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert launch_order(tmp_path / "case") == ["1n1g/0", "1n1g/1", "2n1g/0", "2n1g/1"]
+
+
+def test_in_rounds_a_failing_case_stops_alone_and_fails_in_its_own_test(tmp_path):
+    report = tmp_path / "report"
+    r = run_suite(report, "--dlperf-iters", "2", "-rA", env={"DLPERF_FAULT": "1:1"})  # rank 1: 2n1g only
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 failed, 1 skipped" in r.stdout, r.stdout  # 1n1g: no baseline here
+    assert "FAILED suites/test_train.py::test_train[resnet50-fp32-bs2-32px-2n1g]" in r.stdout, r.stdout
+    assert launch_order(report) == ["1n1g/0", "1n1g/1"]  # the 2n1g case was not launched again
+    assert sorted(p.name for p in (report / "runs" / "resnet50-fp32-bs2-32px-2n1g").iterdir()) == ["r0"]
+    assert "injected fault on rank 1 at step 1" in r.stdout
+    assert tagged_processes(str(report)) == []
+
+
 def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", env={"DLPERF_FAULT": "1:2"})
