@@ -131,14 +131,21 @@ def collect(w: Workload, pool: int, path: Path) -> dict:
     return doc
 
 
-def synthetic(w: Workload, cv: float, pool: int, seed: int) -> dict:
+def synthetic(w: Workload, cv: float, pool: int, seed: int, drift: float = 0.0) -> dict:
     """Pools drawn from a model instead of runs: throughput 14 x (1 - slow-down) x lognormal(0, cv),
-    every run independent (no drift between runs or sessions, which the real machine has)."""
+    every run independent; with ``drift`` D, times a host factor exp(h) per block shared by the
+    block's four runs, h an AR(1) series with standard deviation D and lag-1 correlation 0.8 (the
+    slow spells of minutes seen on the VM)."""
     rng = np.random.default_rng(seed)
-    runs = {c: [{"throughput": float(14.0 * (1 - d) * np.exp(rng.normal(0.0, cv))), "block": i}
+    host, h = [], rng.normal(0.0, drift)
+    for _ in range(pool):
+        host.append(h)
+        h = 0.8 * h + rng.normal(0.0, drift * 0.6)  # sqrt(1 - 0.8^2) = 0.6 keeps the sd at D
+    runs = {c: [{"throughput": float(14.0 * (1 - d) * np.exp(host[i] + rng.normal(0.0, cv))), "block": i}
                 for i in range(pool)] for c, d in CONDITIONS.items()}
+    what = f"log-normal runs with CV {cv:.1%}" + (f" and a drifting host (sd {drift:.1%}, lag-1 0.8)" if drift else "")
     return {"workload": w.__dict__, "runs": runs,
-            "plant": f"MODEL, not a measurement: log-normal runs with CV {cv:.1%}, the slow-down multiplied in"}
+            "plant": f"MODEL, not a measurement: {what}, the slow-down multiplied in"}
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -263,6 +270,48 @@ def analyze(doc: dict, repeats: list[int], count: int, tol: float, cv_bound: flo
     return rows
 
 
+def schedule_pairs(base: list[float], cond: list[float], n: int, m: int) -> dict[str, list[Pair]]:
+    """The baseline from one half of the collection and the session from the other (both ways): within
+    its half each side's runs are back to back (every window of m, of n), or spread evenly (stride
+    half // m, half // n), as ``--dlperf-order rounds`` spreads a case's launches over its session."""
+    half = min(len(base), len(cond)) // 2
+    out: dict[str, list[Pair]] = {"back-to-back": [], "spread": []}
+    for bh, sh in ((0, half), (half, 0)):
+        for b0 in range(half - m + 1):
+            for s0 in range(half - n + 1):
+                out["back-to-back"].append((cond[sh + s0:sh + s0 + n], base[bh + b0:bh + b0 + m]))
+        for o in range(half // n):
+            for ob in range(half // m):
+                out["spread"].append(([cond[sh + o + k * (half // n)] for k in range(n)],
+                                      [base[bh + ob + k * (half // m)] for k in range(m)]))
+    return out
+
+
+def schedule_lines(doc: dict, n: int, m: int, tol: float, cv_bound: float, alpha: float) -> dict[str, dict]:
+    """Print and return, per condition, how often the gate fails sessions taken back to back or spread."""
+    w = Workload(**doc["workload"])
+    ordered = {c: [r["throughput"] for r in sorted(doc["runs"][c], key=lambda r: (r.get("time", 0.0), r["block"]))]
+               for c in CONDITIONS}
+    half = len(ordered["baseline"]) // 2
+    m = min(m, half // 2)  # spread needs a stride of 2 blocks at least
+    if half < 2 * n or m < 2:
+        print(f"\nschedule: too few runs for it (need {4 * n} a condition)")
+        return {}
+    print(f"\nschedule: a session of {n} runs against a baseline of {m}, from opposite halves of the "
+          "collection; within its half")
+    print("  each side back to back, or spread evenly over the half (--dlperf-order case / rounds). "
+          "Trials share runs: compare the two rows, not their intervals.")
+    out: dict[str, dict] = {}
+    for c in ("identical", "slow5", "slow10"):
+        for mode, pairs in schedule_pairs(ordered["baseline"], ordered[c], n, m).items():
+            if len(pairs) > 600:  # a long collection: a fixed sample of its windows
+                pairs = random.Random(f"schedule-{c}-{mode}").sample(pairs, 600)
+            k_reg, k_noisy, t = rates(pairs, w, tol, cv_bound, alpha)
+            print(f"  {c:9s} {mode:12s} fails CI {k_reg + k_noisy:4d}/{t:<4d} {(k_reg + k_noisy) / t:5.1%}")
+            out.setdefault(c, {})[mode] = (k_reg + k_noisy) / t
+    return out
+
+
 def verdict_lines(rows: list[dict]) -> None:
     """Targets: <= 1 false alarm in 20 identical runs; a 10% slow-down caught >= 19 in 20."""
     print("\ntargets: <= 1 false alarm in 20 identical sessions (regression or noisy, both fail CI); "
@@ -294,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
                         "the CPU profile's record_repeats; 0: as many as the session's N)")
     p.add_argument("--synthetic-cv", type=float, default=None,
                    help="run nothing: judge pools of --pool runs drawn from a log-normal model with this CV")
+    p.add_argument("--synthetic-drift", type=float, default=0.0,
+                   help="with --synthetic-cv: a host factor drifting from block to block with this standard deviation")
     p.add_argument("--tolerance", type=float, default=None, help="default: the CPU profile's default")
     p.add_argument("--cv-bound", type=float, default=None, help="default: the gate's default")
     p.add_argument("--alpha", type=float, default=None, help="default: the gate's default")
@@ -315,9 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     w = Workload(core=a.core, iters=a.iters, warmup_iters=a.warmup_iters, window_seconds=a.window_seconds)
     if a.synthetic_cv is not None:
-        doc = synthetic(w, a.synthetic_cv, a.pool, a.seed)
+        doc = synthetic(w, a.synthetic_cv, a.pool, a.seed, a.synthetic_drift)
         print(f"MODEL, not a measurement: pools of {a.pool} log-normal runs with run-to-run CV "
-              f"{a.synthetic_cv:.1%} per condition", flush=True)
+              f"{a.synthetic_cv:.1%} per condition"
+              + (f", host drifting with sd {a.synthetic_drift:.1%}" if a.synthetic_drift else ""), flush=True)
     elif not a.analyze_only:
         print(f"collecting {a.pool} runs per condition ({4 * a.pool} runs) into {a.pools_file}; "
               f"workload {w}", flush=True)
@@ -333,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nslow-down planted with {doc['plant']}")
     rows = analyze(doc, a.repeats, a.trials, tol, cv_bound, alpha, a.seed, a.sweep, a.baseline_runs)
     verdict_lines(rows)
+    schedule_lines(doc, a.repeats[0], a.baseline_runs or a.repeats[0], tol, cv_bound, alpha)
     for k in a.window_steps:
         short = truncated(doc, k)
         print(f"\n=== each run judged on its first {k} measured steps (mean window "
