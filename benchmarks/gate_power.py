@@ -27,8 +27,10 @@ Usage: python3 benchmarks/gate_power.py --pool 24 --pools-file /tmp/gate_pools.j
 (4 x pool runs of about 11 s each; --pool 24 takes about 15-18 minutes). --analyze-only re-reads a
 saved pools file and prints the figures again (e.g. with other --repeats, --baseline-runs or
 --tolerance). --synthetic-cv C runs nothing: it judges pools drawn from a log-normal model with
-run-to-run CV C (independent runs, no drift), to show what the same gate gives on a machine of
-that noise; its output says it is a model, not a measurement.
+run-to-run CV C (independent runs; with --synthetic-drift D a host factor that drifts from block to
+block as well), to show what the same gate gives on a machine of that noise; its output says it is
+a model, not a measurement. The schedule lines compare sessions and baselines taken back to back
+with ones spread in time (--dlperf-order case / rounds) on the same pools, in time order.
 """
 from __future__ import annotations
 

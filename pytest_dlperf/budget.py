@@ -76,14 +76,25 @@ class Budget:
         return len(taken) + 1 <= level + 0.5
 
     def another_round(self, done: int, planned: int, least: int, costs: list[float]) -> bool:
-        """In rounds (``--dlperf-order rounds``): whether every case still measuring launches once more,
-        after ``done`` rounds, each launch estimated at the mean of that case's own so far (``costs``).
-        A round starts only where all of it fits, so the cases keep equal numbers of launches."""
+        """In rounds (``--dlperf-order rounds``): whether another round starts after ``done``, the cases
+        still measuring estimated at the mean of their own launches so far (``costs``): while the
+        cheapest fits in the time left. Within it, ``launch_in_round`` decides per case."""
         if done >= planned:
             return False
+        if done < max(least, 1) or self.seconds <= 0 or self.started is None or not costs:
+            return True
+        return self._left() >= min(costs)
+
+    def launch_in_round(self, done: int, least: int, cost: float) -> bool:
+        """Whether a case estimated at ``cost`` seconds launches in round ``done`` (0-based): always
+        up to the floor, else where it fits in the time left. A round in which a case did not fit is
+        the last, so no case gets more than one launch more than another."""
         if done < max(least, 1) or self.seconds <= 0 or self.started is None:
             return True
-        return self.seconds - (self.clock() - self.started) >= sum(costs)
+        return self._left() >= cost
+
+    def _left(self) -> float:
+        return self.seconds - (self.clock() - (self.started or 0.0))
 
     def end_rounds(self, started: float, cases: list[tuple[str, list[float], str]], planned: int) -> None:
         """Book the rounds' launches: (name, seconds of its launches, topology) per case that ran one."""

@@ -147,7 +147,7 @@ def add_options(parser: pytest.Parser) -> None:
     a("--dlperf-order", choices=ORDERS, default=DEFAULT_ORDER,
       help="rounds: every case of the session launches once per round, so a case's repeats fall minutes "
            "apart and the host's slow spells spread over all cases (asv's interleaved rounds); case: a "
-           "case's repeats back to back (default: %(default)s; xdist workers measure case by case)")
+           "case's repeats back to back (default: %(default)s; under xdist, case by case)")
     a("--dlperf-warmup-iters", type=non_negative_int, default=None, metavar="W",
       help="steps run before the measured window")
     a("--dlperf-iters", type=positive_int, default=None, metavar="I",
@@ -327,6 +327,13 @@ class RunOptions:
         return d
 
 
+def _xdist(config: pytest.Config) -> bool:
+    """Whether pytest-xdist runs this session's tests in workers (whose cases are measured case by case:
+    a worker does not know which tests it will be given, so it cannot take them in rounds)."""
+    return getattr(config.option, "numprocesses", None) not in (None, 0, "0") and \
+        getattr(config.option, "dist", "no") != "no"
+
+
 def from_config(config: pytest.Config) -> RunOptions:
     """Read and validate; a bad value raises pytest.UsageError (exit 4) naming the option."""
     get = config.getoption
@@ -352,7 +359,7 @@ def from_config(config: pytest.Config) -> RunOptions:
         cluster=get("dlperf_cluster"), nodes=get("dlperf_nodes"), gpus_per_node=get("dlperf_gpus_per_node"),
         backend=get("dlperf_backend"), models=get("dlperf_model"), precisions=list(dict.fromkeys(precisions)) if precisions else None,
         batch_size=get("dlperf_batch_size"), image_size=get("dlperf_image_size"), repeats=get("dlperf_repeats"),
-        budget=get("dlperf_budget"), order="case" if workerinput else get("dlperf_order"),
+        budget=get("dlperf_budget"), order="case" if workerinput or _xdist(config) else get("dlperf_order"),
         warmup_iters=get("dlperf_warmup_iters"), iters=get("dlperf_iters"),
         window_seconds=get("dlperf_window_seconds"),
         dryrun=get("dlperf_dryrun"),

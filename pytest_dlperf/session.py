@@ -67,10 +67,18 @@ class Measured:
     """One case's launches, taken in rounds before its test ran: its runs and the error that
     stopped them, or the skip or fail its preflight raised (raised again in its own test)."""
 
+    case: CaseSpec
     runs: list = field(default_factory=list)
     taken: list[float] = field(default_factory=list)  # seconds of each launch
     error: str | None = None
     outcome: BaseException | None = None
+
+
+def _skipped(item: pytest.Item) -> bool:
+    """A test marked skip, or skipif on a plain true condition: the rounds do not measure its case."""
+    if item.get_closest_marker("skip") is not None:
+        return True
+    return any(m.args and all(isinstance(a, bool) and a for a in m.args) for m in item.iter_markers("skipif"))
 
 
 class DLPerfSession:
@@ -226,6 +234,7 @@ class DLPerfSession:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         try:
+            self._report_unjudged()
             self._flush_baselines(session)
             if self.worker_id is not None:
                 if self.results.results or self.dryrun or self.failures or self.gate.notes:
@@ -254,6 +263,21 @@ class DLPerfSession:
                 finally:
                     ignore()
                     self._restore_sigterm()
+
+    def _report_unjudged(self) -> None:
+        """Cases measured in rounds whose tests never judged them (an interrupt, ``-x``, a test that
+        failed before its run): their runs go into the report unjudged, their errors into failures."""
+        if not self._measured:
+            return
+        m = self.measurement()
+        for name, got in self._measured.items():
+            if got.runs:
+                self.results.add(summarize(got.case, m, got.runs))
+            if got.error is not None:
+                self.failures[name] = got.error
+        self.gate.notes.append(f"{len(self._measured)} case(s) measured in rounds were not judged (their tests did "
+                               f"not run to their measurement): {', '.join(self._measured)}")
+        self._measured.clear()
 
     def _merge_worker_parts(self) -> int:
         """Under pytest-xdist, fold the workers' results into this (the controller's) session;
@@ -342,7 +366,8 @@ class DLPerfSession:
         name = self.case_name(case)
         if self._in_rounds(case, item) and name not in self._measured:
             self._measure_in_rounds(item, m)
-        got = self._measured.pop(name, None)
+        own = item is not None and self._matrix_case(item) == case  # another test's run() measures anew
+        got = self._measured.pop(name, None) if own else None
         if got is None:
             runs, error = self._measure(case, item, m)
         elif got.outcome is not None:  # its preflight's skip or fail, raised in its own test
@@ -391,11 +416,11 @@ class DLPerfSession:
         A case's preflight (its framework, then the hardware probe) runs just before its first launch."""
         self._rounds_taken = True
         items = item.session.items
-        cases = list({self.case_name(c): c for c in (self._matrix_case(it) for it in items[items.index(item):])
-                      if c is not None}.values())
+        cases = list({self.case_name(c): c for c in (self._matrix_case(it) for it in items[items.index(item):]
+                                                     if not _skipped(it)) if c is not None}.values())
         budget = self.budget(m)
         started = budget.begin_case()
-        state = {self.case_name(c): Measured() for c in cases}
+        state = {self.case_name(c): Measured(c) for c in cases}
         done = 0
         try:
             with self.cluster.lease():
@@ -406,9 +431,16 @@ class DLPerfSession:
                              if state[self.case_name(c)].taken]
                     if not going or not budget.another_round(done, m.repeats, m.min_repeats, costs):
                         break
+                    short = False  # a case that did not fit: this round is the last
                     for case in going:
-                        self._launch_in_round(case, state[self.case_name(case)], done, m, first=done == 0)
+                        got = state[self.case_name(case)]
+                        if got.taken and not budget.launch_in_round(done, m.min_repeats, statistics.fmean(got.taken)):
+                            short = True
+                            continue
+                        self._launch_in_round(case, got, done, m, first=done == 0)
                     done += 1
+                    if short:
+                        break
         except ClusterError as exc:  # the lease itself: every case not yet stopped says why
             for got in state.values():
                 if got.error is None and got.outcome is None:
@@ -439,6 +471,8 @@ class DLPerfSession:
                                      self.options.report_dir / "runs" / name / f"r{rep}", rep, on_progress=show))
         except (RunFailed, ClusterError) as exc:
             got.error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - anything else stops this case alone, in its own test
+            got.error = f"{case.id}: the launch raised {type(exc).__name__}: {exc}"
         finally:
             self.live.clear()
             got.taken.append(self.budget(m).clock() - t0)

@@ -116,10 +116,30 @@ def test_in_rounds_a_failing_case_stops_alone_and_fails_in_its_own_test(tmp_path
     assert r.returncode == 1, r.stdout + r.stderr
     assert "1 failed, 1 skipped" in r.stdout, r.stdout  # 1n1g: no baseline here
     assert "FAILED suites/test_train.py::test_train[resnet50-fp32-bs2-32px-2n1g]" in r.stdout, r.stdout
-    assert launch_order(report) == ["1n1g/0", "1n1g/1"]  # the 2n1g case was not launched again
-    assert sorted(p.name for p in (report / "runs" / "resnet50-fp32-bs2-32px-2n1g").iterdir()) == ["r0"]
+    assert launch_order(report) == ["1n1g/0", "1n1g/1"]  # the 2n1g case was not launched again ...
+    failed = report / "runs" / "resnet50-fp32-bs2-32px-2n1g"
+    assert sorted(p.name for p in failed.iterdir()) == ["r0"]
+    doc = json.loads((report / "results.json").read_text())
+    (one,) = doc["cases"]  # ... after its one launch, which came between the 1n1g case's two
+    starts = sorted(r["started_at"] for r in one["runs"])
+    assert starts[0] < (failed / "r0" / "commands.sh").stat().st_mtime < starts[1]
     assert "injected fault on rank 1 at step 1" in r.stdout
     assert tagged_processes(str(report)) == []
+
+
+def test_cases_measured_in_rounds_but_never_judged_are_reported_so(tmp_path):
+    """-x stops the session at the first test's failure: the 2n1g case, measured in the rounds, is in
+    the report with its runs and no verdict, and the summary says it was not judged."""
+    report, none = tmp_path / "report", tmp_path / "no-baselines"
+    none.mkdir()
+    r = run_suite(report, "--dlperf-iters", "2", "--dlperf-repeats", "1", "-x", "--dlperf-baseline-missing", "fail",
+                  "--dlperf-baseline-dir", str(none))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 failed" in r.stdout and "passed" not in r.stdout, r.stdout
+    cases = {c["case"]["topology"]: c for c in json.loads((report / "results.json").read_text())["cases"]}
+    assert sorted(cases) == ["1n1g", "2n1g"] and len(cases["2n1g"]["throughputs"]) == 1
+    assert not cases["2n1g"].get("verdict") and cases["1n1g"]["verdict"]["throughput"]["status"] == "missing"
+    assert "1 case(s) measured in rounds were not judged" in r.stdout and "resnet50-fp32-bs2-32px-2n1g" in r.stdout
 
 
 def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
@@ -195,6 +215,7 @@ def test_xdist_workers_report_into_one_results_file(tmp_path):
     speedups = {c["case"]["id"]: c["speedup"] for c in doc["cases"]}
     assert speedups["resnet50-fp32-bs2-32px-1n1g"] == 1.0
     assert speedups["resnet50-fp32-bs2-32px-2n1g"] > 0  # derived across workers by the controller
+    assert doc["options"]["order"] == "case"  # a worker cannot know its tests ahead: no rounds under xdist
     assert "dlperf results" in r.stdout
     assert tagged_processes(str(report)) == []
 
