@@ -22,10 +22,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
 from filelock import FileLock
 
-from .sshd import address_block
+from .sshd import DIE_WITH_PARENT, address_block
 
 SLURMCTLD = Path("/usr/sbin/slurmctld")
 INSTALL_LOCK = Path(tempfile.gettempdir()) / "pytest-dlperf-install-slurm.lock"
@@ -135,12 +136,51 @@ class SlurmTestCluster:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def _ns(block: int, i: int) -> str:
+def _ns(block: int, i: int | str) -> str:
     return f"dlperf-slurm-{block}-n{i}"
 
 
 def _bridge(block: int) -> str:
     return f"dlpsl{block}"
+
+
+def _clear_stale(block: int) -> None:
+    """Remove what a dead test run left under this process's block: its daemons, namespaces, links.
+
+    Only stale things can be there: the block is held (a file lock) by this process alone. A run
+    killed before its teardown leaves slurmd holding its namespace, so the veth pair outlives
+    ``ip netns del``; and namespace teardown is asynchronous, so wait until the names are free.
+    """
+    marker = f"({_net(block)}.1)"
+    for proc in psutil.process_iter(["name"]):
+        if proc.info["name"] not in ("slurmctld", "slurmd", "slurmstepd"):
+            continue
+        with contextlib.suppress(psutil.Error, OSError):
+            conf = Path(proc.environ().get("SLURM_CONF", ""))
+            if conf.parent.name.startswith("dlperf-slurm-") and (not conf.exists() or marker in conf.read_text()):
+                proc.kill()
+    for ns in sorted(Path("/run/netns").glob(f"{_ns(block, '*')}")):
+        for pid in _sh("ip", "netns", "pids", ns.name, check=False).stdout.split():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+        _sh("ip", "netns", "del", ns.name, check=False)
+    prefix = f"dlps{block}h"
+    deadline = time.monotonic() + 20
+    while True:
+        links = [line.split()[0].split("@")[0] for line in _sh("ip", "-br", "link", check=False).stdout.splitlines()
+                 if line.startswith(prefix) or line.split()[0] == _bridge(block)]
+        if not links:
+            return
+        for link in links:
+            _sh("ip", "link", "del", link, check=False)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"a dead test run's interfaces {links} did not go away; remove them with "
+                               f"`ip link del NAME` and rerun")
+        time.sleep(0.2)
+
+
+def _net(block: int) -> str:
+    return f"10.231.{block}"
 
 
 def _config(base: Path, nodes: list[str], addresses: dict[str, str], controller: str, port: int) -> str:
@@ -171,19 +211,18 @@ def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
     base = Path(tempfile.mkdtemp(prefix="dlperf-slurm-", dir="/var/tmp"))  # not under /tmp: nodes may have their own
     for sub in ("state", "spool", "log", "tmp"):
         (base / sub).mkdir()
-    net = f"10.231.{block}"
+    _clear_stale(block)
+    net = _net(block)
     nodes = [f"n{i}" for i in range(1, n + 1)]
     addresses = {name: f"{net}.{10 + i}" for i, name in enumerate(nodes, 1)}
     cluster = SlurmTestCluster(base, nodes, addresses, block, private_tmp)
     try:
         bridge = _bridge(block)
-        _sh("ip", "link", "del", bridge, check=False)
         _sh("ip", "link", "add", bridge, "type", "bridge")
         _sh("ip", "addr", "add", f"{net}.1/24", "dev", bridge)
         _sh("ip", "link", "set", bridge, "up")
         for i, name in enumerate(nodes, 1):
             ns, host_end, node_end = _ns(block, i), f"dlps{block}h{i}", f"dlps{block}n{i}"
-            _sh("ip", "netns", "del", ns, check=False)
             _sh("ip", "netns", "add", ns)
             _sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end)
             _sh("ip", "link", "set", host_end, "master", bridge, "up")
@@ -199,7 +238,7 @@ def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
         hosts.write_text("127.0.0.1 localhost\n" + "".join(f"{a} {n}\n" for n, a in addresses.items()))
         cluster.conf.write_text(_config(base, nodes, addresses, f"{net}.1", _free_port()))
         env = cluster.env
-        cluster.daemons.append(subprocess.Popen(["slurmctld", "-D", "-i"], env=env, stdout=subprocess.DEVNULL,
+        cluster.daemons.append(subprocess.Popen([*DIE_WITH_PARENT, "slurmctld", "-D", "-i"], env=env, stdout=subprocess.DEVNULL,
                                                 stderr=subprocess.DEVNULL, start_new_session=True))
         for i, name in enumerate(nodes, 1):
             # nsenter keeps the host's /sys (slurmd's cgroup plugin wants /sys/fs/cgroup); unshare
@@ -207,7 +246,7 @@ def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
             # in a mount namespace), as a cluster's DNS would, and a /tmp of its own when asked
             script = 'mount --bind "$3" /etc/hosts && hostname "$2" && '
             script += 'mount --bind "$1" /tmp && ' if private_tmp else ""
-            argv = ["nsenter", f"--net=/run/netns/{_ns(block, i)}", "unshare", "--mount", "--uts", "--propagation",
+            argv = [*DIE_WITH_PARENT, "nsenter", f"--net=/run/netns/{_ns(block, i)}", "unshare", "--mount", "--uts", "--propagation",
                     "private", "--", "sh", "-c", script + 'exec slurmd -D -N "$2"', "sh", str(base / "tmp" / name),
                     name, str(hosts)]
             cluster.daemons.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,

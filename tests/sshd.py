@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 SSHD = Path("/usr/sbin/sshd")
 INSTALL_LOCK = Path(tempfile.gettempdir()) / "pytest-dlperf-install-sshd.lock"
@@ -62,10 +62,39 @@ def keygen(path: Path, comment: str) -> str:
     return path.with_name(path.name + ".pub").read_text().strip()
 
 
+_BLOCK: tuple[int, FileLock] | None = None
+
+
 def address_block() -> int:
-    """The third octet of this process's loopback addresses: 0, or 10+N for xdist worker gwN."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    return 10 + int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    """The third octet of this process's test addresses, held for the process's life.
+
+    0 (or 10+N for xdist worker gwN) when no other test session on this machine holds it, else one
+    of 100-199: a file lock per block, which the kernel drops when the holder dies, so two sessions
+    at once never share addresses, interface or namespace names, and whatever a dead holder left
+    under a block is stale by the time another process takes it (the Slurm cluster clears it).
+    """
+    global _BLOCK
+    if _BLOCK is None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+        preferred = 10 + int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+        for block in (preferred, *range(100, 200)):
+            lock = FileLock(str(Path(tempfile.gettempdir()) / f"pytest-dlperf-block-{block}.lock"))
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                continue
+            _BLOCK = (block, lock)
+            break
+        else:
+            raise RuntimeError("every test address block (0, 100-199) is held by another test session on this "
+                               "machine: let one finish first")
+    return _BLOCK[0]
+
+
+# prefix to a test daemon's argv: SIGTERM when the test process dies (even by SIGKILL), so a killed
+# run leaves no sshd or slurmd holding the addresses, namespaces and ports that the next run needs;
+# util-linux's setpriv sets it and execs the daemon (no preexec_fn: a fork of a threaded process)
+DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "TERM", "--"]
 
 
 def _port_free(address: str, port: int) -> bool:
@@ -201,8 +230,8 @@ class SSHNodes:
         self.write_sshd_config(n)
         log = open(n.log, "ab")
         try:
-            n.proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(n.config)], stdin=subprocess.DEVNULL,
-                                      stdout=log, stderr=subprocess.STDOUT)
+            n.proc = subprocess.Popen([*DIE_WITH_PARENT, str(SSHD), "-D", "-e", "-f", str(n.config)],
+                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         finally:
             log.close()
         deadline = time.monotonic() + 10
