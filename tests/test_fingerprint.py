@@ -122,9 +122,25 @@ def test_same_machine(base: dict) -> None:
 
 
 def test_two_real_runs_in_a_row_do_not_differ(probes: list[dict]) -> None:
-    # As a session keeps them: the best of two probes each (the host slows whole seconds at times)
-    result = compare(best_of({"local0": probes[0]}, {"local0": probes[1]}),
-                     best_of({"local0": probes[2]}, {"local0": probes[3]}))
+    # As a session keeps them: each side the best of its probes, and before a verdict on probe
+    # figures alone up to RECHECKS more probes, RECHECK_PAUSE s apart (session._look_again). The
+    # host of the 2-core CI VM slows whole seconds by 20-50%: in CI of 2026-11-24 both of one side's
+    # back-to-back probes read 55.1 against the other side's 104.2 GFLOP/s per core
+    from pytest_dlperf.session import RECHECK_PAUSE, RECHECKS
+
+    recorded = best_of({"local0": probes[0]}, {"local0": probes[1]})
+    measured = best_of({"local0": probes[2]}, {"local0": probes[3]})
+    result = compare(recorded, measured)
+    for _ in range(RECHECKS):
+        if not result.performance_only:
+            break
+        time.sleep(RECHECK_PAUSE)
+        again = {"local0": run_probe()}
+        if result.faster_only:  # the recorded side met the slow seconds: it keeps its best too
+            recorded = best_of(recorded, again)
+        else:
+            measured = best_of(measured, again)
+        result = compare(recorded, measured)
     assert result.differences == [], result.summary()
     assert result.status in ("same", "busy")  # "busy" only if this machine was loaded meanwhile
 
