@@ -159,16 +159,14 @@ def _clear_stale(block: int) -> None:
             conf = Path(proc.environ().get("SLURM_CONF", ""))
             if conf.parent.name.startswith("dlperf-slurm-") and (not conf.exists() or marker in conf.read_text()):
                 proc.kill()
-    for ns in sorted(Path("/run/netns").glob(f"{_ns(block, '*')}")):
-        for pid in _sh("ip", "netns", "pids", ns.name, check=False).stdout.split():
+    for ns in block_namespaces(block):
+        for pid in _sh("ip", "netns", "pids", ns, check=False).stdout.split():
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
-        _sh("ip", "netns", "del", ns.name, check=False)
-    prefix = f"dlps{block}h"
+        _sh("ip", "netns", "del", ns, check=False)
     deadline = time.monotonic() + 20
     while True:
-        links = [line.split()[0].split("@")[0] for line in _sh("ip", "-br", "link", check=False).stdout.splitlines()
-                 if line.startswith(prefix) or line.split()[0] == _bridge(block)]
+        links = block_links(block)
         if not links:
             return
         for link in links:
@@ -181,6 +179,23 @@ def _clear_stale(block: int) -> None:
 
 def _net(block: int) -> str:
     return f"10.231.{block}"
+
+
+def _veth(block: int, i: int | str, end: str) -> str:
+    """Node i's veth pair: end "h" on the bridge, end "n" moved into the node's namespace."""
+    return f"dlps{block}{end}{i}"
+
+
+def block_links(block: int) -> list[str]:
+    """The host's interfaces that belong to this block: its bridge and the veths' host ends."""
+    names = [line.split()[0].split("@")[0] for line in _sh("ip", "-br", "link", check=False).stdout.splitlines()
+             if line.strip()]
+    return [n for n in names if n == _bridge(block) or n.startswith(_veth(block, "", "h"))]
+
+
+def block_namespaces(block: int) -> list[str]:
+    """The network namespaces of this block's nodes."""
+    return sorted(p.name for p in Path("/run/netns").glob(_ns(block, "*")))
 
 
 def _config(base: Path, nodes: list[str], addresses: dict[str, str], controller: str, port: int) -> str:
@@ -208,10 +223,10 @@ def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
     if os.geteuid() != 0:
         raise RuntimeError("the Slurm test cluster needs root (network namespaces, slurmd)")
     block = address_block()
+    _clear_stale(block)
     base = Path(tempfile.mkdtemp(prefix="dlperf-slurm-", dir="/var/tmp"))  # not under /tmp: nodes may have their own
     for sub in ("state", "spool", "log", "tmp"):
         (base / sub).mkdir()
-    _clear_stale(block)
     net = _net(block)
     nodes = [f"n{i}" for i in range(1, n + 1)]
     addresses = {name: f"{net}.{10 + i}" for i, name in enumerate(nodes, 1)}
@@ -222,7 +237,7 @@ def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
         _sh("ip", "addr", "add", f"{net}.1/24", "dev", bridge)
         _sh("ip", "link", "set", bridge, "up")
         for i, name in enumerate(nodes, 1):
-            ns, host_end, node_end = _ns(block, i), f"dlps{block}h{i}", f"dlps{block}n{i}"
+            ns, host_end, node_end = _ns(block, i), _veth(block, i, "h"), _veth(block, i, "n")
             _sh("ip", "netns", "add", ns)
             _sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end)
             _sh("ip", "link", "set", host_end, "master", bridge, "up")

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .slurmctl import ensure_slurm
+from .slurmctl import block_links, block_namespaces, ensure_slurm
 from .sshd import address_block
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,11 +60,6 @@ def gone(pids: list[int], timeout: float = 15) -> bool:
     return False
 
 
-def links(block: int) -> list[str]:
-    out = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True, check=True).stdout
-    return [ln.split()[0] for ln in out.splitlines() if ln.startswith((f"dlps{block}h", f"dlpsl{block} "))]
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="the bed's namespaces and daemons need root")
 def test_a_killed_run_leaves_nothing_that_breaks_the_next_and_runs_at_once_do_not_share(tmp_path):
     ensure_slurm()
@@ -77,7 +72,7 @@ def test_a_killed_run_leaves_nothing_that_breaks_the_next_and_runs_at_once_do_no
         first.kill()
         first.wait()
         assert not gone(held["daemons"], timeout=1)  # the orphans are there to be cleared
-        assert links(held["block"])
+        assert block_links(held["block"])
         second, again = child(tmp_path / "b")
         assert again["block"] == held["block"] and gone(held["daemons"], timeout=1)
     finally:
@@ -93,5 +88,4 @@ def test_a_killed_run_leaves_nothing_that_breaks_the_next_and_runs_at_once_do_no
     out, err = third.communicate("stop\n", timeout=60)
     assert third.returncode == 0 and "stopped" in out, err[-2000:]
     assert gone(last["daemons"] + [last["sshd"]], timeout=1)
-    assert links(last["block"]) == []
-    assert not list(Path("/run/netns").glob(f"dlperf-slurm-{last['block']}-n*"))
+    assert block_links(last["block"]) == [] and block_namespaces(last["block"]) == []
