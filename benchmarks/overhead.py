@@ -61,7 +61,7 @@ def through_plugin(case: CaseSpec, m: Measurement, work: Path, i: int) -> float:
            "-k", case.id, "--dlperf-model", case.model, "--dlperf-precision", case.precision,
            "--dlperf-batch-size", str(case.batch_size), "--dlperf-image-size", str(case.image_size),
            "--nodes", str(case.topology.nodes), "--dlperf-gpus-per-node", str(case.topology.devices_per_node),
-           "--dlperf-repeats", "1", "--dlperf-report", str(report), "--dlperf-baseline-dir", str(work / "no-baselines")]
+           "--dlperf-repeats", "1", f"--dlperf-report={report}", f"--dlperf-baseline-dir={work / 'no-baselines'}"]
     if not m.window_seconds:  # explicit lengths; else the CPU profile's, as the by-hand commands
         cmd += ["--dlperf-warmup-iters", str(m.warmup_iters), "--dlperf-iters", str(m.iters)]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

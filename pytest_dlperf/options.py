@@ -107,6 +107,15 @@ def _profile_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+FLAG_ACTIONS = ("store_true", "store_false", "count")
+
+
+def value_options(parser: pytest.Parser) -> frozenset[str]:
+    """The plugin's option strings (long names and the short aliases added) that take a value."""
+    return frozenset(name for opt in parser.getgroup("dlperf").options
+                     if opt.attrs().get("action") not in FLAG_ACTIONS for name in opt.names())
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Every option of the plugin, in one group; dests are ``dlperf_*`` (never a conftest's)."""
     g = parser.getgroup("dlperf", "distributed training benchmarks (pytest-dlperf)")

@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import hookspecs
-from .options import add_options, add_short_names, from_config
+from . import hookspecs, rootdir
+from .options import add_options, add_short_names, from_config, value_options
 
 if TYPE_CHECKING:
     from .session import BoundRunner, DLPerfSession
+
+# The options that take a value, as this session's parser has them (short aliases only where added).
+VALUE_OPTIONS = pytest.StashKey[frozenset]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -31,11 +34,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """After the root conftests have added their options: the short aliases that are still free."""
     result = yield
     add_short_names(parser)
+    early_config.stash[VALUE_OPTIONS] = value_options(parser)
     return result
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    rootdir.check(config, config.stash.get(VALUE_OPTIONS, frozenset()))  # `--dlperf-report DIR` moved no rootdir
     config.addinivalue_line(
         "markers", "dlperf(tolerance=, speedup_tolerance=, efficiency_tolerance=): per-test gate "
         "tolerances (fractions, e.g. tolerance=0.03)")

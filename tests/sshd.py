@@ -173,9 +173,11 @@ class SSHNodes:
 
     def cli(self) -> list[str]:
         """Options that reach the nodes with the generated files (no ~/.ssh involved)."""
-        return ["--dlperf-ssh-user", self.user, "--dlperf-ssh-port", str(self.port), "--dlperf-ssh-key", str(self.client_key),
-                "--dlperf-ssh-known-hosts", str(self.known_hosts), "--dlperf-ssh-config", os.devnull,
-                "--dlperf-ssh-python", sys.executable, "--dlperf-ssh-workdir", str(self.root / "remote")]
+        # path values with '=': a separate one would count as a test path in pytest's rootdir search
+        return ["--dlperf-ssh-user", self.user, "--dlperf-ssh-port", str(self.port),
+                f"--dlperf-ssh-key={self.client_key}",
+                f"--dlperf-ssh-known-hosts={self.known_hosts}", f"--dlperf-ssh-config={os.devnull}",
+                f"--dlperf-ssh-python={sys.executable}", f"--dlperf-ssh-workdir={self.root / 'remote'}"]
 
     def settings(self, **overrides):
         """SSHSettings equal to cli()."""

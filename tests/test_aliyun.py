@@ -205,12 +205,12 @@ def test_interrupted_or_timed_out_waits_leave_nothing_running(emu):
 # ---------------------------------------------------------------- a whole session
 def suite(emu, sshd, report: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-rs",
-           "--dlperf-report", str(report), "--dlperf-cluster", "aliyun", "--nodes", "2",
+           f"--dlperf-report={report}", "--dlperf-cluster", "aliyun", "--nodes", "2",
            "--dlperf-aliyun-instance-type", TYPE, "--dlperf-aliyun-image", IMAGE,
            "--dlperf-aliyun-region", emu.region, "--dlperf-aliyun-endpoint", emu.endpoint,
            "--dlperf-aliyun-protocol", "http", "--dlperf-aliyun-security-group", "sg-dlperf",
            "--dlperf-aliyun-wait", "30", "--dlperf-aliyun-job", "ci", *sshd.cli(),
-           "--dlperf-baseline-dir", str(report.parent / f"baselines-{report.name}"),
+           f"--dlperf-baseline-dir={report.parent / f'baselines-{report.name}'}",
            "--dlperf-model", "resnet50", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
            "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "180", *args]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("ALIBABA_CLOUD_", "ALIYUN_"))}
@@ -269,7 +269,7 @@ def test_sigterm_while_instances_boot_releases_what_the_session_created(emu, ssh
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("ALIBABA_CLOUD_", "ALIYUN_"))},
            "ALIBABA_CLOUD_ACCESS_KEY_ID": KEY_ID, "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SECRET}
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           "--dlperf-report", str(tmp_path / "report"), "--dlperf-cluster", "aliyun", "--nodes", "2",
+           f"--dlperf-report={tmp_path / 'report'}", "--dlperf-cluster", "aliyun", "--nodes", "2",
            "--dlperf-aliyun-instance-type", TYPE, "--dlperf-aliyun-image", IMAGE, "--dlperf-aliyun-region", emu.region,
            "--dlperf-aliyun-endpoint", emu.endpoint, "--dlperf-aliyun-protocol", "http", *ssh_nodes.cli()]
     code, out = signal_when(cmd, ROOT, lambda: len(emu.live()) == 2, signal.SIGTERM, start_timeout=120, env=env,

@@ -26,7 +26,7 @@ TINY = ["--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-imag
 
 def run_suite(report: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-rs",
-           "--dlperf-report", str(report), "--dlperf-baseline-dir", str(report.parent / "no-baselines"),
+           f"--dlperf-report={report}", f"--dlperf-baseline-dir={report.parent / 'no-baselines'}",
            "--dlperf-baseline-missing", "skip", *TINY, *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, **(env or {})})
@@ -120,7 +120,7 @@ def test_a_node_without_the_framework_skips_with_the_install_line(pytester: pyte
     pytester.makepyfile(test_suite="def test_train(dlperf_case, dlperf):\n    dlperf.run(dlperf_case)\n")
     r = pytester.runpytest_subprocess("-q", "-rs", "-p", "no:cacheprovider", "--backend", "elsewhere",
                                       "--dlperf-model", "resnet50", "-k", "2n1g",
-                                      "--dlperf-report", str(pytester.path / "rep"))
+                                      f"--dlperf-report={pytester.path / 'rep'}")
     assert r.ret == 0, r.stdout.str()
     r.assert_outcomes(skipped=1)
     assert ("--backend elsewhere: dlperf_no_such_framework is not installed on local0, local1: install it "
@@ -171,7 +171,7 @@ def test_each_backend_records_its_baseline_and_a_rerun_is_gated(tmp_path, backen
         ensure(module, extra)
     store = tmp_path / "store"
     gate = ["--backend", backend, "--dlperf-model", "resnet50", "-k", case_id, "--dlperf-repeats", "3",
-            "--dlperf-baseline-dir", str(store)]
+            f"--dlperf-baseline-dir={store}"]
     r = run_suite(tmp_path / "rec", *gate, "--update-baselines")
     assert r.returncode == 0, r.stdout + r.stderr
     (path,) = store.glob("*.json")

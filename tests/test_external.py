@@ -25,7 +25,7 @@ SCRIPT = EXAMPLE / "user_train.py"
 
 def run(suite: Path, report: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-q", "-rs",
-           "--dlperf-report", str(report), "--dlperf-timeout", "300", *args]
+           f"--dlperf-report={report}", "--dlperf-timeout", "300", *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, **(env or {})})
 
@@ -67,7 +67,7 @@ def test_dryrun_shows_the_program_under_torchrun_per_node_and_under_horovodrun_o
 def test_a_users_training_script_is_launched_measured_recorded_and_a_slower_version_fails(tmp_path):
     """Record the user's script at 1n1g and 2n1g, then gate a version of it that is twice as slow."""
     store = tmp_path / "baselines"
-    rec = run(EXAMPLE, tmp_path / "rec", "--backend", "user-train", "--dlperf-baseline-dir", str(store),
+    rec = run(EXAMPLE, tmp_path / "rec", "--backend", "user-train", f"--dlperf-baseline-dir={store}",
               "--update-baselines", "--dlperf-repeats", "3")
     assert rec.returncode == 0, rec.stdout + rec.stderr
     found = cases(tmp_path / "rec")
@@ -84,7 +84,7 @@ def test_a_users_training_script_is_launched_measured_recorded_and_a_slower_vers
     entries = json.loads((store / written).read_text())["entries"]
     assert {"user-train/resnet18-fp32-bs8-32px-1n1g", "user-train/resnet18-fp32-bs8-32px-2n1g"} <= set(entries)
 
-    slow = run(EXAMPLE, tmp_path / "slow", "--backend", "user-train", "--dlperf-baseline-dir", str(store),
+    slow = run(EXAMPLE, tmp_path / "slow", "--backend", "user-train", f"--dlperf-baseline-dir={store}",
                "--dlperf-repeats", "3", "-k", "1n1g", env={"USER_TRAIN_SLOWDOWN": "0.5"})
     assert slow.returncode == 1, slow.stdout + slow.stderr
     (case,) = cases(tmp_path / "slow").values()
@@ -105,7 +105,7 @@ def test_output_the_parser_cannot_read_fails_the_case_naming_the_node_and_the_fo
     """))
     (suite / "test_it.py").write_text((EXAMPLE / "test_user_train.py").read_text())
     r = run(suite, tmp_path / "report", "--backend", "wrong-parser", "--dlperf-repeats", "1", "-k", "1n1g",
-            "--dlperf-baseline-dir", str(tmp_path / "none"))
+            f"--dlperf-baseline-dir={tmp_path / 'none'}")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "resnet18-fp32-bs4-32px-1n1g: node local0's output (" in r.stdout
     assert "is not tf_cnn output: no 'total images/sec: X' lines: not a tf_cnn log" in r.stdout
@@ -126,7 +126,7 @@ def horovod():
 
 def test_a_horovod_script_runs_under_horovodrun_and_its_benchmark_lines_are_read(horovod, tmp_path):
     r = run(EXAMPLE, tmp_path / "report", "--backend", "user-train-hvd", "--dlperf-repeats", "1",
-            "--dlperf-baseline-dir", str(tmp_path / "none"))
+            f"--dlperf-baseline-dir={tmp_path / 'none'}")
     assert r.returncode == 0, r.stdout + r.stderr
     found = cases(tmp_path / "report")
     two = found["resnet18-fp32-bs8-32px-2n1g"]

@@ -27,7 +27,7 @@ KEY = f"ddp/{CASE}"
 def run(tmp: Path, store: Path, *args: str, suite: Path | None = None, env: dict | None = None,
         prefix: list[str] = ()) -> subprocess.CompletedProcess:
     cmd = [*prefix, sys.executable, "-m", "pytest", str(suite or ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           "-rs", "--rootdir", str(ROOT), "--dlperf-report", str(tmp / "report"), "--dlperf-baseline-dir", str(store),
+           "-rs", "--rootdir", str(ROOT), f"--dlperf-report={tmp / 'report'}", f"--dlperf-baseline-dir={store}",
            *TINY, *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, **(env or {})})

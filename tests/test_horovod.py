@@ -25,7 +25,7 @@ TINY = ["--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-imag
 
 def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-rs",
-           "--dlperf-report", str(report), "--dlperf-baseline-dir", str(report.parent / "no-baselines"),
+           f"--dlperf-report={report}", f"--dlperf-baseline-dir={report.parent / 'no-baselines'}",
            "--dlperf-baseline-missing", "skip", *TINY, *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
@@ -160,7 +160,7 @@ def test_a_horovod_rank_that_dies_fails_the_case_and_leaves_nothing(horovod, tmp
 def test_ctrl_c_during_a_horovod_run_leaves_no_rank(horovod, tmp_path):
     report = tmp_path / "report"
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           "--dlperf-report", str(report), "--dlperf-baseline-dir", str(tmp_path / "nb"), *TINY,
+           f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp_path / 'nb'}", *TINY,
            "--backend", "horovod", "--dlperf-model", "resnet50", "-k", "torch-2n1g", "--dlperf-iters", "500"]
     code, out = signal_once_running(cmd, ROOT, str(report), "torch_ddp.py", 2, signal.SIGINT)
     assert code == pytest.ExitCode.INTERRUPTED, out
@@ -193,7 +193,7 @@ def test_horovod_trains_1n1g_2n1g_4n1g_over_four_ssh_nodes(horovod, fresh_ssh_no
     """horovodrun on node 0 logs in to the other three with the key given for it (a file on node 0)."""
     nodes = fresh_ssh_nodes(4)
     report = tmp_path / "report"
-    r = ssh_suite(nodes, report, "-k", "torch", "--dlperf-ssh-node-key", str(nodes.client_key))
+    r = ssh_suite(nodes, report, "-k", "torch", f"--dlperf-ssh-node-key={nodes.client_key}")
     assert r.returncode == 0, r.stdout + r.stderr
     found = by_id(report)
     assert set(found) == {f"horovod-resnet50-fp32-bs2-32px-torch-{t}" for t in ("1n1g", "2n1g", "4n1g")}
@@ -213,7 +213,7 @@ def test_node_0_that_cannot_log_in_to_the_others_fails_before_training(horovod, 
     report = tmp_path / "report"
     bad_key = tmp_path / "not-authorized"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(bad_key)], check=True)
-    r = ssh_suite(nodes, report, "-k", "torch-2n1g", "--dlperf-ssh-node-key", str(bad_key))
+    r = ssh_suite(nodes, report, "-k", "torch-2n1g", f"--dlperf-ssh-node-key={bad_key}")
     assert r.returncode == 1, r.stdout + r.stderr
     (failure,) = results(report)["failures"].values()
     n0, n1 = nodes.nodes

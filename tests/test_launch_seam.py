@@ -73,7 +73,7 @@ def test_a_spanning_launcher_from_a_plugin_trains_from_node_0(pytester: pytest.P
     pytester.makepyfile(test_suite=SUITE)
     report = pytester.path / "rep"
     r = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "--backend", "span", "-k", "2n1g",
-                                      "--dlperf-report", str(report), *TINY)
+                                      f"--dlperf-report={report}", *TINY)
     assert r.ret == 0, r.stdout.str() + r.stderr.str()
     (case,) = json.loads((report / "results.json").read_text())["cases"]
     (run,) = case["runs"]

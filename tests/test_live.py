@@ -35,8 +35,8 @@ def test_progress_lines_are_read_behind_a_launchers_prefix(tmp_path):
 def run_on_a_terminal(report: Path, *extra: str) -> str:
     """The suite with its output on a pseudo-terminal (isatty true); everything it wrote."""
     main, sub = pty.openpty()
-    proc = subprocess.Popen([sys.executable, *ARGS, "--dlperf-report", str(report),
-                             "--dlperf-baseline-dir", str(report.parent / "nb"), *extra],
+    proc = subprocess.Popen([sys.executable, *ARGS, f"--dlperf-report={report}",
+                             f"--dlperf-baseline-dir={report.parent / 'nb'}", *extra],
                             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=sub, stderr=sub, env={**os.environ, "COLUMNS": "160"})
     os.close(sub)
     out = b""

@@ -22,7 +22,7 @@ SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-b
 
 def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           "--dlperf-report", str(report), *SMALL, *args]
+           f"--dlperf-report={report}", *SMALL, *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
 
@@ -133,7 +133,7 @@ def test_cases_measured_in_rounds_but_never_judged_are_reported_so(tmp_path):
     report, none = tmp_path / "report", tmp_path / "no-baselines"
     none.mkdir()
     r = run_suite(report, "--dlperf-iters", "2", "--dlperf-repeats", "1", "-x", "--dlperf-baseline-missing", "fail",
-                  "--dlperf-baseline-dir", str(none))
+                  f"--dlperf-baseline-dir={none}")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "1 failed" in r.stdout and "passed" not in r.stdout, r.stdout
     cases = {c["case"]["topology"]: c for c in json.loads((report / "results.json").read_text())["cases"]}
@@ -186,7 +186,7 @@ def test_timeout_kills_every_process(tmp_path):
 def test_interrupt_leaves_no_process(tmp_path, sig):
     report = tmp_path / "report"
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           "--dlperf-report", str(report), *SMALL, "--dlperf-iters", "500", "-k", "2n1g"]
+           f"--dlperf-report={report}", *SMALL, "--dlperf-iters", "500", "-k", "2n1g"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -224,8 +224,8 @@ def test_dryrun_says_how_many_launches_a_session_and_a_recording_take(tmp_path):
     """A baseline is recorded with more launches than a session takes (the CPU profile: 8 vs 3), so
     that sessions are judged against a well-known median and spread; the dry-run says which."""
     base = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-k",
-            "resnet50 and 1n1g", "--dlperf-dryrun", "--dlperf-report", str(tmp_path / "report"),
-            "--dlperf-baseline-dir", str(tmp_path / "store")]
+            "resnet50 and 1n1g", "--dlperf-dryrun", f"--dlperf-report={tmp_path / 'report'}",
+            f"--dlperf-baseline-dir={tmp_path / 'store'}"]
     outs = {}
     for name, extra in (("session", []), ("recording", ["--update-baselines"]),
                         ("explicit", ["--update-baselines", "--dlperf-repeats", "2"])):

@@ -82,9 +82,36 @@ def test_bad_values_are_usage_errors_naming_the_option(suite, args, words):
 def test_report_path_that_is_a_file_is_a_usage_error(suite):
     f = suite.path / "taken"
     f.write_text("x")
-    r = suite.runpytest("--collect-only", "--dlperf-report", str(f))
+    r = suite.runpytest("--collect-only", f"--dlperf-report={f}")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     assert "not a directory" in r.stderr.str()
+
+
+def test_a_path_value_that_moved_the_rootdir_is_refused_with_the_equals_form(pytester, tmp_path_factory, monkeypatch):
+    """pytest picks its rootdir before plugin options are known: `--dlperf-baseline-dir /elsewhere` made
+    /elsewhere a test path there, the project's configuration was not read (testpaths lost), and
+    `pytest --update-baselines --dlperf-baseline-dir D` at a project's root collected every test."""
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\ntestpaths = ["suite"]\n')
+    pytester.mkpydir("suite").joinpath("test_in.py").write_text("def test_in():\n    pass\n")
+    pytester.makepyfile(test_out="def test_out():\n    assert False, 'collected outside testpaths'\n")
+    store = tmp_path_factory.mktemp("store")  # outside the project
+    r = pytester.runpytest("--dlperf-baseline-dir", str(store))
+    assert r.ret == pytest.ExitCode.USAGE_ERROR, r.stdout.str()
+    err = " ".join(r.stderr.str().split())
+    assert f"--dlperf-baseline-dir {store}: pytest read this value as a test path" in err
+    assert f"instead of {pytester.path} and configuration file {pytester.path / 'pyproject.toml'}" in err
+    assert f"Write the value with '=': --dlperf-baseline-dir={store}" in err
+    r = pytester.runpytest(f"--dlperf-baseline-dir={store}")
+    r.assert_outcomes(passed=1)  # testpaths read: test_out not collected
+    # a separate value that leaves the rootdir where it was (inside the project), or no path at all: as before
+    (pytester.path / "baselines").mkdir()
+    pytester.runpytest("--dlperf-baseline-dir", "baselines", "--dlperf-model", "resnet50").assert_outcomes(passed=1)
+    # short aliases and several at once are named together
+    r = pytester.runpytest("--dlperf-report", str(store), "--cluster", str(store))
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"--dlperf-report={store} --cluster={store}" in " ".join(r.stderr.str().split())
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"--dlperf-baseline-dir {store}")  # read before the rootdir too
+    assert pytester.runpytest().ret == pytest.ExitCode.USAGE_ERROR
 
 
 def test_explicit_lengths_are_exact_unless_a_window_is_asked_for(suite):
@@ -117,7 +144,7 @@ def test_plugin_is_quiet_in_sessions_without_benchmarks(pytester):
 def test_dryrun_prints_per_node_torchrun_commands_and_trains_nothing(suite):
     report = suite.path / "rep"
     r = suite.runpytest("-q", "--dlperf-dryrun", "--dlperf-model", "resnet50", "--dlperf-precision", "fp32",
-                        "--dlperf-report", str(report))
+                        f"--dlperf-report={report}")
     assert r.ret == 0
     r.assert_outcomes(skipped=2)
     out = r.stdout.str()

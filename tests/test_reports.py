@@ -21,7 +21,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def run(report: Path, store: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-rs",
-           "--dlperf-report", str(report), "--dlperf-baseline-dir", str(store), *TINY, *args]
+           f"--dlperf-report={report}", f"--dlperf-baseline-dir={store}", *TINY, *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
 
 

@@ -29,8 +29,8 @@ SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-b
 
 def suite_cmd(report: Path, *args: str, small: bool = True) -> list[str]:
     return [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-            "--dlperf-report", str(report), "--dlperf-baseline-dir", str(report / "baselines"),
-            "--dlperf-cluster", "slurm", "--dlperf-slurm-python", sys.executable, *(SMALL if small else []), *args]
+            f"--dlperf-report={report}", f"--dlperf-baseline-dir={report / 'baselines'}",
+            "--dlperf-cluster", "slurm", f"--dlperf-slurm-python={sys.executable}", *(SMALL if small else []), *args]
 
 
 def run_suite(cluster, report: Path, *args: str, env: dict | None = None, timeout: float = 300,
@@ -115,7 +115,7 @@ def test_inside_an_allocation_it_runs_there_and_leaves_it(slurm_cluster, tmp_pat
         env = {**slurm_cluster.env, "SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": nodelist}
         report = tmp_path / "report"
         r = run_suite(slurm_cluster, report, "--backend", "horovod", "-k", "torch and 2n1g",
-                      "--dlperf-slurm-workdir", str(shared), "--dlperf-slurm-partition", "ignored", env=env)
+                      f"--dlperf-slurm-workdir={shared}", "--dlperf-slurm-partition", "ignored", env=env)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "--dlperf-slurm-partition not used" in r.stderr
         doc = json.loads((report / "results.json").read_text())
@@ -180,8 +180,8 @@ def test_a_node_that_goes_down_fails_the_run_naming_it(slurm_cluster, tmp_path):
 
 
 def test_nodes_that_cannot_run_python_fail_the_session_and_release(slurm_cluster, tmp_path):
-    r = run_suite(slurm_cluster, tmp_path / "report", "--nodes", "2", "--dlperf-slurm-python",
-                  "/nonexistent/python3", timeout=120)
+    r = run_suite(slurm_cluster, tmp_path / "report", "--nodes", "2",
+                  "--dlperf-slurm-python=/nonexistent/python3", timeout=120)
     assert r.returncode == 4, r.stdout + r.stderr
     err = r.stderr
     assert "slurm preflight failed on" in err and "--- n1:" in err and "--- n2:" in err

@@ -22,7 +22,7 @@ SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-b
 
 def suite_cmd(sshd, report: Path, *args: str, hosts: str | None = None) -> list[str]:
     return [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-            "--dlperf-report", str(report), "--dlperf-cluster", "ssh", "--dlperf-hosts", hosts or sshd.hosts(), *sshd.cli(),
+            f"--dlperf-report={report}", "--dlperf-cluster", "ssh", "--dlperf-hosts", hosts or sshd.hosts(), *sshd.cli(),
             *SMALL, *args]
 
 
@@ -36,7 +36,7 @@ def test_two_nodes_train_over_ssh_in_a_hostile_directory(ssh_nodes, tmp_path):
     marker = f"dlperf-pwned-{uuid.uuid4().hex[:8]}"  # an injected `touch` would leave it in cwd or home
     workdir = tmp_path / f"remote dir 'q' \"d\" $(touch {marker}) ; `touch {marker}` & *"
     report = tmp_path / "report"
-    r = run_suite(ssh_nodes, report, "--dlperf-ssh-workdir", str(workdir), "-k", "2n1g")
+    r = run_suite(ssh_nodes, report, f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g")
     assert r.returncode == 0, r.stdout + r.stderr
     n0, n1 = ssh_nodes.nodes
     doc = json.loads((report / "results.json").read_text())
@@ -112,7 +112,7 @@ def test_node_whose_sshd_dies_mid_run_fails_naming_it_and_leaves_nothing(fresh_s
     sshd = fresh_ssh_nodes(2)
     workdir = tmp_path / "remote"
     report = tmp_path / "report"
-    cmd = suite_cmd(sshd, report, "--dlperf-ssh-workdir", str(workdir), "-k", "2n1g", "--dlperf-iters", "500")
+    cmd = suite_cmd(sshd, report, f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g", "--dlperf-iters", "500")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 150
@@ -162,7 +162,8 @@ def test_interrupted_or_killed_harness_leaves_nothing_on_the_nodes(ssh_nodes, tm
     """Ctrl-C: the runner stops every node. SIGKILL: no clean-up runs here; the connections drop and
     each node's watchdog stops its launcher on its own."""
     workdir = tmp_path / "remote"
-    cmd = suite_cmd(ssh_nodes, tmp_path / "report", "--dlperf-ssh-workdir", str(workdir), "-k", "2n1g", "--dlperf-iters", "500")
+    cmd = suite_cmd(ssh_nodes, tmp_path / "report", f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g",
+                    "--dlperf-iters", "500")
     code, out = signal_once_running(cmd, ROOT, str(workdir), "torch_ddp.py", 2, sig, start_timeout=150)
     if sig == signal.SIGINT:
         assert code == pytest.ExitCode.INTERRUPTED, out
@@ -177,7 +178,7 @@ def test_interrupted_or_killed_harness_leaves_nothing_on_the_nodes(ssh_nodes, tm
 
 def test_dryrun_lines_pasted_into_shells_train_over_openssh(ssh_nodes, tmp_path):
     workdir = tmp_path / "remote"
-    r = run_suite(ssh_nodes, tmp_path / "report", "--dlperf-ssh-workdir", str(workdir), "-k", "2n1g", "--dlperf-dryrun")
+    r = run_suite(ssh_nodes, tmp_path / "report", f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g", "--dlperf-dryrun")
     assert r.returncode == 0, r.stdout + r.stderr
     names = tuple(f"{n.address}: " for n in ssh_nodes.nodes)
     lines = [ln.split(": ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith(names)]
@@ -205,8 +206,8 @@ def test_other_frameworks_train_two_nodes_over_ssh(ssh_nodes, tmp_path, backend,
 
     ensure(module, extra)
     report = tmp_path / "report"
-    r = run_suite(ssh_nodes, report, "--backend", backend, "-k", "2n1g", "--dlperf-baseline-dir",
-                  str(tmp_path / "no-baselines"), timeout=600)
+    r = run_suite(ssh_nodes, report, "--backend", backend, "-k", "2n1g",
+                  f"--dlperf-baseline-dir={tmp_path / 'no-baselines'}", timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((report / "results.json").read_text())
     (case,) = doc["cases"]
