@@ -19,6 +19,14 @@ from pathlib import Path
 import pytest
 
 
+def _exists(value: str) -> bool:
+    """pytest's test for a path argument (``safe_exists``: a name too long for the OS is no path)."""
+    try:
+        return Path(value.split("::")[0]).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def separate_path_values(args: Sequence[str], value_options: Iterable[str]) -> list[tuple[str, str]]:
     """The ``(option, value)`` pairs of ``args`` where one of ``value_options`` is followed by its
     value as a separate argument that pytest's rootdir search reads as an existing path."""
@@ -28,7 +36,7 @@ def separate_path_values(args: Sequence[str], value_options: Iterable[str]) -> l
             break
         if args[i] in names and i + 1 < len(args):
             value = args[i + 1]
-            if not value.startswith("-") and Path(value.split("::")[0]).exists():
+            if not value.startswith("-") and _exists(value):
                 found.append((args[i], value))
             i += 2
             continue
@@ -37,37 +45,42 @@ def separate_path_values(args: Sequence[str], value_options: Iterable[str]) -> l
 
 
 def _setup(config: pytest.Config, args: Sequence[str]) -> tuple[Path, Path | None]:
-    """(rootdir, configuration file) as pytest determines them for these positional ``args``."""
+    """(rootdir, configuration file) as pytest determines them from these arguments, now that every
+    option is known: their positional arguments only, with their -c, -o and --rootdir."""
     from _pytest.config.findpaths import determine_setup  # no public API computes it
 
-    given = {"inifile": config.option.inifilename, "override_ini": config.option.override_ini,
-             "args": list(args), "rootdir_cmd_arg": config.option.rootdir or None,
+    # pytest's early parse of these arguments, had it known every option (Config keeps its parser private)
+    ns = config._parser.parse_known_args(list(args))
+    given = {"inifile": ns.inifilename, "override_ini": ns.override_ini,
+             "args": list(getattr(ns, "file_or_dir", None) or []), "rootdir_cmd_arg": ns.rootdir or None,
              "invocation_dir": config.invocation_params.dir}
     wanted = inspect.signature(determine_setup).parameters
     result = determine_setup(**{k: v for k, v in given.items() if k in wanted})
     return Path(result[0]), (Path(result[1]) if result[1] else None)
 
 
+def _where(rootdir: Path, inifile: Path | None) -> str:
+    return f"rootdir {rootdir} and " + (f"configuration file {inifile}" if inifile else "no configuration file")
+
+
 def check(config: pytest.Config, value_options: Iterable[str]) -> None:
     """Raise pytest.UsageError (exit 4) where a dlperf option's value moved the rootdir or the
     configuration file; costs a scan of the arguments otherwise."""
-    if hasattr(config, "workerinput"):  # an xdist worker: the controller checked
-        return
+    if hasattr(config, "workerinput") or config.option.help or config.option.version:
+        return  # an xdist worker (the controller checked), or a session that runs nothing
     # what pytest's rootdir search read: PYTEST_ADDOPTS, then the command line (ini addopts come later)
-    args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
+    args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *map(str, config.invocation_params.args)]
     found = separate_path_values(args, value_options)
     if not found:
         return
-    meant_root, meant_ini = _setup(config, config.getoption("file_or_dir") or [])
+    meant_root, meant_ini = _setup(config, args)
     root, ini = Path(config.rootpath), config.inipath
     if (meant_root, meant_ini) == (root, ini):
         return
     opts = ", ".join(f"{opt} {value}" for opt, value in found)
-    fixed = " ".join(f"{opt}={value}" for opt, value in found)
+    fixed = " ".join(shlex.quote(f"{opt}={value}") for opt, value in found)
     raise pytest.UsageError(
         f"{opts}: pytest read {'this value' if len(found) == 1 else 'these values'} as a test path when it "
-        "chose its rootdir, before plugin options are known, so this session would run with rootdir "
-        f"{root} and {'configuration file ' + str(ini) if ini else 'no configuration file'} instead of "
-        f"{meant_root} and {'configuration file ' + str(meant_ini) if meant_ini else 'no configuration file'} "
-        "(other tests collected, reports and the default baseline store elsewhere). "
-        f"Write the value with '=': {fixed}")
+        f"chose its rootdir, before plugin options are known, so this session would run with {_where(root, ini)} "
+        f"instead of {_where(meant_root, meant_ini)} (other tests collected, reports and the default baseline "
+        f"store elsewhere). Write the value with '=': {fixed}")

@@ -99,7 +99,7 @@ def test_a_path_value_that_moved_the_rootdir_is_refused_with_the_equals_form(pyt
     assert r.ret == pytest.ExitCode.USAGE_ERROR, r.stdout.str()
     err = " ".join(r.stderr.str().split())
     assert f"--dlperf-baseline-dir {store}: pytest read this value as a test path" in err
-    assert f"instead of {pytester.path} and configuration file {pytester.path / 'pyproject.toml'}" in err
+    assert f"instead of rootdir {pytester.path} and configuration file {pytester.path / 'pyproject.toml'}" in err
     assert f"Write the value with '=': --dlperf-baseline-dir={store}" in err
     r = pytester.runpytest(f"--dlperf-baseline-dir={store}")
     r.assert_outcomes(passed=1)  # testpaths read: test_out not collected
@@ -110,6 +110,10 @@ def test_a_path_value_that_moved_the_rootdir_is_refused_with_the_equals_form(pyt
     r = pytester.runpytest("--dlperf-report", str(store), "--cluster", str(store))
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     assert f"--dlperf-report={store} --cluster={store}" in " ".join(r.stderr.str().split())
+    # what is not a path is not one: a value too long for a file name, --help
+    pytester.runpytest("--dlperf-hosts", ",".join(f"node{i:03d}.{'x' * 40}.example.com:8" for i in range(8)),
+                       "--dlperf-ssh-user", "u" * 300).assert_outcomes(passed=1)
+    assert pytester.runpytest("--help", "--dlperf-report", str(store)).ret == pytest.ExitCode.OK
     monkeypatch.setenv("PYTEST_ADDOPTS", f"--dlperf-baseline-dir {store}")  # read before the rootdir too
     assert pytester.runpytest().ret == pytest.ExitCode.USAGE_ERROR
 

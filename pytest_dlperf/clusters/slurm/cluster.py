@@ -87,7 +87,7 @@ class SlurmCluster(Cluster):
                  say: Callable[[str], None] | None = None, node_dir: str = "/tmp") -> None:
         """``workdir``: where run directories go when every node sees it; else ``node_dir`` on each node."""
         self.allocation = allocation
-        self.workdir = Path(workdir).resolve() if workdir else Path(tempfile.mkdtemp(prefix="dlperf-slurm-"))
+        self.workdir = Path(workdir).expanduser().resolve() if workdir else Path(tempfile.mkdtemp(prefix="dlperf-slurm-"))
         self.node_dir = f"{node_dir.rstrip('/')}/dlperf-slurm-{allocation.job_id}"
         self.slots, self.frameworks, self.python = slots, tuple(frameworks), python
         self.say = say or (lambda text: print(text, file=sys.stderr, flush=True) if text else None)
