@@ -29,6 +29,17 @@ def tagged_pids(tag: str) -> list[int]:
     return [pid for pid, env, _ in _live_tagged() if want in env]
 
 
+def default_ctrl_c() -> None:
+    """Popen's preexec_fn for a run a test will Ctrl-C: SIGINT back to its default, as at a terminal.
+
+    A shell starts background jobs with SIGINT ignored (``nohup cmd &``, a CI runner's script), the
+    ignored state passes to every child, and Python then raises no KeyboardInterrupt: a Ctrl-C test
+    run from such a job would test nothing the user does and fail."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def tagged_processes(marker: str) -> list[tuple[int, str]]:
     """(pid, cmdline) of live tagged processes whose command line mentions marker (a report dir)."""
     return [(pid, cmd) for pid, _, cmd in _live_tagged() if marker in cmd]
@@ -51,7 +62,8 @@ def signal_when(cmd: list[str], cwd, ready, sig: int, start_timeout: float = 180
 
     import pytest
 
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            preexec_fn=default_ctrl_c)
     try:
         deadline = time.monotonic() + start_timeout
         while not ready():

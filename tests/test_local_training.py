@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .procs import tagged_processes
+from .procs import default_ctrl_c, tagged_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
@@ -187,7 +187,8 @@ def test_interrupt_leaves_no_process(tmp_path, sig):
     report = tmp_path / "report"
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
            f"--dlperf-report={report}", *SMALL, "--dlperf-iters", "500", "-k", "2n1g"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=default_ctrl_c)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # wait until both nodes' workers are training
