@@ -27,6 +27,19 @@ SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-b
          "--dlperf-timeout", "180"]
 
 
+@pytest.fixture(autouse=True)
+def _no_job_carries_over(request):
+    """The cluster is the session's: a test that failed with a job still allocated (a harness it had
+    to SIGKILL) must not fail the next ones too. Runs after the test's own checks."""
+    yield
+    if "slurm_cluster" in request.fixturenames:
+        cluster = request.getfixturevalue("slurm_cluster")
+        left = [j.split()[0] for j in cluster.jobs()]
+        if left:
+            cluster.run("scancel", *left, check=False)
+        cluster.wait_idle()
+
+
 def suite_cmd(report: Path, *args: str, small: bool = True) -> list[str]:
     return [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
             f"--dlperf-report={report}", f"--dlperf-baseline-dir={report / 'baselines'}",
