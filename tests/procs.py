@@ -46,17 +46,18 @@ def tagged_processes(marker: str) -> list[tuple[int, str]]:
 
 
 def signal_once_running(cmd: list[str], cwd, marker: str, script: str, count: int, sig: int,
-                        start_timeout: float = 180) -> tuple[int, str]:
+                        start_timeout: float = 180, stop_timeout: float = 120) -> tuple[int, str]:
     """Start cmd (a pytest run); once ``count`` tagged processes running ``script`` under ``marker``
     exist, send it ``sig``; return (exit code, output). Fails the test if they never start."""
     return signal_when(cmd, cwd, lambda: len([p for p in tagged_processes(marker) if script in p[1]]) >= count,
-                       sig, start_timeout)
+                       sig, start_timeout, stop_timeout=stop_timeout)
 
 
 def signal_when(cmd: list[str], cwd, ready, sig: int, start_timeout: float = 180, env: dict | None = None,
-                settle: float = 0.0) -> tuple[int, str]:
+                settle: float = 0.0, stop_timeout: float = 120) -> tuple[int, str]:
     """Start cmd; once ``ready()`` is true (and ``settle`` seconds later) send it ``sig``; return
-    (exit code, output). Fails the test if cmd ends or the time runs out first."""
+    (exit code, output), waiting ``stop_timeout`` s for it to end. Fails the test if cmd ends or the
+    time runs out first."""
     import subprocess
     import time
 
@@ -72,7 +73,7 @@ def signal_when(cmd: list[str], cwd, ready, sig: int, start_timeout: float = 180
             time.sleep(0.2)
         time.sleep(settle)
         proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=120)
+        out, _ = proc.communicate(timeout=stop_timeout)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -8,12 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from .procs import default_ctrl_c, tagged_processes
+from .procs import signal_once_running, tagged_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
@@ -187,22 +186,9 @@ def test_interrupt_leaves_no_process(tmp_path, sig):
     report = tmp_path / "report"
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
            f"--dlperf-report={report}", *SMALL, "--dlperf-iters", "500", "-k", "2n1g"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=default_ctrl_c)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # wait until both nodes' workers are training
-            if len([p for p in tagged_processes(str(report)) if "torch_ddp.py" in p[1]]) >= 4:
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail("the workers never started")
-        proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    # once both nodes train: on each, torchrun and its worker name the script (four processes)
+    code, out = signal_once_running(cmd, ROOT, str(report), "torch_ddp.py", 4, sig, start_timeout=120, stop_timeout=60)
+    assert code == pytest.ExitCode.INTERRUPTED, out
     assert tagged_processes(str(report)) == []
 
 
