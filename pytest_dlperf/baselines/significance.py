@@ -23,10 +23,17 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-
-from scipy import stats
+from types import ModuleType
 
 _EPS = 1e-12
+
+
+def _stats() -> ModuleType:
+    """scipy.stats, imported when a verdict first needs it: the import takes about a second, which
+    a dry-run, a usage error or a session whose runs fail never has to pay."""
+    from scipy import stats
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,7 @@ def rank_test(measured: Sequence[float], baseline: Sequence[float], alpha: float
     k = u_critical(len(measured), len(baseline), alpha)
     if k is None:
         return None
-    p = float(stats.mannwhitneyu(measured, baseline, alternative="less").pvalue)
+    p = float(_stats().mannwhitneyu(measured, baseline, alternative="less").pvalue)
     d = sorted(math.log(x) - math.log(y) for x in measured for y in baseline)
     return Significance("Mann-Whitney U", p, math.exp(d[k]), math.exp(d[len(d) - 1 - k]), 1 - alpha)
 
@@ -97,8 +104,9 @@ def _one_sided(name: str, d: float, var: float, df: float, alpha: float) -> Sign
         p = 0.0 if d < 0 else (0.5 if d == 0 else 1.0)
         return Significance(name, p, math.exp(d), math.exp(d), 1 - alpha)
     se = math.sqrt(var)
-    p = float(stats.t.cdf(d / se, df))
-    half = float(stats.t.ppf(1 - alpha, df)) * se
+    t = _stats().t
+    p = float(t.cdf(d / se, df))
+    half = float(t.ppf(1 - alpha, df)) * se
     return Significance(name, p, math.exp(d - half), math.exp(d + half), 1 - alpha)
 
 
