@@ -24,6 +24,11 @@ CASE = "resnet50-fp32-bs2-32px-1n1g"
 KEY = f"ddp/{CASE}"
 
 
+# For tests whose verdict does not rest on the runs' statistics (HARDWARE from the probes, a skip or
+# a failure for want of a usable baseline file): one launch instead of TINY's three, the same check.
+ONE = ("--dlperf-repeats", "1")
+
+
 def run(tmp: Path, store: Path, *args: str, suite: Path | None = None, env: dict | None = None,
         prefix: list[str] = ()) -> subprocess.CompletedProcess:
     cmd = [*prefix, sys.executable, "-m", "pytest", str(suite or ROOT / "suites"), "-p", "no:cacheprovider", "-q",
@@ -132,7 +137,7 @@ def test_marker_tolerance_applies_to_its_test(recorded, tmp_path):
 @pytest.mark.parametrize("mode, code", [("skip", 0), ("fail", 1), ("record", 0)])
 def test_missing_baseline_modes(tmp_path, mode, code):
     store = tmp_path / "empty-store"
-    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-baseline-missing", mode)
+    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-baseline-missing", mode, *(ONE if mode != "record" else ()))
     assert r.returncode == code, r.stdout + r.stderr
     if mode == "skip":
         assert "1 skipped" in r.stdout and "Record one with --update-baselines" in r.stdout
@@ -147,7 +152,7 @@ def test_corrupt_baseline_is_named_and_left_byte_for_byte(recorded, tmp_path):
     path = profile_file(store)
     broken = path.read_bytes()[:-40] + b"\n{oops"
     path.write_bytes(broken)
-    r = run(tmp_path, store, "-k", "1n1g", "--update-baselines")
+    r = run(tmp_path, store, "-k", "1n1g", "--update-baselines", *ONE)
     assert r.returncode == 1, r.stdout + r.stderr
     assert str(path) in r.stdout and "not valid JSON at line" in r.stdout
     assert path.read_bytes() == broken
@@ -156,7 +161,7 @@ def test_corrupt_baseline_is_named_and_left_byte_for_byte(recorded, tmp_path):
 def test_named_profile_mismatch_is_said_plainly(recorded, tmp_path):
     store = tmp_path / "store"
     shutil.copytree(recorded, store)
-    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-baseline-profile", "ecs.ebmgn6v.24xlarge")
+    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-baseline-profile", "ecs.ebmgn6v.24xlarge", *ONE)
     assert r.returncode == 0, r.stdout + r.stderr  # missing there: skipped, with the reason
     assert "(named with --dlperf-baseline-profile); this machine's profile is" in r.stdout
     assert "1 skipped" in r.stdout
@@ -242,7 +247,7 @@ def test_a_recording_probed_in_a_slow_spell_still_catches_a_drop_and_judges_noth
     assert not list((tmp_path / "drop" / "report" / "hwprobe").glob("*-again*"))  # another look cannot help
     # ... but a pass there could hide a slow-down as large as the probe's gain: not judged
     store = probed_in_a_slow_spell(recorded, tmp_path / "pass", 0.5)
-    r = run(tmp_path / "pass", store, "-k", "1n1g", "--dlperf-hardware", "fail")
+    r = run(tmp_path / "pass", store, "-k", "1n1g", "--dlperf-hardware", "fail", *ONE)  # twice as fast: no drop
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"HARDWARE {CASE} throughput: not judged" in r.stdout and f"REGRESSION {CASE}" not in r.stdout, r.stdout
     assert "can hide a slow-down" in r.stdout and "record again (--update-baselines)" in r.stdout
@@ -275,7 +280,7 @@ def test_a_recording_from_runs_that_disagree_says_so(recorded, tmp_path):
 @pytest.mark.parametrize("mode, code", [("skip", 0), ("fail", 1)])
 def test_other_hardware_is_not_called_a_regression(recorded, tmp_path, mode, code):
     store = faster_recording_machine(recorded, tmp_path)
-    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-hardware", mode)
+    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-hardware", mode, *ONE)
     assert r.returncode == code, r.stdout + r.stderr
     assert "REGRESSION" not in r.stdout
     assert f"HARDWARE {CASE} throughput: not judged" in r.stdout
@@ -290,9 +295,9 @@ def test_other_hardware_is_not_called_a_regression(recorded, tmp_path, mode, cod
 
 def test_hardware_verdict_fails_by_default_under_ci(recorded, tmp_path):
     store = faster_recording_machine(recorded, tmp_path)
-    r = run(tmp_path, store, "-k", "1n1g", env={"CI": "true"})
+    r = run(tmp_path, store, "-k", "1n1g", *ONE, env={"CI": "true"})
     assert r.returncode == 1 and "HARDWARE" in r.stdout and "REGRESSION" not in r.stdout, r.stdout
-    r = run(tmp_path, store, "-k", "1n1g", env={"CI": "", "BUILD_NUMBER": ""})
+    r = run(tmp_path, store, "-k", "1n1g", *ONE, env={"CI": "", "BUILD_NUMBER": ""})
     assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout
 
 
@@ -318,7 +323,7 @@ def test_planted_slowdown_on_the_recording_machine_is_a_regression(recorded, tmp
 def test_a_slower_machine_of_the_same_name_is_not_a_regression(recorded, tmp_path):
     # The same CPU model, cores and flags, with half the CPU time: a cloud machine that shares the name.
     with cgroup.cpu_quota(1.0) as prefix:
-        r = run(tmp_path, recorded, "-k", "1n1g", "--dlperf-hardware", "fail", prefix=prefix)
+        r = run(tmp_path, recorded, "-k", "1n1g", "--dlperf-hardware", "fail", *ONE, prefix=prefix)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "REGRESSION" not in r.stdout
     assert f"HARDWARE {CASE} throughput: not judged" in r.stdout and "cpu quota 1 cores vs unlimited" in r.stdout
