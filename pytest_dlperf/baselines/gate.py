@@ -49,7 +49,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from .significance import Significance, rank_test, scaling_test, significant, t_test
+from .significance import Significance, rank_test, scaling_test, scipy_stats, significant, t_test
 from .fingerprint import robust_cv
 from .schema import METRICS, Tolerances
 from .store import Entry
@@ -130,9 +130,7 @@ def spread_test(measured: Sequence[float], baseline: Sequence[float]) -> float |
     vb = statistics.variance([math.log(x) for x in baseline])
     if vb == 0:
         return 0.0 if vm > 0 else 1.0
-    from scipy.stats import f  # imported here, as in significance.py: only verdicts pay for scipy
-
-    return float(f.sf(vm / vb, len(measured) - 1, len(baseline) - 1))
+    return float(scipy_stats().f.sf(vm / vb, len(measured) - 1, len(baseline) - 1))
 
 
 def _fmt(v: float, metric: str) -> str:

@@ -28,7 +28,7 @@ from types import ModuleType
 _EPS = 1e-12
 
 
-def _stats() -> ModuleType:
+def scipy_stats() -> ModuleType:
     """scipy.stats, imported when a verdict first needs it: the import takes about a second, which
     a dry-run, a usage error or a session whose runs fail never has to pay."""
     from scipy import stats
@@ -79,7 +79,7 @@ def rank_test(measured: Sequence[float], baseline: Sequence[float], alpha: float
     k = u_critical(len(measured), len(baseline), alpha)
     if k is None:
         return None
-    p = float(_stats().mannwhitneyu(measured, baseline, alternative="less").pvalue)
+    p = float(scipy_stats().mannwhitneyu(measured, baseline, alternative="less").pvalue)
     d = sorted(math.log(x) - math.log(y) for x in measured for y in baseline)
     return Significance("Mann-Whitney U", p, math.exp(d[k]), math.exp(d[len(d) - 1 - k]), 1 - alpha)
 
@@ -104,7 +104,7 @@ def _one_sided(name: str, d: float, var: float, df: float, alpha: float) -> Sign
         p = 0.0 if d < 0 else (0.5 if d == 0 else 1.0)
         return Significance(name, p, math.exp(d), math.exp(d), 1 - alpha)
     se = math.sqrt(var)
-    t = _stats().t
+    t = scipy_stats().t
     p = float(t.cdf(d / se, df))
     half = float(t.ppf(1 - alpha, df)) * se
     return Significance(name, p, math.exp(d - half), math.exp(d + half), 1 - alpha)
