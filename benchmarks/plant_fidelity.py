@@ -12,7 +12,6 @@ be near 1 - d.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import socket
@@ -20,6 +19,9 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from pytest_dlperf import metrics
+from pytest_dlperf.runner import parse_steps
 
 
 def free_port() -> int:
@@ -29,15 +31,14 @@ def free_port() -> int:
 
 
 def launch(command: str, output: Path, plant: float) -> float:
-    """Run the launch once; its window's throughput (samples / wall seconds of the measured steps)."""
+    """Run the launch once; its window's throughput, read and computed as the harness does."""
     command = re.sub(r"--master_port \d+", f"--master_port {free_port()}", command)
     r = subprocess.run(["bash", "-c", command], env={**os.environ, "DLPERF_PLANT_SLOWDOWN": str(plant)},
                        capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"the launch failed (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
-    records = [json.loads(line) for line in output.read_text().splitlines()]
-    steps = [s for s in records if s["kind"] == "step" and not s["warmup"]]
-    return sum(s["samples"] for s in steps) / (steps[-1]["end"] - steps[0]["start"])
+    meta, steps = parse_steps(output)
+    return metrics.throughput(steps, meta["warmup_iters"], meta["iters"])
 
 
 def main() -> None:
