@@ -159,7 +159,11 @@ class Gate:
 
     def profile(self, nodes: list[Node], backend: str, result: CaseResult) -> str:
         """The named profile, else the detected one; a mismatch is said plainly once."""
-        detected = detect_profile(nodes, backend, _frameworks(result))
+        return self.profile_for(nodes, backend, _frameworks(result))
+
+    def profile_for(self, nodes: list[Node], backend: str, framework_versions: list[str]) -> str:
+        """As ``profile``, from framework versions (``['torch 2.13.0']``) known before any run."""
+        detected = detect_profile(nodes, backend, framework_versions)
         if self.options.profile is None:
             return detected
         if self.options.profile != detected:
@@ -172,6 +176,17 @@ class Gate:
         if profile not in self._files:
             self._files[profile] = self.store.load(profile)  # BaselineError: named file, never written
         return self._files[profile]
+
+    def check_file(self, nodes: list[Node], backend: str, framework_versions: list[str]) -> None:
+        """Read the file a case will be judged against (or recorded into) before it is measured:
+        a broken file (a merge's conflict markers, a hand edit) raises BaselineError now, not after
+        minutes of launches whose measurements it would then throw away. Versions that name no
+        profile (a framework without a version) leave the check to the judging, as before."""
+        try:
+            profile = self.profile_for(nodes, backend, framework_versions)
+        except ValueError:
+            return
+        self._file(profile)
 
     def note(self, text: str) -> None:
         if text not in self.notes:

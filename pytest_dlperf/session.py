@@ -457,6 +457,7 @@ class DLPerfSession:
         if first:
             try:
                 self._framework_ready(case)
+                self._baseline_ready(case)
                 self.probe_hardware(name)
             except (pytest.skip.Exception, pytest.fail.Exception) as exc:
                 got.outcome = exc
@@ -486,6 +487,7 @@ class DLPerfSession:
         try:
             with self.cluster.lease():
                 self._framework_ready(case)
+                self._baseline_ready(case)
                 self.probe_hardware(name)
                 while budget.another(taken, m.repeats, m.min_repeats, after, case.topology.name):
                     rep, t0 = len(taken), budget.clock()
@@ -528,6 +530,19 @@ class DLPerfSession:
                 pytest.skip(f"--backend {case.backend}: {why}")
             self.failures[self.case_name(case)] = f"--backend {case.backend}: {why}"  # in results.json too
             pytest.fail(f"--backend {case.backend}: {why}", pytrace=False)
+
+    def _baseline_ready(self, case: CaseSpec) -> None:
+        """The case's baseline file reads cleanly, else the case fails before its first launch,
+        naming the file, what is wrong and the fix (the file is never written)."""
+        probed = self.node_frameworks.get(self.cluster.nodes()[0].name, {})
+        versions = [f"{fw} {probed[fw]}" for fw in self.launcher(case).frameworks_for(case) if fw in probed]
+        try:
+            self.gate.check_file(self.cluster.nodes(), case.backend, versions)  # the nodes judge() is given
+            return
+        except BaselineError as exc:
+            why = f"{case.id}: {exc}"
+        self.failures[self.case_name(case)] = why  # outside the except block: the report shows no chain
+        pytest.fail(why, pytrace=False)
 
     def _frameworks_into(self, case: CaseSpec, runs: list) -> None:
         """A program the project did not write reports no versions (no meta line): the preflight

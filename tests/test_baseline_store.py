@@ -97,6 +97,8 @@ CORRUPT = {
     "schema not a number": ('{"schema": true, "profile": "P", "entries": {}}', r"schema version true is not"),
     "not an object": ("[1, 2]", r"expected a JSON object"),
     "missing default_tolerance": ('{"schema": 1, "profile": "P", "entries": {}}', r"'default_tolerance' is missing"),
+    "merge conflict": ('{"schema": 1, "profile": "P",\n "entries": {\n<<<<<<< HEAD\n  "a": 1\n=======\n  "a": 2\n'
+                       '>>>>>>> 3f2c1d0 (record on ci-7)\n }\n}', r"merge conflict markers \(line 3: '<<<<<<< HEAD'\)"),
 }
 
 

@@ -146,15 +146,20 @@ def test_missing_baseline_modes(tmp_path, mode, code):
     assert (list(store.glob("*.json")) != []) == (mode == "record")
 
 
-def test_corrupt_baseline_is_named_and_left_byte_for_byte(recorded, tmp_path):
+@pytest.mark.parametrize("order", ["rounds", "case"])
+def test_corrupt_baseline_is_named_before_any_launch_and_left_byte_for_byte(recorded, tmp_path, order):
+    """A broken file fails its cases before they are measured (until 2026-11-25 only after: a
+    recording's minutes of launches were thrown away), and is never written."""
     store = tmp_path / "store"
     shutil.copytree(recorded, store)
     path = profile_file(store)
     broken = path.read_bytes()[:-40] + b"\n{oops"
     path.write_bytes(broken)
-    r = run(tmp_path, store, "-k", "1n1g", "--update-baselines", *ONE)
+    r = run(tmp_path, store, "--update-baselines", "--dlperf-order", order)
     assert r.returncode == 1, r.stdout + r.stderr
     assert str(path) in r.stdout and "not valid JSON at line" in r.stdout
+    assert "2 failed" in r.stdout, r.stdout
+    assert not (tmp_path / "report" / "runs").exists()  # nothing was launched
     assert path.read_bytes() == broken
 
 

@@ -206,6 +206,7 @@ class BaselineFile:
         return _NUMBER_LIST.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text) + "\n"
 
 
+_CONFLICT = re.compile(r"^(?:<{7}|>{7})(?: .*)?$", re.M)  # git's markers; '=======' alone could be a value
 _NUMBER_LIST = re.compile(r"\[\s*((?:-?[\d.eE+-]+,?\s*)+)\]")
 
 
@@ -221,6 +222,13 @@ def _file_mode(path: Path) -> int:
 
 def parse(path: Path, text: str) -> BaselineFile:
     """Parse and validate a baseline file's text; BaselineError says what is wrong and where."""
+    conflict = _CONFLICT.search(text)
+    if conflict:
+        line = text.count("\n", 0, conflict.start()) + 1
+        raise BaselineError(path, f"has merge conflict markers (line {line}: {conflict.group(0).strip()!r})",
+                            "the file was not modified; resolve the conflict, taking each case's entry from one "
+                            "side so that the JSON stays valid, or move the file away and record again with "
+                            "--update-baselines")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
