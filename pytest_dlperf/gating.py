@@ -7,6 +7,7 @@ decides, per case, what a verdict means for the test (pass, fail, skip) and whic
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -131,9 +132,9 @@ def changes(before: dict[str, str], now: dict[str, str]) -> list[str]:
             for k in keys if before.get(k) != now.get(k) and k in now]
 
 
-def _frameworks(result: CaseResult) -> list[str]:
+def _frameworks(result: CaseResult) -> dict[str, str]:
     meta = result.runs[0].meta if result.runs else {}
-    return [f"{name} {version}" for name, version in sorted((meta.get("frameworks") or {}).items())]
+    return meta.get("frameworks") or {}
 
 
 class Gate:
@@ -161,9 +162,9 @@ class Gate:
         """The named profile, else the detected one; a mismatch is said plainly once."""
         return self.profile_for(nodes, backend, _frameworks(result))
 
-    def profile_for(self, nodes: list[Node], backend: str, framework_versions: list[str]) -> str:
-        """As ``profile``, from framework versions (``['torch 2.13.0']``) known before any run."""
-        detected = detect_profile(nodes, backend, framework_versions)
+    def profile_for(self, nodes: list[Node], backend: str, frameworks: Mapping[str, str]) -> str:
+        """As ``profile``, from framework versions (``{'torch': '2.13.0'}``) known before any run."""
+        detected = detect_profile(nodes, backend, [f"{name} {version}" for name, version in sorted(frameworks.items())])
         if self.options.profile is None:
             return detected
         if self.options.profile != detected:
@@ -177,13 +178,13 @@ class Gate:
             self._files[profile] = self.store.load(profile)  # BaselineError: named file, never written
         return self._files[profile]
 
-    def check_file(self, nodes: list[Node], backend: str, framework_versions: list[str]) -> None:
+    def check_file(self, nodes: list[Node], backend: str, frameworks: Mapping[str, str]) -> None:
         """Read the file a case will be judged against (or recorded into) before it is measured:
         a broken file (a merge's conflict markers, a hand edit) raises BaselineError now, not after
         minutes of launches whose measurements it would then throw away. Versions that name no
         profile (a framework without a version) leave the check to the judging, as before."""
         try:
-            profile = self.profile_for(nodes, backend, framework_versions)
+            profile = self.profile_for(nodes, backend, frameworks)
         except ValueError:
             return
         self._file(profile)

@@ -534,10 +534,8 @@ class DLPerfSession:
     def _baseline_ready(self, case: CaseSpec) -> None:
         """The case's baseline file reads cleanly, else the case fails before its first launch,
         naming the file, what is wrong and the fix (the file is never written)."""
-        probed = self.node_frameworks.get(self.cluster.nodes()[0].name, {})
-        versions = [f"{fw} {probed[fw]}" for fw in self.launcher(case).frameworks_for(case) if fw in probed]
         try:
-            self.gate.check_file(self.cluster.nodes(), case.backend, versions)  # the nodes judge() is given
+            self.gate.check_file(self.cluster.nodes(), case.backend, self._probed_frameworks(case))  # as judge()
             return
         except BaselineError as exc:
             why = f"{case.id}: {exc}"
@@ -547,11 +545,14 @@ class DLPerfSession:
     def _frameworks_into(self, case: CaseSpec, runs: list) -> None:
         """A program the project did not write reports no versions (no meta line): the preflight
         probe's versions on node 0 stand in, so its profile and what-changed name them too."""
-        probed = self.node_frameworks.get(self.cluster.nodes()[0].name, {})
         for run in runs:
             if "frameworks" not in run.meta:
-                run.meta["frameworks"] = {fw: probed[fw] for fw in self.launcher(case).frameworks_for(case)
-                                          if fw in probed}
+                run.meta["frameworks"] = self._probed_frameworks(case)
+
+    def _probed_frameworks(self, case: CaseSpec) -> dict[str, str]:
+        """The case's frameworks as the preflight probe found them on node 0: name -> version."""
+        probed = self.node_frameworks.get(self.cluster.nodes()[0].name, {})
+        return {fw: probed[fw] for fw in self.launcher(case).frameworks_for(case) if fw in probed}
 
     def _second_look(self, case: CaseSpec, result: CaseResult) -> None:
         """Before calling the hardware different on probe figures alone, probe again a few times."""
