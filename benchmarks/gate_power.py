@@ -51,6 +51,7 @@ from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
@@ -84,8 +85,11 @@ class Workload:
     core: int = 0
 
 
-def run_once(w: Workload, slowdown: float, timeout: float = 300.0) -> tuple[float, list[float]]:
-    """One real training run: the suite's throughput metric (samples / wall s of the window) and its step times."""
+def run_once(w: Workload, slowdown: float, timeout: float = 300.0,
+             pace_probe: bool = False) -> tuple[float, list[float], float | None]:
+    """One real training run: the suite's throughput metric (samples / wall s of the window), its step
+    times, and with ``pace_probe`` the mean rate (GB/s) of sibling_probe.py's same-core copy probe over
+    the window (the host's memory-system pace beside the run, taken on the run's own core)."""
     with tempfile.TemporaryDirectory(prefix="gate-power-") as tmp:
         out = Path(tmp) / "steps.jsonl"
         argv = ["taskset", "-c", str(w.core), sys.executable, "-m", "torch.distributed.run",
@@ -97,21 +101,46 @@ def run_once(w: Workload, slowdown: float, timeout: float = 300.0) -> tuple[floa
                 "--window-seconds", repr(w.window_seconds), "--max-iters", str(w.max_iters),
                 "--threads", "1", "--output", str(out)]
         env = {**os.environ, "OMP_NUM_THREADS": "1", **CPU_MALLOC_ENV, "DLPERF_PLANT_SLOWDOWN": repr(slowdown)}
+        probe_log = Path(tmp) / "pace.log"
         with FileLock(str(LEASE)):
-            proc = subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+            probe = None
+            if pace_probe:
+                from sibling_probe import PROBE_CODE  # noqa: PLC0415  (one probe for both benchmarks)
+
+                probe = subprocess.Popen([sys.executable, "-c", PROBE_CODE, "same-copy", str(probe_log),
+                                          str(w.core), str(PACE_PERIOD)])
+                time.sleep(0.5)
+            try:
+                proc = subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+            finally:
+                if probe is not None:
+                    probe.kill()
+                    probe.wait()
         if proc.returncode != 0:
             raise RuntimeError(f"run failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
         meta, steps = parse_steps(out)  # the lengths the workload ran: it sizes the window
         lengths = (meta["warmup_iters"], meta["iters"])
-        return metrics.throughput(steps, *lengths), metrics.step_times(steps, *lengths)
+        pace = None
+        if pace_probe:
+            from sibling_probe import probe_rate  # noqa: PLC0415
+
+            pace = probe_rate(probe_log, meta["window"]["start"], meta["window"]["end"])
+            if not np.isfinite(pace):
+                raise RuntimeError(f"the pace probe logged no wake-up inside the window ({probe_log})")
+        return metrics.throughput(steps, *lengths), metrics.step_times(steps, *lengths), pace
 
 
-def collect(w: Workload, pool: int, path: Path) -> dict:
+def collect(w: Workload, pool: int, path: Path, pace_probe: bool = False) -> dict:
     """Fill every condition's pool to ``pool`` runs in blocks ordered by ``WILLIAMS``; saves after every run (resumable)."""
     doc = json.loads(path.read_text()) if path.exists() else {}
     if doc and doc["workload"] != w.__dict__:
         raise SystemExit(f"{path} holds runs of another workload {doc['workload']}; use another --pools-file")
+    probe_txt = PACE_TXT if pace_probe else None
+    if doc and doc.get("pace_probe") != probe_txt:
+        raise SystemExit(f"{path} holds runs taken {'without' if pace_probe else 'with'} the pace probe; "
+                         "use another --pools-file")
     doc.setdefault("workload", w.__dict__)
+    doc.setdefault("pace_probe", probe_txt)
     doc.setdefault("plant", "DLPERF_PLANT_SLOWDOWN=d: sleep d/(1-d) x step compute inside the timed region")
     runs = doc.setdefault("runs", {c: [] for c in CONDITIONS})
     names = list(CONDITIONS)
@@ -122,15 +151,78 @@ def collect(w: Workload, pool: int, path: Path) -> dict:
         for cond in order:
             if len(runs[cond]) > block:
                 continue
-            tput, steps = run_once(w, CONDITIONS[cond])
-            runs[cond].append({"throughput": tput, "block": block, "time": time.time(), "step_times": steps})
+            tput, steps, pace = run_once(w, CONDITIONS[cond], pace_probe=pace_probe)
+            runs[cond].append({"throughput": tput, "block": block, "time": time.time(), "step_times": steps,
+                               **({"pace": pace} if pace is not None else {})})
             atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
         block += 1
         done = sum(len(v) for v in runs.values())
         el = time.monotonic() - t_start
         print(f"  block {block}/{pool}: {done} runs, {el:.0f}s elapsed; last "
-              + ", ".join(f"{c}={runs[c][-1]['throughput']:.2f}" for c in names), flush=True)
+              + ", ".join(f"{c}={runs[c][-1]['throughput']:.2f}" + (f" (pace {runs[c][-1]['pace']:.1f})"
+                                                                   if pace_probe else "") for c in names), flush=True)
     return doc
+
+
+# The pace probe (--pace-probe): sibling_probe.py's "same-copy" kernel on the run's own core, an 8 MiB
+# copy timed in the probe's CPU time every PACE_PERIOD s. On 2026-11-25 it tracked the launches'
+# throughput with correlations of +0.92 to +0.95 (benchmarks/sibling_probe.py, README "Gate power").
+PACE_PERIOD = 0.1
+PACE_TXT = f"same-core 8 MiB copy every {PACE_PERIOD} s, rate in the probe's CPU time, mean over the window"
+
+
+def pace_slope(pairs_side: list[list[tuple[float, float]]]) -> float:
+    """Pooled within-side slope of log throughput on log pace (analysis of covariance): each side's
+    runs about their own means, so a difference between the sides cannot set the slope. Clipped to
+    [0, 1]: a faster host never makes a run slower, and a run cannot gain more than its host did."""
+    xs, ys = [], []
+    for side in pairs_side:
+        lt = np.log([t for t, _ in side])
+        lp = np.log([p for _, p in side])
+        xs.append(lp - lp.mean())
+        ys.append(lt - lt.mean())
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    sxx = float(x @ x)
+    return float(np.clip((x @ y) / sxx, 0.0, 1.0)) if sxx > 0 else 0.0
+
+
+def adjusted_pair(session: list[tuple[float, float]], base: list[tuple[float, float]]) -> Pair:
+    """Both sides' throughputs at the baseline runs' median pace: t x (pace_ref / pace)^slope."""
+    b = pace_slope([session, base])
+    ref = float(np.median([p for _, p in base]))
+    return [t * (ref / p) ** b for t, p in session], [t * (ref / p) ** b for t, p in base]
+
+
+def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: float, seed: int,
+               baseline_runs: int | None) -> None:
+    """With a pace probe beside every run: the sweep's rates judged on raw and on pace-adjusted throughputs."""
+    w = Workload(**doc["workload"])
+    runs = {c: [(r["throughput"], r["pace"]) for r in doc["runs"][c]] for c in CONDITIONS}
+    base_pace = float(np.median([p for _, p in runs["baseline"]]))
+    print(f"\npace probe ({doc['pace_probe']}); within each pool, log throughput against log pace:")
+    for c in CONDITIONS:
+        lt, lp = np.log([t for t, _ in runs[c]]), np.log([p for _, p in runs[c]])
+        b = pace_slope([runs[c]])
+        print(f"  {c:9s} median pace {np.exp(np.median(lp)):6.2f} GB/s ({np.exp(np.median(lp)) / base_pace:.3f} of the "
+              f"baseline pool's), pace CV {np.exp(lp).std(ddof=1) / np.exp(lp).mean():5.1%}; correlation "
+              f"{np.corrcoef(lt, lp)[0, 1]:+.2f}, slope {b:.2f}: spread {lt.std(ddof=1):.1%} -> "
+              f"{(lt - b * lp).std(ddof=1):.1%} adjusted")
+    print("  sweep, 500 resampled trials each: identical code failing CI (of which regression) / 5% caught / "
+          "10% caught, as measured and adjusted to the baseline's pace (slope fitted per trial)")
+    for n in sweep:
+        m = baseline_runs or n
+        if n + m > len(runs["baseline"]):
+            continue
+        cells = {"raw": [], "adjusted": []}
+        for c in ("identical", "slow5", "slow10"):
+            rng = random.Random(f"pace-{seed}-{c}-{n}")
+            pairs = resampled_sessions(runs["baseline"], runs[c], n, 500, rng, m=m)
+            for mode, judged in (("raw", [([t for t, _ in s], [t for t, _ in b]) for s, b in pairs]),
+                                 ("adjusted", [adjusted_pair(s, b) for s, b in pairs])):
+                reg, noisy, total = rates(judged, w, tol, cv_bound, alpha)
+                cells[mode].append(f"{(reg + noisy) / total:.0%} ({reg / total:.0%})" if c == "identical"
+                                   else f"{reg / total:.0%}")
+        print(f"  N={n:2d}  measured: {' / '.join(cells['raw']):24s} adjusted: {' / '.join(cells['adjusted'])}")
 
 
 def synthetic(w: Workload, cv: float, pool: int, seed: int, drift: float = 0.0) -> dict:
@@ -360,6 +452,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="time-based window (the CPU profile's default; 0: exactly --iters)")
     p.add_argument("--warmup-iters", type=int, default=Workload.warmup_iters)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--pace-probe", action="store_true",
+                   help="run a same-core copy probe beside every run and also judge throughputs adjusted to the "
+                        "baseline's pace (a model of the host's memory-system speed; README, Gate power)")
     p.add_argument("--sweep", type=int, nargs="*", default=[3, 5, 8, 10],
                    help="repeat counts for the repeats x tolerance sweep (empty: none)")
     p.add_argument("--window-steps", type=int, nargs="*", default=[],
@@ -375,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     elif not a.analyze_only:
         print(f"collecting {a.pool} runs per condition ({4 * a.pool} runs) into {a.pools_file}; "
               f"workload {w}", flush=True)
-        doc = collect(w, a.pool, a.pools_file)
+        doc = collect(w, a.pool, a.pools_file, pace_probe=a.pace_probe)
     else:
         doc = json.loads(a.pools_file.read_text())
     from pytest_dlperf.baselines import gate
@@ -388,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = analyze(doc, a.repeats, a.trials, tol, cv_bound, alpha, a.seed, a.sweep, a.baseline_runs)
     verdict_lines(rows)
     schedule_lines(doc, a.repeats[0], a.baseline_runs or a.repeats[0], tol, cv_bound, alpha)
+    if doc.get("pace_probe") and all("pace" in r for rs in doc["runs"].values() for r in rs):
+        pace_lines(doc, a.sweep, tol, cv_bound, alpha, a.seed, a.baseline_runs)
     for k in a.window_steps:
         short = truncated(doc, k)
         print(f"\n=== each run judged on its first {k} measured steps (mean window "
