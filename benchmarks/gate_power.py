@@ -445,6 +445,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pools-file", type=Path, default=Path(tempfile.gettempdir()) / "gate_power_pools.json",
                    help="where runs are saved (collection resumes from it)")
     p.add_argument("--analyze-only", action="store_true", help="judge the saved pools; run nothing")
+    p.add_argument("--baseline-from", type=Path, default=None,
+                   help="with --analyze-only: take the baseline pool from this pools file (another sitting of the "
+                        "same workload), so sessions are judged against a baseline recorded at another time")
     p.add_argument("--core", type=int, default=0)
     p.add_argument("--iters", type=int, default=Workload.iters,
                    help="measured steps per run, the least (the CPU profile's default)")
@@ -461,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="also judge each run on its first K measured steps only, for each K (a shorter window "
                         "taken from the same runs: collect with --window-seconds 0 --iters as long as the longest)")
     a = p.parse_args(argv)
+    if a.baseline_from is not None and not a.analyze_only:
+        p.error("--baseline-from needs --analyze-only (it judges saved pools of two sittings)")
     w = Workload(core=a.core, iters=a.iters, warmup_iters=a.warmup_iters, window_seconds=a.window_seconds)
     if a.synthetic_cv is not None:
         doc = synthetic(w, a.synthetic_cv, a.pool, a.seed, a.synthetic_drift)
@@ -473,6 +478,13 @@ def main(argv: list[str] | None = None) -> int:
         doc = collect(w, a.pool, a.pools_file, pace_probe=a.pace_probe)
     else:
         doc = json.loads(a.pools_file.read_text())
+    if a.baseline_from is not None:
+        other = json.loads(a.baseline_from.read_text())
+        if other["workload"] != doc["workload"] or other.get("pace_probe") != doc.get("pace_probe"):
+            p.error(f"--baseline-from {a.baseline_from}: another workload or probe setting than {a.pools_file}")
+        doc["runs"]["baseline"] = other["runs"]["baseline"]
+        print(f"baseline pool from {a.baseline_from}, the other pools from {a.pools_file}: sessions judged against "
+              "a baseline of another sitting (the interleav and schedule lines mean nothing here)")
     from pytest_dlperf.baselines import gate
     from pytest_dlperf.baselines.profile import default_tolerances
 
