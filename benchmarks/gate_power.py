@@ -219,9 +219,7 @@ def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: 
             pairs = resampled_sessions(runs["baseline"], runs[c], n, 500, rng, m=m)
             for mode, judged in (("raw", [([t for t, _ in s], [t for t, _ in b]) for s, b in pairs]),
                                  ("adjusted", [adjusted_pair(s, b) for s, b in pairs])):
-                reg, noisy, total = rates(judged, w, tol, cv_bound, alpha)
-                cells[mode].append(f"{(reg + noisy) / total:.0%} ({reg / total:.0%})" if c == "identical"
-                                   else f"{reg / total:.0%}")
+                cells[mode].append(sweep_cell(c, judged, w, tol, cv_bound, alpha))
         print(f"  N={n:2d}  measured: {' / '.join(cells['raw']):24s} adjusted: {' / '.join(cells['adjusted'])}")
 
 
@@ -296,6 +294,12 @@ def rates(pairs: list[Pair], w: Workload, tol: float, cv_bound: float, alpha: fl
     return verdicts.count("regression"), verdicts.count("noisy"), len(verdicts)
 
 
+def sweep_cell(condition: str, pairs: list[Pair], w: Workload, tol: float, cv_bound: float, alpha: float) -> str:
+    """One sweep cell: for identical code the share failing CI (of which regression), else the share caught."""
+    reg, noisy, total = rates(pairs, w, tol, cv_bound, alpha)
+    return f"{(reg + noisy) / total:.0%} ({reg / total:.0%})" if condition == "identical" else f"{reg / total:.0%}"
+
+
 def cell(k: int, n: int) -> str:
     lo, hi = wilson(k, n)
     return f"{k:2d}/{n:<3d} {k / n:4.0%} [{lo:3.0%},{hi:4.0%}]"
@@ -356,9 +360,8 @@ def analyze(doc: dict, repeats: list[int], count: int, tol: float, cv_bound: flo
                 out = []
                 for c in ("identical", "slow5", "slow10"):
                     rng = random.Random(f"sweep-{seed}-{c}-{n}")
-                    reg, noisy, total = rates(resampled_sessions(base, runs[c], n, 500, rng, m=baseline_runs), w, t, cb, alpha)
-                    out.append(f"{(reg + noisy) / total:.0%} ({reg / total:.0%})" if c == "identical"
-                               else f"{reg / total:.0%}")
+                    out.append(sweep_cell(c, resampled_sessions(base, runs[c], n, 500, rng, m=baseline_runs),
+                                          w, t, cb, alpha))
                 cells.append(" / ".join(out))
             print(f"  {n:3d} " + " ".join(f"{x:>26s}" for x in cells))
     return rows
