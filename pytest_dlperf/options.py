@@ -6,6 +6,7 @@ import datetime as _dt
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,18 +109,25 @@ def _profile_name(text: str) -> str:
 
 
 FLAG_ACTIONS = ("store_true", "store_false", "count")
+# The keywords each option was added with, by option string (aliases too). Read from here, not from
+# pytest's Argument.attrs(): which keywords that returns differs between pytest versions (one on a
+# GPU machine, 2026-11-25, gave no 'action', and --update-baselines became an option taking a value).
+OPTION_KWARGS: dict[str, dict[str, Any]] = {}
 
 
 def value_options(parser: pytest.Parser) -> frozenset[str]:
     """The plugin's option strings (long names and the short aliases added) that take a value."""
-    return frozenset(name for opt in parser.getgroup("dlperf").options
-                     if opt.attrs().get("action") not in FLAG_ACTIONS for name in opt.names())
+    return frozenset(name for opt in parser.getgroup("dlperf").options for name in opt.names()
+                     if OPTION_KWARGS.get(name, {}).get("action") not in FLAG_ACTIONS)
 
 
 def add_options(parser: pytest.Parser) -> None:
     """Every option of the plugin, in one group; dests are ``dlperf_*`` (never a conftest's)."""
     g = parser.getgroup("dlperf", "distributed training benchmarks (pytest-dlperf)")
-    a = g.addoption
+
+    def a(name: str, **kwargs: Any) -> None:
+        OPTION_KWARGS[name] = kwargs
+        g.addoption(name, **kwargs)
     # -- what runs, where
     a("--dlperf-cluster", default="local", metavar="KIND",
       help="where the nodes come from: local (processes on this machine, default), "
@@ -295,8 +303,10 @@ def add_short_names(parser: pytest.Parser) -> list[str]:
         if short in taken:
             skipped.append(short)
             continue
-        attrs = {k: v for k, v in longs[long].attrs().items()
-                 if k in ("type", "default", "action", "choices", "metavar", "dest")}
+        attrs = {k: v for k, v in OPTION_KWARGS[long].items()
+                 if k in ("type", "default", "action", "choices", "metavar")}
+        attrs["dest"] = longs[long].dest
+        OPTION_KWARGS[short] = attrs
         g.addoption(short, **attrs, help=f"same as {long}")
     return skipped
 

@@ -226,6 +226,36 @@ def test_short_names_are_aliases_where_free(suite):
     assert r.ret == 4 and "--slurm-wait" in r.stderr.str()  # the long option's type checks the alias
 
 
+def test_flag_aliases_stay_flags_whatever_pytest_argument_attrs_returns(monkeypatch):
+    """pytest 9.1's Argument.attrs() returns the argparse action's __dict__, which has no 'action':
+    copying the alias's keywords from it made --update-baselines an option taking a value (seen on
+    a GPU machine, 2026-11-25: 'argument --update-baselines: expected one argument')."""
+    from _pytest.config import argparsing
+
+    from pytest_dlperf.options import add_options, add_short_names, value_options
+
+    parser = argparsing.Parser(_ispytest=True)
+    add_options(parser)
+    real = argparsing.Argument.attrs
+
+    def attrs_91(self):  # pytest 9.1's answer, to the plugin's own calls (pytest's own need the real one here)
+        got = real(self)
+        if sys._getframe(1).f_globals.get("__name__", "").startswith("pytest_dlperf"):
+            return {k: v for k, v in got.items() if k != "action"}
+        return got
+
+    with monkeypatch.context() as m:
+        m.setattr(argparsing.Argument, "attrs", attrs_91)
+        assert add_short_names(parser) == []
+        takes_value = value_options(parser)
+    alias = {name: opt for opt in parser.getgroup("dlperf").options for name in opt.names()}["--update-baselines"]
+    assert alias.attrs()["action"] == "store_true" and alias.dest == "dlperf_update_baselines"
+    assert "--update-baselines" not in takes_value and "--dlperf-update-baselines" not in takes_value
+    assert {"--nodes", "--dlperf-nodes", "--cluster"} <= takes_value
+    ns = parser.parse(["--update-baselines", "--nodes", "2", "x.py"])
+    assert ns.dlperf_update_baselines is True and ns.dlperf_nodes == 2
+
+
 PLUGIN_CLUSTER = """
 import os
 from pytest_dlperf.clusters.local import LocalCluster
