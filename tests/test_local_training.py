@@ -41,6 +41,7 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
         assert len(run["steps"]) == 4  # warmup 1 + iters 3
         assert all(len(s["rank_times"]) == 2 and s["samples"] == 4 for s in run["steps"])
         assert run["meta"]["nnodes"] == 2 and run["meta"]["backend"] == "gloo"
+        assert run["meta"]["wrapper"] == "DistributedDataParallel"
         # two launchers, node ranks 0 and 1, meeting on 127.0.0.1 at one port
         assert len(run["commands"]) == 2
         assert "--node_rank 0" in run["commands"][0] and "--node_rank 1" in run["commands"][1]
@@ -63,6 +64,7 @@ def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_p
     meta, steps = run["meta"], run["steps"]
     warmup, iters = meta["warmup_iters"], meta["iters"]
     assert warmup == 1 and meta["window_seconds"] == 1.5
+    assert meta["wrapper"] == "none"  # one rank: nothing to synchronise, no DDP reducer in the step
     assert len(steps) == warmup + iters and sum(not s["warmup"] for s in steps) == iters
     # sized at the pace of the last warm-up steps (here the only one, 0.24-0.34 s on this VM, where a
     # steady step takes 0.13 s): enough steps to fill 1.5 s, and never fewer than --dlperf-iters 3.
