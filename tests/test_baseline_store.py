@@ -287,6 +287,18 @@ def test_every_shipped_file_loads_and_every_entry_is_marked_published():
                 assert e.source.startswith("published: ") and len(e.source) > 30, e.key
 
 
+def test_the_recorded_h100_baseline_carries_the_fingerprint_of_the_gpu_it_was_recorded_on():
+    """Recorded with the suite on a lent H100 (2026-11-25, README "GPU nodes"), not written by hand."""
+    f = BaselineStore(SHIPPED).load("gpu-1x-nvidia-h100-80gb-hbm3-torch2")
+    assert sorted(f.entries) == ["ddp/resnet50-amp-bs128-224px-1n1g", "ddp/resnet50-fp32-bs128-224px-1n1g"]
+    for e in f.entries.values():
+        assert e.source == "recorded" and len(e.throughputs) == 5 and e.median == statistics.median(e.throughputs)
+        (node,) = f.fingerprint_for(e).values()
+        (gpu,) = node["gpus"]
+        assert gpu["name"] == "NVIDIA H100 80GB HBM3" and gpu["power_limit_w"] == 700.0 and gpu["mig"] == "Disabled"
+        assert gpu["sm_clock_max_mhz"] and gpu["pcie_gen"] and gpu["driver"] and node["gpu_topology"]
+
+
 def _shipped(profile: str, key: str) -> Entry:
     e = BaselineStore(SHIPPED).load(profile).get(key)
     assert e is not None, key
