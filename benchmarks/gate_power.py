@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
+from pytest_dlperf.baselines.gate import pace_adjust, pace_slope  # noqa: E402
 from pytest_dlperf.files import atomic_write_text  # noqa: E402
 from pytest_dlperf.runner import parse_steps  # noqa: E402
 from pytest_dlperf.specs import CPU_PROFILE  # noqa: E402
@@ -171,26 +172,11 @@ PACE_PERIOD = 0.1
 PACE_TXT = f"same-core 8 MiB copy every {PACE_PERIOD} s, rate in the probe's CPU time, mean over the window"
 
 
-def pace_slope(pairs_side: list[list[tuple[float, float]]]) -> float:
-    """Pooled within-side slope of log throughput on log pace (analysis of covariance): each side's
-    runs about their own means, so a difference between the sides cannot set the slope. Clipped to
-    [0, 1]: a faster host never makes a run slower, and a run cannot gain more than its host did."""
-    xs, ys = [], []
-    for side in pairs_side:
-        lt = np.log([t for t, _ in side])
-        lp = np.log([p for _, p in side])
-        xs.append(lp - lp.mean())
-        ys.append(lt - lt.mean())
-    x, y = np.concatenate(xs), np.concatenate(ys)
-    sxx = float(x @ x)
-    return float(np.clip((x @ y) / sxx, 0.0, 1.0)) if sxx > 0 else 0.0
-
-
 def adjusted_pair(session: list[tuple[float, float]], base: list[tuple[float, float]]) -> Pair:
-    """Both sides' throughputs at the baseline runs' median pace: t x (pace_ref / pace)^slope."""
-    b = pace_slope([session, base])
-    ref = float(np.median([p for _, p in base]))
-    return [t * (ref / p) ** b for t, p in session], [t * (ref / p) ** b for t, p in base]
+    """Both sides' throughputs at the baseline runs' median pace, as the gate judges them
+    (pytest_dlperf.baselines.gate.pace_adjust: t x (pace_ref / pace)^slope, the slope pooled within sides)."""
+    m, b, _ = pace_adjust([t for t, _ in session], [p for _, p in session], [t for t, _ in base], [p for _, p in base])
+    return m, b
 
 
 def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: float, seed: int,

@@ -294,7 +294,7 @@ class Gate:
             verdicts = [v]
         else:
             verdicts = [judge(result.throughputs, entry, tol, metric="throughput", cv_bound=self.options.cv_bound,
-                              alpha=self.options.alpha, case=case.id)]
+                              alpha=self.options.alpha, case=case.id, measured_paces=result.paces)]
             if case.topology.world_size > 1:
                 runs = _scaling_runs(result, entry, reference, bfile)
                 for metric, measured in (("speedup", result.speedup), ("efficiency", result.efficiency)):
@@ -304,6 +304,9 @@ class Gate:
                                                      baseline_source=entry.source, runs=runs,
                                                      alpha=self.options.alpha))
         result.verdict = {v.metric: v.to_dict() for v in verdicts}
+        if result.pace_errors:
+            self.note(f"{case.id}: the pace probe gave no figure ({'; '.join(result.pace_errors)}): "
+                      "its throughputs are judged as measured")
         if entry is None:
             if record:
                 return Judgement("pass", f"{case.id}: recorded as the baseline of profile {profile!r}", verdicts)

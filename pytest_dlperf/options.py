@@ -172,6 +172,10 @@ def add_options(parser: pytest.Parser) -> None:
     a("--dlperf-window-seconds", type=non_negative_seconds, default=None, metavar="S",
       help="size each measured window to about this many seconds at the warm-up's pace, "
            "--dlperf-iters steps at least (default: the profile's, 1.5 on CPU; 0: fixed --dlperf-iters)")
+    a("--dlperf-pace-probe", action="store_true", default=False,
+      help="CPU nodes: run the pace probe (node/paceprobe.py, an 8 MiB copy every 0.1 s on the launch's "
+           "core; about 3%% of a launch's throughput) beside node 0's launch, and judge throughputs at the "
+           "baseline's pace where both sides were probed (README, Gate power)")
     a("--dlperf-dryrun", action="store_true", default=False,
       help="print the exact per-node commands of every case; train nothing")
     a("--dlperf-report", default=None, metavar="DIR",
@@ -332,6 +336,7 @@ class RunOptions:
     dryrun: bool
     report_dir: Path
     timeout: float
+    pace_probe: bool = False
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -382,6 +387,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         warmup_iters=get("dlperf_warmup_iters"), iters=get("dlperf_iters"),
         window_seconds=get("dlperf_window_seconds"),
         dryrun=get("dlperf_dryrun"),
-        report_dir=report_dir, timeout=get("dlperf_timeout"),
+        report_dir=report_dir, timeout=get("dlperf_timeout"), pace_probe=get("dlperf_pace_probe"),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

@@ -27,6 +27,17 @@ class CaseResult:
     verdict: dict | None = None  # filled by the baseline gate
 
     @property
+    def paces(self) -> list[float]:
+        """The pace probe's figure of every repeat, in the order of ``throughputs``; [] unless every
+        repeat has one."""
+        got = [r.pace for r in self.runs]
+        return [float(p) for p in got] if got and all(p is not None for p in got) else []
+
+    @property
+    def pace_errors(self) -> list[str]:
+        return [f"repeat {r.repeat}: {r.pace_error}" for r in self.runs if r.pace_error]
+
+    @property
     def acspeed_line(self) -> str:
         t = self.case.topology
         on_gpu = bool(self.runs and self.runs[0].meta.get("cuda"))
@@ -38,6 +49,7 @@ class CaseResult:
             "case": self.case.to_dict(),
             "measurement": self.measurement.to_dict(),
             "throughputs": self.throughputs,
+            "paces": self.paces,
             "mean": self.mean,
             "median": self.median,
             "step_time": self.step_time,
@@ -52,7 +64,9 @@ class CaseResult:
         if raw:
             d["runs"] = [
                 {"repeat": r.repeat, "started_at": r.started_at, "wall_seconds": r.wall_seconds, "commands": r.commands,
-                 "logs": r.logs, "meta": r.meta, "steps": [asdict(s) for s in r.steps]}
+                 "logs": r.logs, "meta": r.meta, "steps": [asdict(s) for s in r.steps],
+                 **({"pace": r.pace} if r.pace is not None else {}),
+                 **({"pace_error": r.pace_error} if r.pace_error else {})}
                 for r in self.runs
             ]
         return d
@@ -69,7 +83,7 @@ def result_from_dict(d: dict) -> CaseResult:
     """Rebuild a CaseResult from CaseResult.to_dict(raw=True) (xdist workers' reports)."""
     runs = [RunRecord(repeat=r["repeat"], meta=r["meta"], steps=[StepRecord(**s) for s in r["steps"]],
                       commands=r["commands"], logs=r["logs"], wall_seconds=r["wall_seconds"],
-                      started_at=r.get("started_at", 0.0))
+                      started_at=r.get("started_at", 0.0), pace=r.get("pace"), pace_error=r.get("pace_error", ""))
             for r in d.get("runs", [])]
     return CaseResult(
         case=case_from_dict(d["case"]), measurement=Measurement(**d["measurement"]), runs=runs,

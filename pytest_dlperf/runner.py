@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import pace
 from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess
 from .launchers.base import Launcher, RunPlan
 from .specs import CaseSpec, Measurement
@@ -50,6 +51,8 @@ class RunRecord:
     wall_seconds: float
     run_dir: str = ""
     started_at: float = 0.0  # Unix time the launch began: results.json shows the session's order
+    pace: float | None = None  # the pace probe's mean GB/s over the window (--dlperf-pace-probe)
+    pace_error: str = ""  # why a probed run has no pace
 
 
 def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
@@ -89,7 +92,15 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     cmds = launcher.commands(plan)
     if launcher.spans_nodes and [c.node.name for c in cmds] != [nodes[0].name]:
         raise ClusterError(f"launcher {launcher.name!r} spans nodes: it must return one command, for node 0")
+    if probes_pace(launcher, measurement, cmds):
+        cmds = pace.wrap(cluster, run_dirs[nodes[0].name], cmds)
     return plan, cmds
+
+
+def probes_pace(launcher: Launcher, measurement: Measurement, cmds: list[NodeCommand]) -> bool:
+    """The pace probe runs beside node 0's launch when asked, on a CPU node, for a workload of ours
+    (its step log has the window on node 0's clock)."""
+    return measurement.pace_probe and launcher.output_format is None and pace.wanted(cmds)
 
 
 def _write_hostfile(cluster: Cluster, nodes: list[Node], slots: int, run_dir: str) -> str:
@@ -200,6 +211,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     procs: list[NodeProcess] = []
     codes: dict[str, int | None] = {}
     t0, started_at = time.monotonic(), time.time()
+    run_pace, pace_error = None, ""
     deadline = t0 + measurement.timeout
     next_look = t0
     try:
@@ -249,6 +261,8 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                 raise RunFailed(_describe_failure(
                     procs, codes, f"{case.id}: no usable step log from node {node0.name} "
                                   f"({remote}, copied to {out}): {exc}")) from exc
+            if probes_pace(launcher, measurement, cmds):
+                run_pace, pace_error = _read_pace(cluster, plan, log_dir, meta)
     finally:
         sweep_errors = stop_everything(cluster, plan.nodes, plan.tag, procs)
         if sweep_errors:
@@ -259,4 +273,18 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                 raise ClusterError("\n".join(sweep_errors))
     return RunRecord(repeat=repeat, meta=meta, steps=steps, commands=rendered,
                      logs={p.node.name: str(p.log_path) for p in procs}, wall_seconds=wall,
-                     run_dir=str(log_dir), started_at=started_at)
+                     run_dir=str(log_dir), started_at=started_at, pace=run_pace, pace_error=pace_error)
+
+
+def _read_pace(cluster: Cluster, plan: RunPlan, log_dir: Path, meta: dict) -> tuple[float | None, str]:
+    """(pace, "") from node 0's probe log over the step log's window, or (None, why not)."""
+    node0 = plan.nodes[0]
+    remote = posixpath.join(plan.run_dirs[node0.name], pace.LOG_NAME)
+    local = log_dir / pace.LOG_NAME
+    try:
+        cluster.download(node0, remote, local)
+        window = meta["window"]
+        return pace.window_pace(_read(local), float(window["start"]), float(window["end"]),
+                                f"{node0.name}:{remote}"), ""
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        return None, str(exc)

@@ -174,7 +174,8 @@ class DLPerfSession:
             warmup_iters=warm, iters=o.iters or p.iters, repeats=repeats, timeout=o.timeout,
             max_warmup_iters=p.max_warmup_iters if o.warmup_iters is None else warm,
             window_seconds=window, max_iters=p.max_iters if window else 0,
-            min_repeats=min(p.min_repeats or 1, repeats) if budget else 0, budget=budget)
+            min_repeats=min(p.min_repeats or 1, repeats) if budget else 0, budget=budget,
+            pace_probe=o.pace_probe)
 
     def budget(self, m: Measurement) -> Budget:
         if self._budget is None:

@@ -56,6 +56,17 @@ def test_round_trip_keeps_every_field(tmp_path):
                         "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source"}
 
 
+def test_paces_round_trip_beside_the_throughputs_and_are_left_out_when_unprobed(tmp_path):
+    store = BaselineStore(tmp_path / "baselines")
+    plain, probed = entry(), entry(topology="2n1g")
+    probed.paces = [51.0, 49.5, 50.2]
+    store.update(PROFILE, {plain.key: plain, probed.key: probed})
+    loaded = store.load(PROFILE)
+    assert loaded.entries[probed.key].paces == [51.0, 49.5, 50.2] and loaded.entries[plain.key].paces == []
+    raw = json.loads((tmp_path / "baselines" / f"{PROFILE}.json").read_text())["entries"]
+    assert raw[probed.key]["paces"] == [51.0, 49.5, 50.2] and "paces" not in raw[plain.key]
+
+
 def test_key_matches_case_spec():
     case = CaseSpec("resnet50", "fp32", 8, 64, Topology(2, 1), "ddp")
     assert entry(topology="2n1g").key == case.key == "ddp/resnet50-fp32-bs8-64px-2n1g"
@@ -136,6 +147,8 @@ def _valid_doc() -> dict:
     (lambda e: e.update(tolerance={"throughput": 2}), r"tolerance\.'speedup' is missing"),
     (lambda e: e.update(tolerance={"throughput": 2, "speedup": 0, "efficiency": 0}), r"expected a fraction"),
     (lambda e: e.update(versions={"torch": 2}), r"'versions' must map names to version strings"),
+    (lambda e: e.update(paces=[50.0, 0]), r"'paces' item 1 must be a number > 0"),
+    (lambda e: e.update(paces=[50.0, 51.0]), r"'paces' has 2 items for 3 throughputs: one per run"),
 ])
 def test_wrong_fields_and_types_are_named(tmp_path, mutate, pattern):
     doc = _valid_doc()

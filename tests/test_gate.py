@@ -378,3 +378,71 @@ def test_rank_p_matches_scipy_and_the_bounds_agree_with_it():
         assert t.p == pytest.approx(sum(counts[:u + 1]) / sum(counts), rel=1e-9)
         assert significant(t, 0.05) == (t.high < 1)  # the bounds invert the test
         assert t.low <= t.high
+
+
+# ---------------------------------------------------------------- the pace probe (--dlperf-pace-probe)
+def paced(runs: list[tuple[float, float]]) -> Entry:
+    """A baseline entry whose runs carry (throughput, pace)."""
+    e = base(*[t for t, _ in runs])
+    e.paces = [p for _, p in runs]
+    return e
+
+
+def host(pace: float, slope: float = 0.25, software: float = 1.0, wobble: float = 1.0) -> tuple[float, float]:
+    """A run on a host whose memory system runs at ``pace`` GB/s: throughput follows pace^slope."""
+    return 20.0 * software * wobble * (pace / 50.0) ** slope, pace
+
+
+BASE_RUNS = [host(p, wobble=w) for p, w in
+             [(50, 1.0), (54, 0.99), (47, 1.01), (52, 1.0), (49, 0.995), (56, 1.005), (45, 1.0), (51, 0.99)]]
+
+
+def test_a_slower_host_is_judged_at_the_baselines_pace_and_passes():
+    """The host's memory system at 0.6 of the recording's: -11.8% as measured, a regression on its face."""
+    session = [host(p, wobble=w) for p, w in [(30, 1.0), (31, 0.995), (29, 1.005)]]
+    ts, ps = [t for t, _ in session], [p for _, p in session]
+    raw = judge(ts, base(*[t for t, _ in BASE_RUNS]), 0.05)
+    assert raw.status == "regression" and raw.pace is None
+    v = judge(ts, paced(BASE_RUNS), 0.05, measured_paces=ps)
+    assert v.status == "pass", v.message
+    # fitted on 11 runs whose wobble is not the pace's: near the true 0.25, not exactly
+    assert v.pace["slope"] == pytest.approx(0.25, abs=0.05) and v.pace["baseline_pace"] == 50.5
+    assert v.pace["measured_as_run"] == pytest.approx(raw.measured_median)
+    assert "Judged at the baseline runs' pace (50.5 GB/s; this session's 30, x0.594), slope 0.2" in v.message
+    assert "as measured 17.6 vs 19.95 samples/s (-11.8%)" in v.message
+
+
+def test_slower_software_on_the_same_host_is_still_a_regression():
+    session = [host(p, software=0.9, wobble=w) for p, w in [(50, 1.0), (53, 0.995), (48, 1.005)]]
+    v = judge([t for t, _ in session], paced(BASE_RUNS), 0.05, measured_paces=[p for _, p in session])
+    assert v.status == "regression" and v.change == pytest.approx(-0.10, abs=0.01), v.message
+
+
+def test_slower_software_on_a_slower_host_is_still_a_regression():
+    session = [host(p, software=0.9, wobble=w) for p, w in [(30, 1.0), (31, 0.995), (29, 1.005)]]
+    v = judge([t for t, _ in session], paced(BASE_RUNS), 0.05, measured_paces=[p for _, p in session])
+    # -20.6% as measured; at the baseline's pace about the software's -10% (the fitted slope, 0.22
+    # for a true 0.25, leaves a little of the host's share in it)
+    assert v.status == "regression" and v.change == pytest.approx(-0.10, abs=0.02), v.message
+
+
+def test_the_slope_comes_from_within_each_side_and_is_clipped():
+    # the sides differ (software 0.9 at a lower pace) but within each side throughput does not follow
+    # the pace: the slope is 0, and the difference between the sides stays a regression
+    flat_base = [(20.0 * w, p) for p, w in [(50, 1.0), (54, 0.99), (47, 1.01), (52, 1.0)]]
+    flat_session = [(18.0 * w, p) for p, w in [(40, 1.0), (44, 1.005), (37, 0.995)]]
+    v = judge([t for t, _ in flat_session], paced(flat_base), 0.05, measured_paces=[p for _, p in flat_session])
+    assert v.pace["slope"] == 0.0 and v.status == "regression"
+    from pytest_dlperf.baselines.gate import pace_slope
+
+    assert pace_slope([[(10.0, 1.0), (30.0, 2.0)]]) == 1.0  # throughput doubling with pace: clipped at 1
+    assert pace_slope([[(10.0, 2.0), (20.0, 1.0)]]) == 0.0  # faster on a slower host: never a negative slope
+    assert pace_slope([[(10.0, 2.0)], [(11.0, 3.0)]]) == 0.0  # one run a side: no slope to fit
+
+
+def test_pace_on_one_side_only_is_judged_as_measured_and_says_why():
+    ts = [t for t, _ in BASE_RUNS[:3]]
+    v = judge(ts, base(*[t for t, _ in BASE_RUNS]), 0.05, measured_paces=[50.0, 51.0, 49.0])
+    assert v.pace is None and "only this session's runs carry the pace probe's figure" in v.message
+    v = judge(ts, paced(BASE_RUNS), 0.05)
+    assert v.pace is None and "only the baseline's runs carry" in v.message

@@ -243,3 +243,31 @@ def test_dryrun_commands_pasted_into_shells_run_the_case(tmp_path):
     assert records[0]["kind"] == "meta" and records[0]["world_size"] == 2
     assert records[0]["model"] == "resnet50" and records[0]["batch_size"] == 2
     assert sum(1 for x in records if x["kind"] == "step") == 4
+
+
+def test_the_pace_probe_runs_beside_node_0_and_the_gate_judges_at_the_baselines_pace(tmp_path):
+    """--dlperf-pace-probe: node 0's launch behind node/paceprobe.py, a pace per run in results.json and
+    in the recorded entry, and the next session's throughput judged at the baseline's pace."""
+    store = tmp_path / "store"
+    args = ["-k", "1n1g", "--dlperf-window-seconds", "1", "--dlperf-pace-probe", f"--dlperf-baseline-dir={store}"]
+    r = run_suite(tmp_path / "dry", *args, "--dlperf-dryrun", "-k", "2n1g")
+    lines = [line for line in r.stdout.splitlines() if line.startswith(("local0:", "local1:"))]
+    assert r.returncode == 0 and len(lines) == 2, r.stdout + r.stderr
+    assert "paceprobe.py --output" in lines[0] and "-- " in lines[0] and "paceprobe" not in lines[1]
+
+    r = run_suite(tmp_path / "rec", *args, "--update-baselines")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (case,) = json.loads((tmp_path / "rec" / "results.json").read_text())["cases"]
+    paces = [run["pace"] for run in case["runs"]]
+    assert len(paces) == 2 and all(p > 0.1 for p in paces) and case["paces"] == paces
+    assert "paceprobe.py" in case["runs"][0]["commands"][0]
+    (path,) = store.glob("*.json")
+    (entry,) = json.loads(path.read_text())["entries"].values()
+    assert entry["paces"] == paces and entry["throughputs"] == case["throughputs"]
+
+    r = run_suite(tmp_path / "gate", *args)
+    (case,) = json.loads((tmp_path / "gate" / "results.json").read_text())["cases"]
+    verdict = case["verdict"]["throughput"]
+    assert verdict["pace"]["baseline_pace"] == pytest.approx(sorted(paces)[0] / 2 + sorted(paces)[1] / 2)
+    assert 0 <= verdict["pace"]["slope"] <= 1 and "Judged at the baseline runs' pace" in verdict["message"]
+    assert tagged_processes(str(tmp_path)) == []

@@ -46,6 +46,7 @@ class Entry:
     variant: str = ""
     mean: float | None = None
     throughputs: list[float] = field(default_factory=list)  # raw per repeat; empty when unpublished
+    paces: list[float] = field(default_factory=list)  # the pace probe's GB/s per repeat (pace.py); [] unprobed
     speedup: float | None = None
     efficiency: float | None = None
     tolerance: Tolerances | None = None
@@ -98,10 +99,12 @@ class Entry:
     def from_result(cls, result: Any, tolerance: Tolerances | None, versions: Mapping[str, str]) -> Entry:
         """An entry recording a CaseResult (pytest_dlperf.results) as --update-baselines does."""
         c = result.case
-        return cls.from_samples(model=c.model, precision=c.precision, batch_size=c.batch_size,
-                                image_size=c.image_size, backend=c.backend, topology=c.topology.name,
-                                throughputs=result.throughputs, tolerance=tolerance, versions=versions,
-                                speedup=result.speedup, efficiency=result.efficiency, variant=c.variant)
+        entry = cls.from_samples(model=c.model, precision=c.precision, batch_size=c.batch_size,
+                                 image_size=c.image_size, backend=c.backend, topology=c.topology.name,
+                                 throughputs=result.throughputs, tolerance=tolerance, versions=versions,
+                                 speedup=result.speedup, efficiency=result.efficiency, variant=c.variant)
+        entry.paces = list(getattr(result, "paces", []))
+        return entry
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -112,6 +115,8 @@ class Entry:
             "tolerance": self.tolerance.to_dict() if self.tolerance else None,
             "recorded_at": self.recorded_at, "versions": dict(self.versions), "source": self.source,
         }
+        if self.paces:
+            d["paces"] = list(self.paces)
         if self.machine:
             d["machine"] = self.machine
         if self.variant:
@@ -130,6 +135,13 @@ class Entry:
         for i, x in enumerate(tputs):
             if not (_is_number(x) and x > 0):
                 raise r.fail("throughputs", f"item {i} must be a number > 0, not {json.dumps(x)}")
+        paces = r.get("paces", "list", required=False) or []
+        for i, x in enumerate(paces):
+            if not (_is_number(x) and x > 0):
+                raise r.fail("paces", f"item {i} must be a number > 0, not {json.dumps(x)}")
+        if paces and len(paces) != len(tputs):
+            raise r.fail("paces", f"has {len(paces)} items for {len(tputs)} throughputs: one per run, in their "
+                                  "order (record the case again with --update-baselines)")
         versions = r.get("versions", "dict")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in versions.items()):
             raise r.fail("versions", "must map names to version strings")
@@ -138,13 +150,13 @@ class Entry:
             raise r.fail("source", f"must be 'recorded', 'published: <citation>' or 'imported: <logs>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
                  "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
-                 "machine", "variant"}
+                 "machine", "variant", "paces"}
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
             backend=r.get("backend", "str"), topology=r.get("topology", "str"),
             median=float(r.get("median", "number")), mean=r.get("mean", "number", required=False),
-            throughputs=[float(x) for x in tputs], speedup=r.get("speedup", "number", required=False),
+            throughputs=[float(x) for x in tputs], paces=[float(x) for x in paces], speedup=r.get("speedup", "number", required=False),
             efficiency=r.get("efficiency", "number", required=False),
             tolerance=Tolerances.read(r, "tolerance", required=False),
             recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,
