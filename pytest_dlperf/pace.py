@@ -31,15 +31,16 @@ def wanted(cmds: list[NodeCommand]) -> bool:
     return bool(cmds) and cmds[0].node.gpus == 0
 
 
-def log_path(cmd: NodeCommand) -> str:
-    return posixpath.join(cmd.cwd or ".", LOG_NAME)
+def log_on_node(run_dir: str) -> str:
+    """Where the probe writes its log on node 0: in the run's directory."""
+    return posixpath.join(run_dir, LOG_NAME)
 
 
 def wrap(cluster: Cluster, run_dir: str, cmds: list[NodeCommand]) -> list[NodeCommand]:
     """Node 0's command behind the probe's wrapper (the others unchanged); uploads the probe."""
     first = cmds[0]
     script = cluster.upload(first.node, PROBE, run_dir)
-    argv = [first.node.python, script, "--output", posixpath.join(run_dir, LOG_NAME), "--period", f"{PERIOD:g}",
+    argv = [first.node.python, script, "--output", log_on_node(run_dir), "--period", f"{PERIOD:g}",
             "--", *first.argv]
     return [dataclasses.replace(first, argv=argv), *cmds[1:]]
 

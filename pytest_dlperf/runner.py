@@ -279,7 +279,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
 def _read_pace(cluster: Cluster, plan: RunPlan, log_dir: Path, meta: dict) -> tuple[float | None, str]:
     """(pace, "") from node 0's probe log over the step log's window, or (None, why not)."""
     node0 = plan.nodes[0]
-    remote = posixpath.join(plan.run_dirs[node0.name], pace.LOG_NAME)
+    remote = pace.log_on_node(plan.run_dirs[node0.name])
     local = log_dir / pace.LOG_NAME
     try:
         cluster.download(node0, remote, local)

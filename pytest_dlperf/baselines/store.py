@@ -131,14 +131,14 @@ class Entry:
         if not isinstance(d, dict):
             raise BaselineError(path, f"entries[{key!r}] must be an object")
         r = _Reader(path, d, where)
-        tputs = r.get("throughputs", "list")
-        for i, x in enumerate(tputs):
-            if not (_is_number(x) and x > 0):
-                raise r.fail("throughputs", f"item {i} must be a number > 0, not {json.dumps(x)}")
-        paces = r.get("paces", "list", required=False) or []
-        for i, x in enumerate(paces):
-            if not (_is_number(x) and x > 0):
-                raise r.fail("paces", f"item {i} must be a number > 0, not {json.dumps(x)}")
+        def positives(name: str, required: bool) -> list:
+            values = r.get(name, "list", required=required) or []
+            for i, x in enumerate(values):
+                if not (_is_number(x) and x > 0):
+                    raise r.fail(name, f"item {i} must be a number > 0, not {json.dumps(x)}")
+            return values
+
+        tputs, paces = positives("throughputs", True), positives("paces", False)
         if paces and len(paces) != len(tputs):
             raise r.fail("paces", f"has {len(paces)} items for {len(tputs)} throughputs: one per run, in their "
                                   "order (record the case again with --update-baselines)")
