@@ -31,6 +31,12 @@ run-to-run CV C (independent runs; with --synthetic-drift D a host factor that d
 block as well), to show what the same gate gives on a machine of that noise; its output says it is
 a model, not a measurement. The schedule lines compare sessions and baselines taken back to back
 with ones spread in time (--dlperf-order case / rounds) on the same pools, in time order.
+
+The pace probe: as the suite does by default on CPU nodes, every run has the copy probe beside it on
+its core (the kernel of pytest_dlperf/node/paceprobe.py, started here from sibling_probe.py) and
+the "as the gate judges by default" lines judge throughputs at the baseline's pace where the
+session's host ran slower, else as measured; the lines above them judge the same runs as measured,
+and adjusted both ways. --no-pace-probe collects runs without it.
 """
 from __future__ import annotations
 
@@ -55,7 +61,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
-from pytest_dlperf.baselines.gate import pace_adjust, pace_slope  # noqa: E402
+from pytest_dlperf.baselines.gate import pace_adjust, pace_credited, pace_slope  # noqa: E402
 from pytest_dlperf.files import atomic_write_text  # noqa: E402
 from pytest_dlperf.runner import parse_steps  # noqa: E402
 from pytest_dlperf.specs import CPU_PROFILE  # noqa: E402
@@ -173,14 +179,21 @@ PACE_TXT = f"same-core 8 MiB copy every {PACE_PERIOD} s, rate in the probe's CPU
 
 
 def adjusted_pair(session: list[tuple[float, float]], base: list[tuple[float, float]]) -> Pair:
-    """Both sides' throughputs at the baseline runs' median pace, as the gate judges them
+    """Both sides' throughputs at the baseline runs' median pace, whichever host was faster
     (pytest_dlperf.baselines.gate.pace_adjust: t x (pace_ref / pace)^slope, the slope pooled within sides)."""
     m, b, _ = pace_adjust([t for t, _ in session], [p for _, p in session], [t for t, _ in base], [p for _, p in base])
     return m, b
 
 
+def gate_pair(session: list[tuple[float, float]], base: list[tuple[float, float]]) -> Pair:
+    """As the gate judges them: at the baseline's pace where the session's host ran slower, else as
+    measured (pytest_dlperf.baselines.gate.pace_credited)."""
+    m, b, _ = pace_credited([t for t, _ in session], [p for _, p in session], [t for t, _ in base], [p for _, p in base])
+    return m, b
+
+
 def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: float, seed: int,
-               baseline_runs: int | None) -> None:
+               baseline_runs: int | None, repeats: list[int] = (3, 5)) -> None:
     """With a pace probe beside every run: the sweep's rates judged on raw and on pace-adjusted throughputs."""
     w = Workload(**doc["workload"])
     runs = {c: [(r["throughput"], r["pace"]) for r in doc["runs"][c]] for c in CONDITIONS}
@@ -194,19 +207,36 @@ def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: 
               f"{np.corrcoef(lt, lp)[0, 1]:+.2f}, slope {b:.2f}: spread {lt.std(ddof=1):.1%} -> "
               f"{(lt - b * lp).std(ddof=1):.1%} adjusted")
     print("  sweep, 500 resampled trials each: identical code failing CI (of which regression) / 5% caught / "
-          "10% caught, as measured and adjusted to the baseline's pace (slope fitted per trial)")
+          "10% caught: as measured; adjusted to the baseline's pace (slope fitted per trial); as the gate judges "
+          "(adjusted only where the session's host ran slower)")
     for n in sweep:
         m = baseline_runs or n
         if n + m > len(runs["baseline"]):
             continue
-        cells = {"raw": [], "adjusted": []}
+        cells = {"raw": [], "adjusted": [], "gate": []}
         for c in ("identical", "slow5", "slow10"):
             rng = random.Random(f"pace-{seed}-{c}-{n}")
             pairs = resampled_sessions(runs["baseline"], runs[c], n, 500, rng, m=m)
             for mode, judged in (("raw", [([t for t, _ in s], [t for t, _ in b]) for s, b in pairs]),
-                                 ("adjusted", [adjusted_pair(s, b) for s, b in pairs])):
+                                 ("adjusted", [adjusted_pair(s, b) for s, b in pairs]),
+                                 ("gate", [gate_pair(s, b) for s, b in pairs])):
                 cells[mode].append(sweep_cell(c, judged, w, tol, cv_bound, alpha))
-        print(f"  N={n:2d}  measured: {' / '.join(cells['raw']):24s} adjusted: {' / '.join(cells['adjusted'])}")
+        print(f"  N={n:2d}  measured: {' / '.join(cells['raw']):24s} adjusted: {' / '.join(cells['adjusted']):24s} "
+              f"as the gate: {' / '.join(cells['gate'])}")
+    rows = []
+    for n in repeats:
+        m = baseline_runs or n
+        if n + m > len(runs["baseline"]):
+            continue
+        for c in ("identical", "slow10"):
+            pairs = resampled_sessions(runs["baseline"], runs[c], n, 500, random.Random(f"pace-{seed}-{c}-{n}"), m=m)
+            reg, noisy, total = rates([gate_pair(s, b) for s, b in pairs], w, tol, cv_bound, alpha)
+            rows.append({"repeats": n, "mode": "as gate", "condition": c, "regression": reg, "noisy": noisy,
+                         "trials": total})
+    print("\nas the gate judges by default (every run probed; at the baseline's pace where the session's host ran "
+          "slower, else as measured), "
+          "500 resampled trials (they share runs: their intervals are narrower than independent sessions' would be)")
+    verdict_lines(rows)
 
 
 def synthetic(w: Workload, cv: float, pool: int, seed: int, drift: float = 0.0) -> dict:
@@ -444,9 +474,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="time-based window (the CPU profile's default; 0: exactly --iters)")
     p.add_argument("--warmup-iters", type=int, default=Workload.warmup_iters)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--pace-probe", action="store_true",
+    p.add_argument("--pace-probe", action=argparse.BooleanOptionalAction, default=True,
                    help="run a same-core copy probe beside every run and also judge throughputs adjusted to the "
-                        "baseline's pace (a model of the host's memory-system speed; README, Gate power)")
+                        "baseline's pace, as the suite does by default (a model of the host's memory-system "
+                        "speed; README, Gate power); --no-pace-probe: runs alone, judged as measured")
     p.add_argument("--sweep", type=int, nargs="*", default=[3, 5, 8, 10],
                    help="repeat counts for the repeats x tolerance sweep (empty: none)")
     p.add_argument("--window-steps", type=int, nargs="*", default=[],
@@ -485,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict_lines(rows)
     schedule_lines(doc, a.repeats[0], a.baseline_runs or a.repeats[0], tol, cv_bound, alpha)
     if doc.get("pace_probe") and all("pace" in r for rs in doc["runs"].values() for r in rs):
-        pace_lines(doc, a.sweep, tol, cv_bound, alpha, a.seed, a.baseline_runs)
+        pace_lines(doc, a.sweep, tol, cv_bound, alpha, a.seed, a.baseline_runs, a.repeats)
     for k in a.window_steps:
         short = truncated(doc, k)
         print(f"\n=== each run judged on its first {k} measured steps (mean window "

@@ -21,6 +21,7 @@ from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND
 from .clusters.base import Node
 from .hardware import Fingerprints
 from .results import CaseResult, ResultSet
+from .specs import CaseSpec
 
 
 
@@ -189,6 +190,18 @@ class Gate:
             return
         self._file(profile)
 
+    def paced_baseline(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> bool:
+        """Whether the case's baseline was recorded with the pace probe, or it has none to judge
+        against: what ``--dlperf-pace-probe``'s default (auto) probes by. A baseline recorded without
+        it is met without it, so that both sides are measured alike (the probe costs about 3%)."""
+        if self.options.update:
+            return True
+        try:
+            entry = self._file(self.profile_for(nodes, case.backend, frameworks)).get(case.key)
+        except (ValueError, BaselineError):  # no versions to name a profile; a broken file fails the case anyway
+            return True
+        return entry is None or bool(entry.paces)
+
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
@@ -294,7 +307,8 @@ class Gate:
             verdicts = [v]
         else:
             verdicts = [judge(result.throughputs, entry, tol, metric="throughput", cv_bound=self.options.cv_bound,
-                              alpha=self.options.alpha, case=case.id, measured_paces=result.paces)]
+                              alpha=self.options.alpha, case=case.id, measured_paces=result.paces,
+                              measured_pace_contract=result.pace_contract or None)]
             if case.topology.world_size > 1:
                 runs = _scaling_runs(result, entry, reference, bfile)
                 for metric, measured in (("speedup", result.speedup), ("efficiency", result.efficiency)):
@@ -304,6 +318,12 @@ class Gate:
                                                      baseline_source=entry.source, runs=runs,
                                                      alpha=self.options.alpha))
         result.verdict = {v.metric: v.to_dict() for v in verdicts}
+        hidden = verdicts[0].pace or {}
+        if hidden.get("at_pace_status") == "regression" and verdicts[0].status != "regression":
+            self.note(f"{case.id}: passed as measured on a host the pace probe found faster than the recording's "
+                      f"(x{hidden['measured_pace'] / hidden['baseline_pace']:.2f}); at the baseline's pace it reads "
+                      f"{hidden['at_pace_change']:+.1%}, a regression: a slow-down may hide there. Run again, or "
+                      "record the baseline again to gate it closely.")
         if result.pace_errors:
             self.note(f"{case.id}: the pace probe gave no figure ({'; '.join(result.pace_errors)}): "
                       "its throughputs are judged as measured")

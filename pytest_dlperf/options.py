@@ -173,9 +173,12 @@ def add_options(parser: pytest.Parser) -> None:
       help="size each measured window to about this many seconds at the warm-up's pace, "
            "--dlperf-iters steps at least (default: the profile's, 1.5 on CPU; 0: fixed --dlperf-iters)")
     a("--dlperf-pace-probe", action="store_true", default=False,
-      help="CPU nodes: run the pace probe (node/paceprobe.py, an 8 MiB copy every 0.1 s on the launch's "
-           "core; about 3%% of a launch's throughput) beside node 0's launch, and judge throughputs at the "
-           "baseline's pace where both sides were probed (README, Gate power)")
+      help="CPU nodes: run the pace probe (node/paceprobe.py, an 8 MiB copy every 0.1 s on each node's "
+           "launch core; about 3%% of a launch's throughput) beside every launch, and judge throughputs at "
+           "the baseline's pace where both sides were probed (README, Gate power). Default: probe when "
+           "recording, and when the case's baseline was recorded with the probe or there is none")
+    a("--dlperf-no-pace-probe", action="store_true", default=False,
+      help="never run the pace probe: throughputs are judged as measured")
     a("--dlperf-dryrun", action="store_true", default=False,
       help="print the exact per-node commands of every case; train nothing")
     a("--dlperf-report", default=None, metavar="DIR",
@@ -336,7 +339,7 @@ class RunOptions:
     dryrun: bool
     report_dir: Path
     timeout: float
-    pace_probe: bool = False
+    pace_probe: str = "auto"  # "on", "off", or "auto": as the case's baseline was recorded (PACE_MODES)
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -356,6 +359,17 @@ def _xdist(config: pytest.Config) -> bool:
     a worker does not know which tests it will be given, so it cannot take them in rounds)."""
     return getattr(config.option, "numprocesses", None) not in (None, 0, "0") and \
         getattr(config.option, "dist", "no") != "no"
+
+
+PACE_MODES = ("auto", "on", "off")
+
+
+def _pace_mode(config: pytest.Config) -> str:
+    on, off = config.getoption("dlperf_pace_probe"), config.getoption("dlperf_no_pace_probe")
+    if on and off:
+        raise pytest.UsageError("--dlperf-pace-probe and --dlperf-no-pace-probe: give one of them (neither: "
+                                "probe as the case's baseline was recorded)")
+    return "on" if on else "off" if off else "auto"
 
 
 def from_config(config: pytest.Config) -> RunOptions:
@@ -387,6 +401,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         warmup_iters=get("dlperf_warmup_iters"), iters=get("dlperf_iters"),
         window_seconds=get("dlperf_window_seconds"),
         dryrun=get("dlperf_dryrun"),
-        report_dir=report_dir, timeout=get("dlperf_timeout"), pace_probe=get("dlperf_pace_probe"),
+        report_dir=report_dir, timeout=get("dlperf_timeout"), pace_probe=_pace_mode(config),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

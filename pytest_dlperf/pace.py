@@ -1,10 +1,11 @@
-"""The pace probe on the harness side: wrap node 0's launch command, read the probe's log.
+"""The pace probe on the harness side: wrap every node's launch command, read the probes' logs.
 
-The probe (``node/paceprobe.py``) measures the host's memory-system speed on the launch's core
-while it runs; a run's *pace* is the probe's mean rate (GB/s) over the workload's measured window.
-The gate (``baselines/gate.py``) judges throughputs at one pace where both the session's runs and
-the baseline's have one. CPU nodes only: on a GPU the host's memory system is not what sets the
-step time.
+The probe (``node/paceprobe.py``) measures the host's memory-system speed on each node's launch
+core while it runs. A node's pace is its probe's mean rate (GB/s) over the workload's measured
+window; a run's pace is the geometric mean of its nodes' (a synchronous step waits for the slowest
+rank, and a host that slows one node slows the run). The gate (``baselines/gate.py``) judges
+throughputs at one pace where both the session's runs and the baseline's have one. CPU nodes only:
+on a GPU the host's memory system is not what sets the step time.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .clusters.base import Cluster, NodeCommand
 
 PROBE = Path(__file__).resolve().parent / "node" / "paceprobe.py"
 LOG_NAME = "pace.log"
-CONTRACT = 1
+CONTRACT = 2  # the probe's log; also stored with baseline paces (a pace of contract 1 was node 0's alone)
 PERIOD = 0.1
 
 
@@ -27,26 +28,45 @@ class PaceLogError(ValueError):
 
 
 def wanted(cmds: list[NodeCommand]) -> bool:
-    """The probe runs beside node 0's command where node 0 is a CPU node."""
-    return bool(cmds) and cmds[0].node.gpus == 0
+    """The probes run where every node the harness starts a command on is a CPU node."""
+    return bool(cmds) and all(c.node.gpus == 0 for c in cmds)
 
 
 def log_on_node(run_dir: str) -> str:
-    """Where the probe writes its log on node 0: in the run's directory."""
+    """Where the probe writes its log on a node: in the node's run directory."""
     return posixpath.join(run_dir, LOG_NAME)
 
 
-def wrap(cluster: Cluster, run_dir: str, cmds: list[NodeCommand]) -> list[NodeCommand]:
-    """Node 0's command behind the probe's wrapper (the others unchanged); uploads the probe."""
-    first = cmds[0]
-    script = cluster.upload(first.node, PROBE, run_dir)
-    argv = [first.node.python, script, "--output", log_on_node(run_dir), "--period", f"{PERIOD:g}",
-            "--", *first.argv]
-    return [dataclasses.replace(first, argv=argv), *cmds[1:]]
+def wrap(cluster: Cluster, run_dirs: dict[str, str], cmds: list[NodeCommand]) -> list[NodeCommand]:
+    """Every node's command behind the probe's wrapper; uploads the probe to each node."""
+    out = []
+    for cmd in cmds:
+        run_dir = run_dirs[cmd.node.name]
+        script = cluster.upload(cmd.node, PROBE, run_dir)
+        argv = [cmd.node.python, script, "--output", log_on_node(run_dir), "--period", f"{PERIOD:g}",
+                "--", *cmd.argv]
+        out.append(dataclasses.replace(cmd, argv=argv))
+    return out
 
 
-def window_pace(text: str, start: float, end: float, source: str) -> float:
-    """The mean rate of the probe's wake-ups that lie inside [start, end] (the workload's window)."""
+@dataclasses.dataclass
+class PaceLog:
+    """One node's probe log: its clock pair (perf_counter and Unix time read together) and wake-ups."""
+
+    perf: float
+    wall: float
+    wakeups: list[tuple[float, float, float]]  # (start, end on the node's perf_counter, GB/s)
+
+    def to_node_clock(self, wall: float) -> float:
+        """A Unix time on this node's perf_counter."""
+        return wall - self.wall + self.perf
+
+    def to_wall(self, perf: float) -> float:
+        return perf - self.perf + self.wall
+
+
+def parse_log(text: str, source: str) -> PaceLog:
+    """The probe's log (contract ``CONTRACT``), or PaceLogError naming ``source`` and what is wrong."""
     lines = text.splitlines()
     if not lines or not lines[0].startswith("# dlperf-pace "):
         raise PaceLogError(f"{source}: not a pace probe log (no '# dlperf-pace' header)")
@@ -57,7 +77,12 @@ def window_pace(text: str, start: float, end: float, source: str) -> float:
     errors = [line[len("# error "):] for line in lines[1:] if line.startswith("# error ")]
     if errors:
         raise PaceLogError(f"{source}: the probe could not run: {errors[0]}")
-    rates = []
+    fields = dict(tok.split("=", 1) for tok in head[3:] if "=" in tok)
+    try:
+        perf, wall = float(fields["perf"]), float(fields["wall"])
+    except (KeyError, ValueError):
+        raise PaceLogError(f"{source}: the header has no clock pair (perf=, wall=): {lines[0]!r}") from None
+    wakeups = []
     for line in lines[1:]:
         parts = line.split()
         if len(parts) != 3:
@@ -66,9 +91,27 @@ def window_pace(text: str, start: float, end: float, source: str) -> float:
             t0, t1, rate = (float(p) for p in parts)
         except ValueError:
             continue
-        if t0 >= start and t1 <= end and rate > 0 and math.isfinite(rate):
-            rates.append(rate)
+        if rate > 0 and math.isfinite(rate):
+            wakeups.append((t0, t1, rate))
+    return PaceLog(perf, wall, wakeups)
+
+
+def window_pace(log: PaceLog, start: float, end: float, source: str) -> float:
+    """The mean rate of the wake-ups that lie inside [start, end], on the log's node's perf_counter."""
+    rates = [rate for t0, t1, rate in log.wakeups if t0 >= start and t1 <= end]
     if not rates:
         raise PaceLogError(f"{source}: no wake-up of the probe inside the window "
                            f"({end - start:.2f} s; the probe wakes every {PERIOD:g} s)")
     return statistics.fmean(rates)
+
+
+def run_pace(logs: dict[str, PaceLog], first: str, start: float, end: float,
+             sources: dict[str, str]) -> tuple[float, dict[str, float]]:
+    """The run's pace (geometric mean over nodes) and each node's, for the window [start, end] on
+    node ``first``'s perf_counter (rank 0's step log), placed on the other nodes' clocks through
+    the Unix time in each log's clock pair."""
+    ref = logs[first]
+    w0, w1 = ref.to_wall(start), ref.to_wall(end)
+    nodes = {name: window_pace(log, log.to_node_clock(w0), log.to_node_clock(w1), sources[name])
+             for name, log in logs.items()}
+    return math.exp(statistics.fmean(math.log(p) for p in nodes.values())), nodes

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from . import metrics
+from . import metrics, pace
 from .runner import RunRecord, StepRecord
 from .specs import CaseSpec, Measurement, Topology
 
@@ -32,6 +32,11 @@ class CaseResult:
         repeat has one."""
         got = [r.pace for r in self.runs]
         return [float(p) for p in got] if got and all(p is not None for p in got) else []
+
+    @property
+    def pace_contract(self) -> int:
+        """The probe contract of ``paces`` (stored with them: a pace of contract 1 was node 0's alone)."""
+        return pace.CONTRACT if self.paces else 0
 
     @property
     def pace_errors(self) -> list[str]:
@@ -65,7 +70,7 @@ class CaseResult:
             d["runs"] = [
                 {"repeat": r.repeat, "started_at": r.started_at, "wall_seconds": r.wall_seconds, "commands": r.commands,
                  "logs": r.logs, "meta": r.meta, "steps": [asdict(s) for s in r.steps],
-                 **({"pace": r.pace} if r.pace is not None else {}),
+                 **({"pace": r.pace, "node_paces": r.node_paces} if r.pace is not None else {}),
                  **({"pace_error": r.pace_error} if r.pace_error else {})}
                 for r in self.runs
             ]
@@ -83,7 +88,8 @@ def result_from_dict(d: dict) -> CaseResult:
     """Rebuild a CaseResult from CaseResult.to_dict(raw=True) (xdist workers' reports)."""
     runs = [RunRecord(repeat=r["repeat"], meta=r["meta"], steps=[StepRecord(**s) for s in r["steps"]],
                       commands=r["commands"], logs=r["logs"], wall_seconds=r["wall_seconds"],
-                      started_at=r.get("started_at", 0.0), pace=r.get("pace"), pace_error=r.get("pace_error", ""))
+                      started_at=r.get("started_at", 0.0), pace=r.get("pace"), pace_error=r.get("pace_error", ""),
+                      node_paces=r.get("node_paces", {}))
             for r in d.get("runs", [])]
     return CaseResult(
         case=case_from_dict(d["case"]), measurement=Measurement(**d["measurement"]), runs=runs,

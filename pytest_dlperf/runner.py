@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import pace
@@ -51,8 +51,9 @@ class RunRecord:
     wall_seconds: float
     run_dir: str = ""
     started_at: float = 0.0  # Unix time the launch began: results.json shows the session's order
-    pace: float | None = None  # the pace probe's mean GB/s over the window (--dlperf-pace-probe)
+    pace: float | None = None  # the pace probes' GB/s over the window, geometric mean of the nodes' (pace.py)
     pace_error: str = ""  # why a probed run has no pace
+    node_paces: dict[str, float] = field(default_factory=dict)  # each probed node's pace
 
 
 def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
@@ -93,13 +94,13 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     if launcher.spans_nodes and [c.node.name for c in cmds] != [nodes[0].name]:
         raise ClusterError(f"launcher {launcher.name!r} spans nodes: it must return one command, for node 0")
     if probes_pace(launcher, measurement, cmds):
-        cmds = pace.wrap(cluster, run_dirs[nodes[0].name], cmds)
+        cmds = pace.wrap(cluster, run_dirs, cmds)
     return plan, cmds
 
 
 def probes_pace(launcher: Launcher, measurement: Measurement, cmds: list[NodeCommand]) -> bool:
-    """The pace probe runs beside node 0's launch when asked, on a CPU node, for a workload of ours
-    (its step log has the window on node 0's clock)."""
+    """The pace probe runs beside every node's launch when asked, on CPU nodes, for a workload of
+    ours (its step log has the window on node 0's clock)."""
     return measurement.pace_probe and launcher.output_format is None and pace.wanted(cmds)
 
 
@@ -211,7 +212,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     procs: list[NodeProcess] = []
     codes: dict[str, int | None] = {}
     t0, started_at = time.monotonic(), time.time()
-    run_pace, pace_error = None, ""
+    run_pace, pace_error, node_paces = None, "", {}
     deadline = t0 + measurement.timeout
     next_look = t0
     try:
@@ -262,7 +263,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                     procs, codes, f"{case.id}: no usable step log from node {node0.name} "
                                   f"({remote}, copied to {out}): {exc}")) from exc
             if probes_pace(launcher, measurement, cmds):
-                run_pace, pace_error = _read_pace(cluster, plan, log_dir, meta)
+                run_pace, pace_error, node_paces = _read_pace(cluster, plan, cmds, log_dir, meta)
     finally:
         sweep_errors = stop_everything(cluster, plan.nodes, plan.tag, procs)
         if sweep_errors:
@@ -273,18 +274,27 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                 raise ClusterError("\n".join(sweep_errors))
     return RunRecord(repeat=repeat, meta=meta, steps=steps, commands=rendered,
                      logs={p.node.name: str(p.log_path) for p in procs}, wall_seconds=wall,
-                     run_dir=str(log_dir), started_at=started_at, pace=run_pace, pace_error=pace_error)
+                     run_dir=str(log_dir), started_at=started_at, pace=run_pace, pace_error=pace_error,
+                     node_paces=node_paces)
 
 
-def _read_pace(cluster: Cluster, plan: RunPlan, log_dir: Path, meta: dict) -> tuple[float | None, str]:
-    """(pace, "") from node 0's probe log over the step log's window, or (None, why not)."""
-    node0 = plan.nodes[0]
-    remote = pace.log_on_node(plan.run_dirs[node0.name])
-    local = log_dir / pace.LOG_NAME
+def _read_pace(cluster: Cluster, plan: RunPlan, cmds: list[NodeCommand], log_dir: Path,
+               meta: dict) -> tuple[float | None, str, dict[str, float]]:
+    """(pace, "", each node's) from the probed nodes' logs over the step log's window (node 0's
+    clock), or (None, why not, {})."""
+    logs, sources = {}, {}
     try:
-        cluster.download(node0, remote, local)
+        for cmd in cmds:
+            node = cmd.node
+            remote = pace.log_on_node(plan.run_dirs[node.name])
+            local = log_dir / f"{node.name}.{pace.LOG_NAME}"
+            sources[node.name] = f"{node.name}:{remote}"
+            cluster.download(node, remote, local)
+            logs[node.name] = pace.parse_log(_read(local), sources[node.name])
         window = meta["window"]
-        return pace.window_pace(_read(local), float(window["start"]), float(window["end"]),
-                                f"{node0.name}:{remote}"), ""
+        got, nodes = pace.run_pace(logs, plan.nodes[0].name, float(window["start"]), float(window["end"]), sources)
+        return got, "", nodes
     except (OSError, KeyError, TypeError, ValueError) as exc:
-        return None, str(exc)
+        return None, str(exc), {}
+
+

@@ -14,7 +14,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -61,6 +61,13 @@ def sigterm_ignored() -> Callable[[], None]:
 ORDER_TEXT = {"rounds": ", in rounds (every case once a round, --dlperf-order rounds)",
               "case": ", back to back (--dlperf-order case)"}
 
+# What the dry-run says of the pace probe (pace.py) in front of CPU nodes' commands.
+PACE_TEXT = {"on": "; the pace probe in front of each CPU node's command (--dlperf-pace-probe)",
+             "off": "",
+             "auto": ("; the pace probe in front of each CPU node's command as for a case with no baseline or "
+                      "one recorded with the probe; a case whose baseline was recorded without it runs "
+                      "without it (--dlperf-no-pace-probe: never)")}
+
 
 @dataclass
 class Measured:
@@ -105,6 +112,7 @@ class DLPerfSession:
         self._budget: Budget | None = None  # made with the first case's measurement
         self._measured: dict[str, Measured] = {}  # case name -> launches taken in rounds, until its test runs
         self._rounds_taken = False  # rounds run once a session, from the first matrix test on
+        self._paced: dict[str, bool] = {}  # case name -> whether --dlperf-pace-probe's default probes it
 
     # ------------------------------------------------------------------ set-up
     def _make_launchers(self) -> dict[str, Launcher]:
@@ -175,7 +183,18 @@ class DLPerfSession:
             max_warmup_iters=p.max_warmup_iters if o.warmup_iters is None else warm,
             window_seconds=window, max_iters=p.max_iters if window else 0,
             min_repeats=min(p.min_repeats or 1, repeats) if budget else 0, budget=budget,
-            pace_probe=o.pace_probe)
+            pace_probe=o.pace_probe == "on")
+
+    def case_measurement(self, case: CaseSpec, m: Measurement) -> Measurement:
+        """The session's measurement for one case: with the pace probe where the option's default
+        (auto) probes this case, as its baseline was recorded (``Gate.paced_baseline``). Decided
+        once per case, after its preflight has found its framework's version (its profile)."""
+        if self.options.pace_probe != "auto":
+            return m
+        name = self.case_name(case)
+        if name not in self._paced:
+            self._paced[name] = self.gate.paced_baseline(self.cluster.nodes(), case, self._probed_frameworks(case))
+        return replace(m, pace_probe=self._paced[name])
 
     def budget(self, m: Measurement) -> Budget:
         if self._budget is None:
@@ -273,7 +292,7 @@ class DLPerfSession:
         m = self.measurement()
         for name, got in self._measured.items():
             if got.runs:
-                self.results.add(summarize(got.case, m, got.runs))
+                self.results.add(summarize(got.case, self.case_measurement(got.case, m), got.runs))
             if got.error is not None:
                 self.failures[name] = got.error
         self.gate.notes.append(f"{len(self._measured)} case(s) measured in rounds were not judged (their tests did "
@@ -350,17 +369,18 @@ class DLPerfSession:
         m = self.measurement()
         if m.budget and m.min_repeats < m.repeats:
             return (f"each case runs {m.min_repeats}-{m.repeats} times: further launches while the "
-                    f"{m.budget:g} s budget affords them" + ORDER_TEXT[self.options.order])
+                    f"{m.budget:g} s budget affords them" + ORDER_TEXT[self.options.order]
+                    + PACE_TEXT[self.options.pace_probe])
         what = ": recording a baseline" if self.config.getoption("dlperf_update_baselines") else ""
         text = f"each case runs {m.repeats} time{'s' if m.repeats != 1 else ''}{what}"
-        return text + ORDER_TEXT[self.options.order] if m.repeats > 1 else text
+        return (text + ORDER_TEXT[self.options.order] if m.repeats > 1 else text) + PACE_TEXT[self.options.pace_probe]
 
     # ------------------------------------------------------------------ running
     def run(self, case: CaseSpec, item: pytest.Item | None = None) -> CaseResult:
         """Measure the case over its repeats and gate it (with --dlperf-dryrun: print its commands)."""
         m = self.measurement()
         if self.options.dryrun:
-            _, cmds = plan_run(self.cluster, self.launcher(case), case, m)
+            _, cmds = plan_run(self.cluster, self.launcher(case), case, self.case_measurement(case, m))
             self.dryrun.append((self.case_name(case), [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
             self.dryrun_launches = self.launches_text()
             pytest.skip("dry-run: the per-node commands are printed in the summary")
@@ -379,7 +399,7 @@ class DLPerfSession:
             self.failures[self.case_name(case)] = error
             pytest.fail(error, pytrace=False)
         self._frameworks_into(case, runs)
-        result = self.results.add(summarize(case, m, runs))
+        result = self.results.add(summarize(case, self.case_measurement(case, m), runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         self._second_look(case, result)
         judgement = self.gate.judge(result, self.cluster.nodes(), case.backend, item, self.fingerprints,
@@ -469,7 +489,7 @@ class DLPerfSession:
         show = (lambda info: self.live.update(name, rep, m.repeats, info)) if self.live.enabled else None
         t0 = self.budget(m).clock()
         try:
-            got.runs.append(run_case(self.cluster, self.launcher(case), case, m,
+            got.runs.append(run_case(self.cluster, self.launcher(case), case, self.case_measurement(case, m),
                                      self.options.report_dir / "runs" / name / f"r{rep}", rep, on_progress=show))
         except (RunFailed, ClusterError) as exc:
             got.error = str(exc)
@@ -494,7 +514,8 @@ class DLPerfSession:
                     rep, t0 = len(taken), budget.clock()
                     show = (lambda info, rep=rep: self.live.update(name, rep, m.repeats, info)) if self.live.enabled else None
                     try:
-                        runs.append(run_case(self.cluster, self.launcher(case), case, m, case_dir / f"r{rep}", rep,
+                        runs.append(run_case(self.cluster, self.launcher(case), case, self.case_measurement(case, m),
+                                             case_dir / f"r{rep}", rep,
                                              on_progress=show))
                     finally:
                         self.live.clear()

@@ -106,7 +106,7 @@ class Measurement:
     max_iters: int = 0  # measured steps at most (0: no cap)
     min_repeats: int = 0  # under a budget, the fewest launches a case takes (0: always repeats)
     budget: float = 0.0  # the session's measuring seconds, which set how many launches (budget.py; 0: none)
-    pace_probe: bool = False  # the pace probe beside node 0's launch on CPU nodes (pace.py)
+    pace_probe: bool = False  # the pace probe beside every node's launch on CPU nodes (pace.py)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -59,12 +59,20 @@ def test_round_trip_keeps_every_field(tmp_path):
 def test_paces_round_trip_beside_the_throughputs_and_are_left_out_when_unprobed(tmp_path):
     store = BaselineStore(tmp_path / "baselines")
     plain, probed = entry(), entry(topology="2n1g")
-    probed.paces = [51.0, 49.5, 50.2]
+    probed.paces, probed.pace_contract = [51.0, 49.5, 50.2], 2
     store.update(PROFILE, {plain.key: plain, probed.key: probed})
     loaded = store.load(PROFILE)
     assert loaded.entries[probed.key].paces == [51.0, 49.5, 50.2] and loaded.entries[plain.key].paces == []
-    raw = json.loads((tmp_path / "baselines" / f"{PROFILE}.json").read_text())["entries"]
+    assert loaded.entries[probed.key].pace_contract == 2 and loaded.entries[plain.key].pace_contract == 0
+    path = tmp_path / "baselines" / f"{PROFILE}.json"
+    doc = json.loads(path.read_text())
+    raw = doc["entries"]
     assert raw[probed.key]["paces"] == [51.0, 49.5, 50.2] and "paces" not in raw[plain.key]
+    assert raw[probed.key]["pace_contract"] == 2 and "pace_contract" not in raw[plain.key]
+    # paces written before the contract was named (2026-11-25) were node 0's alone: contract 1
+    del raw[probed.key]["pace_contract"]
+    path.write_text(json.dumps(doc))
+    assert store.load(PROFILE).entries[probed.key].pace_contract == 1
 
 
 def test_key_matches_case_spec():

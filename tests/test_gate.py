@@ -440,6 +440,39 @@ def test_the_slope_comes_from_within_each_side_and_is_clipped():
     assert pace_slope([[(10.0, 2.0)], [(11.0, 3.0)]]) == 0.0  # one run a side: no slope to fit
 
 
+def test_a_faster_host_is_never_debited_and_the_verdict_says_what_may_hide_there():
+    """One-sided: across sittings the probe's level moved without the throughput (2026-11-25, README),
+    so a session whose host reads faster is judged as measured; the message says what the pace implies."""
+    session = [host(p, software=0.9) for p in (75.0, 78.0, 72.0)]  # the host 50% faster: +10.7% at slope 0.25
+    ts, ps = [t for t, _ in session], [p for _, p in session]
+    v = judge(ts, paced(BASE_RUNS), 0.05, measured_paces=ps)
+    assert v.status == "pass" and v.pace["applied"] is False
+    assert v.change == pytest.approx(judge(ts, base(*[t for t, _ in BASE_RUNS]), 0.05).change)  # as measured
+    assert v.pace["at_pace_status"] == "regression" and v.pace["at_pace_change"] == pytest.approx(-0.1, abs=0.02)
+    assert "this session's host ran faster by the pace probe" in v.message and "a slow-down may hide" in v.message
+    # a host that reads slower is credited: the same software on a host 40% slower passes
+    slower = [host(p) for p in (30.0, 31.0, 29.0)]
+    v = judge([t for t, _ in slower], paced(BASE_RUNS), 0.05, measured_paces=[p for _, p in slower])
+    assert v.pace["applied"] is True and v.status == "pass"
+
+
+def test_paces_of_another_probe_contract_are_used_for_one_node_and_not_for_several():
+    """Contract 1 probed node 0 alone, contract 2 every node: the same figure on one node, not on two."""
+    session = [host(30.0), host(31.0), host(29.0)]
+    ts, ps = [t for t, _ in session], [p for _, p in session]
+    one = paced(BASE_RUNS)
+    one.pace_contract = 1
+    assert judge(ts, one, 0.05, measured_paces=ps, measured_pace_contract=2).pace is not None
+    two = paced(BASE_RUNS)
+    two.topology, two.pace_contract = "2n1g", 1
+    v = judge(ts, two, 0.05, measured_paces=ps, measured_pace_contract=2)
+    assert v.pace is None and v.status == "regression"
+    assert ("baseline's paces were taken under pace probe contract 1 (node 0's probe alone), this session's "
+            "under 2 (every node's probe)") in v.message and "record the baseline again" in v.message
+    two.pace_contract = 2
+    assert judge(ts, two, 0.05, measured_paces=ps, measured_pace_contract=2).status == "pass"
+
+
 def test_pace_on_one_side_only_is_judged_as_measured_and_says_why():
     ts = [t for t, _ in BASE_RUNS[:3]]
     v = judge(ts, base(*[t for t, _ in BASE_RUNS]), 0.05, measured_paces=[50.0, 51.0, 49.0])

@@ -88,6 +88,31 @@ def test_recording_keeps_raw_repeats_tolerance_and_versions(recorded):
     assert e["median"] == sorted(e["throughputs"])[2]
     assert e["versions"]["torch"].startswith("2.13.0") and e["recorded_at"] and e["source"] == "recorded"
     assert e["tolerance"]["throughput"] > 0
+    # recorded with the pace probe by default (CPU nodes): one pace per run, taken under contract 2
+    assert len(e["paces"]) == 5 and all(p > 0 for p in e["paces"]) and e["pace_contract"] == 2
+
+
+def test_a_baseline_recorded_without_the_pace_probe_is_met_without_it_by_default(recorded, tmp_path):
+    """The probe costs a launch about 3%: a session judged against an unprobed recording must not
+    probe (its throughputs would be judged as measured, 3% down); --dlperf-pace-probe still does."""
+    store = tmp_path / "store"
+    shutil.copytree(recorded, store)
+    path = profile_file(store)
+    doc = json.loads(path.read_text())
+    del doc["entries"][KEY]["paces"], doc["entries"][KEY]["pace_contract"]
+    path.write_text(json.dumps(doc, indent=1))
+    for args, probed in (((), False), (("--dlperf-pace-probe",), True)):
+        r = run(tmp_path / str(probed), store, "-k", "1n1g", *ONE, *args)
+        (case,) = json.loads((tmp_path / str(probed) / "report" / "results.json").read_text())["cases"]
+        assert case["measurement"]["pace_probe"] is probed, r.stdout + r.stderr
+        assert ("paceprobe.py" in case["runs"][0]["commands"][0]) is probed
+        message = case["verdict"]["throughput"]["message"]
+        assert ("only this session's runs carry the pace probe's figure" in message) is probed, message
+
+
+def test_pace_probe_on_and_off_together_is_a_usage_error(tmp_path):
+    r = run(tmp_path, tmp_path / "store", "--dlperf-pace-probe", "--dlperf-no-pace-probe", "--dlperf-dryrun")
+    assert r.returncode == 4 and "--dlperf-pace-probe and --dlperf-no-pace-probe: give one of them" in r.stderr
 
 
 def test_a_real_slowdown_against_the_baseline_fails_like_a_reviewers_note(recorded, tmp_path):

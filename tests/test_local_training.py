@@ -238,36 +238,50 @@ def test_dryrun_commands_pasted_into_shells_run_the_case(tmp_path):
     outs = [s.communicate(timeout=240)[0] for s in shells]
     assert [s.returncode for s in shells] == [0, 0], outs
     out_arg = shlex.split(lines[0])
-    steps = Path(out_arg[out_arg.index("--output") + 1])
+    # the workload's --output is the last: the pace probe's wrapper (the default with no baseline) comes first
+    steps = Path(out_arg[len(out_arg) - 1 - out_arg[::-1].index("--output") + 1])
+    assert out_arg.count("--output") == 2 and (steps.parent / "pace.log").read_text().startswith("# dlperf-pace 2 ")
     records = [json.loads(x) for x in steps.read_text().splitlines()]
     assert records[0]["kind"] == "meta" and records[0]["world_size"] == 2
     assert records[0]["model"] == "resnet50" and records[0]["batch_size"] == 2
     assert sum(1 for x in records if x["kind"] == "step") == 4
 
 
-def test_the_pace_probe_runs_beside_node_0_and_the_gate_judges_at_the_baselines_pace(tmp_path):
-    """--dlperf-pace-probe: node 0's launch behind node/paceprobe.py, a pace per run in results.json and
-    in the recorded entry, and the next session's throughput judged at the baseline's pace."""
+def test_the_pace_probe_runs_beside_every_node_and_the_gate_judges_at_the_baselines_pace(tmp_path):
+    """--dlperf-pace-probe: each node's launch behind node/paceprobe.py, a pace per node and per run
+    (their geometric mean) in results.json and the recorded entry, and the next session's throughput
+    judged at the baseline's pace."""
     store = tmp_path / "store"
-    args = ["-k", "1n1g", "--dlperf-window-seconds", "1", "--dlperf-pace-probe", f"--dlperf-baseline-dir={store}"]
-    r = run_suite(tmp_path / "dry", *args, "--dlperf-dryrun", "-k", "2n1g")
+    args = ["-k", "2n1g", "--dlperf-window-seconds", "1", "--dlperf-pace-probe", f"--dlperf-baseline-dir={store}"]
+    r = run_suite(tmp_path / "dry", *args, "--dlperf-dryrun")
     lines = [line for line in r.stdout.splitlines() if line.startswith(("local0:", "local1:"))]
     assert r.returncode == 0 and len(lines) == 2, r.stdout + r.stderr
-    assert "paceprobe.py --output" in lines[0] and "-- " in lines[0] and "paceprobe" not in lines[1]
+    assert all("paceprobe.py --output" in line and " -- " in line for line in lines)
 
     r = run_suite(tmp_path / "rec", *args, "--update-baselines")
     assert r.returncode == 0, r.stdout + r.stderr
     (case,) = json.loads((tmp_path / "rec" / "results.json").read_text())["cases"]
     paces = [run["pace"] for run in case["runs"]]
     assert len(paces) == 2 and all(p > 0.1 for p in paces) and case["paces"] == paces
-    assert "paceprobe.py" in case["runs"][0]["commands"][0]
+    for run in case["runs"]:
+        assert all("paceprobe.py" in c for c in run["commands"])
+        nodes = run["node_paces"]
+        assert sorted(nodes) == ["local0", "local1"] and all(v > 0.1 for v in nodes.values())
+        assert run["pace"] == pytest.approx(math.sqrt(nodes["local0"] * nodes["local1"]))
+        assert sorted(p.name for p in Path(run["logs"]["local0"]).parent.glob("*pace.log")) == [
+            "local0.pace.log", "local1.pace.log"]
     (path,) = store.glob("*.json")
     (entry,) = json.loads(path.read_text())["entries"].values()
     assert entry["paces"] == paces and entry["throughputs"] == case["throughputs"]
+    assert entry["pace_contract"] == 2
 
     r = run_suite(tmp_path / "gate", *args)
     (case,) = json.loads((tmp_path / "gate" / "results.json").read_text())["cases"]
     verdict = case["verdict"]["throughput"]
     assert verdict["pace"]["baseline_pace"] == pytest.approx(sorted(paces)[0] / 2 + sorted(paces)[1] / 2)
-    assert 0 <= verdict["pace"]["slope"] <= 1 and "Judged at the baseline runs' pace" in verdict["message"]
+    assert 0 <= verdict["pace"]["slope"] <= 1
+    # credited where this session's host ran slower than the recording's, else judged as measured
+    slower = verdict["pace"]["measured_pace"] <= verdict["pace"]["baseline_pace"]
+    assert verdict["pace"]["applied"] is slower
+    assert ("Judged at the baseline runs' pace" if slower else "host ran faster by the pace probe") in verdict["message"]
     assert tagged_processes(str(tmp_path)) == []

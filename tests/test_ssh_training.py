@@ -188,7 +188,7 @@ def test_dryrun_lines_pasted_into_shells_train_over_openssh(ssh_nodes, tmp_path)
     outs = [s.communicate(timeout=240)[0] for s in shells]
     assert [s.returncode for s in shells] == [0, 0], outs
     remote = shlex.split(shlex.split(lines[0])[-1])  # the line the node's shell ran
-    steps = Path(remote[remote.index("--output") + 1])
+    steps = Path(remote[len(remote) - 1 - remote[::-1].index("--output") + 1])  # the workload's: after the probe's
     records = [json.loads(x) for x in steps.read_text().splitlines()]
     assert records[0]["kind"] == "meta" and records[0]["world_size"] == 2
     assert sum(1 for x in records if x["kind"] == "step") == 3

@@ -47,6 +47,7 @@ class Entry:
     mean: float | None = None
     throughputs: list[float] = field(default_factory=list)  # raw per repeat; empty when unpublished
     paces: list[float] = field(default_factory=list)  # the pace probe's GB/s per repeat (pace.py); [] unprobed
+    pace_contract: int = 0  # the probe contract of the paces (1: node 0's alone, also when unnamed; 2: every node's)
     speedup: float | None = None
     efficiency: float | None = None
     tolerance: Tolerances | None = None
@@ -104,6 +105,7 @@ class Entry:
                                  throughputs=result.throughputs, tolerance=tolerance, versions=versions,
                                  speedup=result.speedup, efficiency=result.efficiency, variant=c.variant)
         entry.paces = list(getattr(result, "paces", []))
+        entry.pace_contract = int(getattr(result, "pace_contract", 0)) if entry.paces else 0
         return entry
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,6 +119,8 @@ class Entry:
         }
         if self.paces:
             d["paces"] = list(self.paces)
+            if self.pace_contract:
+                d["pace_contract"] = self.pace_contract
         if self.machine:
             d["machine"] = self.machine
         if self.variant:
@@ -150,13 +154,15 @@ class Entry:
             raise r.fail("source", f"must be 'recorded', 'published: <citation>' or 'imported: <logs>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
                  "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
-                 "machine", "variant", "paces"}
+                 "machine", "variant", "paces", "pace_contract"}
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
             backend=r.get("backend", "str"), topology=r.get("topology", "str"),
             median=float(r.get("median", "number")), mean=r.get("mean", "number", required=False),
-            throughputs=[float(x) for x in tputs], paces=[float(x) for x in paces], speedup=r.get("speedup", "number", required=False),
+            throughputs=[float(x) for x in tputs], paces=[float(x) for x in paces],
+            pace_contract=(r.get("pace_contract", "int", required=False) or 1) if paces else 0,
+            speedup=r.get("speedup", "number", required=False),
             efficiency=r.get("efficiency", "number", required=False),
             tolerance=Tolerances.read(r, "tolerance", required=False),
             recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,

@@ -6,7 +6,9 @@ short copy that does not fit in the L2 cache, run on the launch's own core at a 
 tracked resnet50's and vgg16's throughput across launches with correlations of +0.92 to +0.96
 (benchmarks/sibling_probe.py, 2026-11-25). The gate can then judge throughputs at one pace.
 
-Started by the harness (``--dlperf-pace-probe``) in front of node 0's launch command::
+Started by the harness (``--dlperf-pace-probe``) in front of every node's launch command (each CPU
+node the harness starts a command on; a launcher that starts every node from node 0, as mpirun
+does, has node 0's only)::
 
     python3 paceprobe.py --output pace.log [--period 0.1] -- <launch command ...>
 
@@ -22,17 +24,20 @@ times, each call timed in its own thread's CPU time (so the launch's turns on th
 counted; time the host takes from the core is); a wake-up's rate is its best call, in GB/s counting
 bytes read and written. It costs a launch about 3% of its throughput (2.3-3.6% measured).
 
-Contract with the harness, version 1: the ``--output`` file, text, one line per wake-up after a
+Contract with the harness, version 2: the ``--output`` file, text, one line per wake-up after a
 header::
 
-    # dlperf-pace 1 kernel=copy-8MiB period=0.1
+    # dlperf-pace 2 kernel=copy-8MiB period=0.1 perf=<perf_counter> wall=<time.time()>
     <time.perf_counter() at the wake-up> <time.perf_counter() after its calls> <GB/s>
     ...
     # error <why>            (instead of the rate lines, when the probe cannot run)
 
-``perf_counter`` is the host's monotonic clock, the one the workloads' step logs use, so the
-harness averages the wake-ups inside the window of the meta line. Standard library and numpy only;
-imports nothing from the harness.
+``perf_counter`` is the host's monotonic clock, the one the workloads' step logs use; ``perf`` and
+``wall`` are that clock and the Unix time read together when the probe starts, so the harness can
+place rank 0's window (on node 0's ``perf_counter``) on every other node's clock through the Unix
+time the nodes share (NTP keeps it within milliseconds; the window lasts seconds). It averages the
+wake-ups inside the window. Version 1 (2026-11-25, node 0 only) had no clock pair. Standard
+library and numpy only; imports nothing from the harness.
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ import subprocess
 import sys
 import time
 
-VERSION = 1
+VERSION = 2
 KERNEL = "copy-8MiB"
 COPY_FLOATS = 1 << 21  # 8 MiB of float32
 CALL_SECONDS = 0.002  # calls per wake-up: as many as take about this long at full speed (at least 3)
@@ -52,7 +57,9 @@ CALL_SECONDS = 0.002  # calls per wake-up: as many as take about this long at fu
 def probe(output: str, period: float) -> int:
     """Write one rate line per wake-up until killed."""
     with open(output, "w", buffering=1) as log:
-        log.write(f"# dlperf-pace {VERSION} kernel={KERNEL} period={period:g}\n")
+        perf, wall, after = time.perf_counter(), time.time(), time.perf_counter()
+        log.write(f"# dlperf-pace {VERSION} kernel={KERNEL} period={period:g} "
+                  f"perf={(perf + after) / 2:.6f} wall={wall:.6f}\n")
         try:
             os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
             import numpy as np
