@@ -450,6 +450,10 @@ def test_a_faster_host_is_never_debited_and_the_verdict_says_what_may_hide_there
     assert v.change == pytest.approx(judge(ts, base(*[t for t, _ in BASE_RUNS]), 0.05).change)  # as measured
     assert v.pace["at_pace_status"] == "regression" and v.pace["at_pace_change"] == pytest.approx(-0.1, abs=0.02)
     assert "this session's host ran faster by the pace probe" in v.message and "a slow-down may hide" in v.message
+    # a drop that is a regression as measured needs no such sentence
+    halved = [host(p, software=0.5) for p in (75.0, 78.0, 72.0)]
+    v = judge([t for t, _ in halved], paced(BASE_RUNS), 0.05, measured_paces=[p for _, p in halved])
+    assert v.status == "regression" and v.pace["applied"] is False and "a slow-down may hide" not in v.message
     # a host that reads slower is credited: the same software on a host 40% slower passes
     slower = [host(p) for p in (30.0, 31.0, 29.0)]
     v = judge([t for t, _ in slower], paced(BASE_RUNS), 0.05, measured_paces=[p for _, p in slower])

@@ -195,7 +195,7 @@ def pace_credited(measured: Sequence[float], measured_paces: Sequence[float], ba
     return (adj_m, adj_b, info) if info["applied"] else (list(measured), list(baseline), info)
 
 
-def _pace_text(info: dict, applied: bool, at_pace: Verdict | None) -> str:
+def _pace_text(info: dict, applied: bool) -> str:
     """The verdict's sentence on the pace: what was done, both sides' paces, the slope."""
     paces = (f"{info['baseline_pace']:.4g} GB/s; this session's {info['measured_pace']:.4g}, "
              f"x{info['measured_pace'] / info['baseline_pace']:.3f}")
@@ -203,13 +203,17 @@ def _pace_text(info: dict, applied: bool, at_pace: Verdict | None) -> str:
         return (f" Judged at the baseline runs' pace ({paces}), slope {info['slope']:.2f}; as measured "
                 f"{info['measured_as_run']:.4g} vs {info['baseline_as_run']:.4g} samples/s "
                 f"({info['measured_as_run'] / info['baseline_as_run'] - 1:+.1%}).")
-    text = (f" Judged as measured: this session's host ran faster by the pace probe than the recording's "
+    return (f" Judged as measured: this session's host ran faster by the pace probe than the recording's "
             f"({paces}), and the pace only excuses a drop, never makes one.")
-    if at_pace is not None and at_pace.status == "regression":
-        text += (f" At the baseline's pace (slope {info['slope']:.2f}) it would read {at_pace.change:+.1%}, a "
-                 "regression: a slow-down may hide behind the faster host; run again, or record the baseline "
-                 "again to gate it closely.")
-    return text
+
+
+def _hidden_text(info: dict | None, status: str) -> str:
+    """Where a faster host was judged as measured and passed, what the baseline's pace would have said."""
+    if not info or info.get("at_pace_status") != "regression" or status == "regression":
+        return ""
+    return (f" At the baseline's pace (slope {info['slope']:.2f}) it would read {info['at_pace_change']:+.1%}, a "
+            "regression: a slow-down may hide behind the faster host; run again, or record the baseline again "
+            "to gate it closely.")
 
 
 def _fmt(v: float, metric: str) -> str:
@@ -271,7 +275,6 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
                         "a case of several nodes: record the baseline again with --dlperf-pace-probe.")
         elif len(mp) == len(xs) and b_raw and len(bp) == len(b_raw):
             xs, b_raw, pace_info = pace_credited(xs, mp, b_raw, bp)
-            at_pace = None
             if pace_info["applied"]:
                 m_med, m_cv, b_med = statistics.median(xs), _cv(xs), statistics.median(b_raw)
             else:  # what the adjustment would have said, for the message
@@ -279,7 +282,7 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
                 at_pace = judge(adj_m, replace(baseline, throughputs=adj_b, paces=[], median=statistics.median(adj_b)),
                                 tol, metric=metric, cv_bound=cv_bound, alpha=alpha, case=case)
                 pace_info["at_pace_status"], pace_info["at_pace_change"] = at_pace.status, at_pace.change
-            pace_txt = _pace_text(pace_info, pace_info["applied"], at_pace)
+            pace_txt = _pace_text(pace_info, pace_info["applied"])
         else:
             have = "this session's runs" if mp else "the baseline's runs"
             pace_txt = (f" Judged as measured: only {have} carry the pace probe's figure (--dlperf-pace-probe), "
@@ -337,7 +340,7 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
     message = (f"{head} {name} {metric}: "
                f"{_side('measured', m_med, m_cv, m_rcv, len(xs), metric)} vs "
                f"{_side('baseline', b_med, b_cv, b_rcv, len(b_raw) or 1, metric, b_extra)}: "
-               f"{change:+.1%} (tolerance -{tol:.0%}); {stats_txt}. Rule: {rule}.{pace_txt}")
+               f"{change:+.1%} (tolerance -{tol:.0%}); {stats_txt}. Rule: {rule}.{pace_txt}{_hidden_text(pace_info, status)}")
     return Verdict(status=status, case=name, metric=metric, tolerance=tol, message=message, rule=rule,
                    measured_median=m_med, measured_cv=m_cv, measured_robust_cv=m_rcv, measured_n=len(xs),
                    baseline_median=b_med, baseline_cv=b_cv, baseline_robust_cv=b_rcv,
