@@ -209,6 +209,7 @@ def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: 
     print("  sweep, 500 resampled trials each: identical code failing CI (of which regression) / 5% caught / "
           "10% caught: as measured; adjusted to the baseline's pace (slope fitted per trial); as the gate judges "
           "(adjusted only where the session's host ran slower)")
+    gate_counts: dict[tuple[str, int], tuple[int, int, int]] = {}  # the target lines below reuse the sweep's
     for n in sweep:
         m = baseline_runs or n
         if n + m > len(runs["baseline"]):
@@ -218,9 +219,10 @@ def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: 
             rng = random.Random(f"pace-{seed}-{c}-{n}")
             pairs = resampled_sessions(runs["baseline"], runs[c], n, 500, rng, m=m)
             for mode, judged in (("raw", [([t for t, _ in s], [t for t, _ in b]) for s, b in pairs]),
-                                 ("adjusted", [adjusted_pair(s, b) for s, b in pairs]),
-                                 ("gate", [gate_pair(s, b) for s, b in pairs])):
+                                 ("adjusted", [adjusted_pair(s, b) for s, b in pairs])):
                 cells[mode].append(sweep_cell(c, judged, w, tol, cv_bound, alpha))
+            gate_counts[c, n] = rates([gate_pair(s, b) for s, b in pairs], w, tol, cv_bound, alpha)
+            cells["gate"].append(cell_text(c, *gate_counts[c, n]))
         print(f"  N={n:2d}  measured: {' / '.join(cells['raw']):24s} adjusted: {' / '.join(cells['adjusted']):24s} "
               f"as the gate: {' / '.join(cells['gate'])}")
     rows = []
@@ -229,8 +231,10 @@ def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: 
         if n + m > len(runs["baseline"]):
             continue
         for c in ("identical", "slow10"):
-            pairs = resampled_sessions(runs["baseline"], runs[c], n, 500, random.Random(f"pace-{seed}-{c}-{n}"), m=m)
-            reg, noisy, total = rates([gate_pair(s, b) for s, b in pairs], w, tol, cv_bound, alpha)
+            if (c, n) not in gate_counts:  # the same trials as the sweep's (same seed) where it has this N
+                pairs = resampled_sessions(runs["baseline"], runs[c], n, 500, random.Random(f"pace-{seed}-{c}-{n}"), m=m)
+                gate_counts[c, n] = rates([gate_pair(s, b) for s, b in pairs], w, tol, cv_bound, alpha)
+            reg, noisy, total = gate_counts[c, n]
             rows.append({"repeats": n, "mode": "as gate", "condition": c, "regression": reg, "noisy": noisy,
                          "trials": total})
     print("\nas the gate judges by default (every run probed; at the baseline's pace where the session's host ran "
@@ -312,7 +316,10 @@ def rates(pairs: list[Pair], w: Workload, tol: float, cv_bound: float, alpha: fl
 
 def sweep_cell(condition: str, pairs: list[Pair], w: Workload, tol: float, cv_bound: float, alpha: float) -> str:
     """One sweep cell: for identical code the share failing CI (of which regression), else the share caught."""
-    reg, noisy, total = rates(pairs, w, tol, cv_bound, alpha)
+    return cell_text(condition, *rates(pairs, w, tol, cv_bound, alpha))
+
+
+def cell_text(condition: str, reg: int, noisy: int, total: int) -> str:
     return f"{(reg + noisy) / total:.0%} ({reg / total:.0%})" if condition == "identical" else f"{reg / total:.0%}"
 
 

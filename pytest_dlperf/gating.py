@@ -17,7 +17,7 @@ import pytest
 from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, Verdict,
                         detect_profile, judge, judge_scalar, resolve_tolerances)
 from .baselines.fingerprint import FingerprintComparison, compare, robust_cv
-from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND
+from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, pace_hides
 from .clusters.base import Node
 from .hardware import Fingerprints
 from .results import CaseResult, ResultSet
@@ -318,8 +318,8 @@ class Gate:
                                                      baseline_source=entry.source, runs=runs,
                                                      alpha=self.options.alpha))
         result.verdict = {v.metric: v.to_dict() for v in verdicts}
-        hidden = verdicts[0].pace or {}
-        if hidden.get("at_pace_status") == "regression" and verdicts[0].status != "regression":
+        hidden = verdicts[0].pace
+        if pace_hides(hidden, verdicts[0].status):
             self.note(f"{case.id}: passed as measured on a host the pace probe found faster than the recording's "
                       f"(x{hidden['measured_pace'] / hidden['baseline_pace']:.2f}); at the baseline's pace it reads "
                       f"{hidden['at_pace_change']:+.1%}, a regression: a slow-down may hide there. Run again, or "

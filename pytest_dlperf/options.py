@@ -339,7 +339,7 @@ class RunOptions:
     dryrun: bool
     report_dir: Path
     timeout: float
-    pace_probe: str = "auto"  # "on", "off", or "auto": as the case's baseline was recorded (PACE_MODES)
+    pace_probe: str = "auto"  # "on", "off", or "auto": as the case's baseline was recorded (_pace_mode)
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -359,9 +359,6 @@ def _xdist(config: pytest.Config) -> bool:
     a worker does not know which tests it will be given, so it cannot take them in rounds)."""
     return getattr(config.option, "numprocesses", None) not in (None, 0, "0") and \
         getattr(config.option, "dist", "no") != "no"
-
-
-PACE_MODES = ("auto", "on", "off")
 
 
 def _pace_mode(config: pytest.Config) -> str:

@@ -186,20 +186,32 @@ def pace_adjust(measured: Sequence[float], measured_paces: Sequence[float], base
     return at_ref(m), at_ref(b), info
 
 
+def _credits(info: dict) -> bool:
+    """The pace only ever excuses a drop: the session is brought to the baseline's pace only where its
+    host ran slower than the recording's (``pace_adjust``'s info)."""
+    return info["measured_pace"] <= info["baseline_pace"]
+
+
 def pace_credited(measured: Sequence[float], measured_paces: Sequence[float], baseline: Sequence[float],
                   baseline_paces: Sequence[float]) -> tuple[list[float], list[float], dict]:
     """Both sides as the gate judges them: at the baseline runs' median pace where this session's host
     ran slower (``info["applied"]``), else as measured (the pace only ever excuses a drop)."""
     adj_m, adj_b, info = pace_adjust(measured, measured_paces, baseline, baseline_paces)
-    info["applied"] = info["measured_pace"] <= info["baseline_pace"]
+    info["applied"] = _credits(info)
     return (adj_m, adj_b, info) if info["applied"] else (list(measured), list(baseline), info)
 
 
-def _pace_text(info: dict, applied: bool) -> str:
+def pace_hides(info: dict | None, status: str) -> bool:
+    """A case that did not fail as measured on a host the probe found faster, though at the baseline's
+    pace it would have been a regression: the verdict and the session's summary say a slow-down may hide."""
+    return bool(info) and info.get("at_pace_status") == "regression" and status != "regression"
+
+
+def _pace_text(info: dict) -> str:
     """The verdict's sentence on the pace: what was done, both sides' paces, the slope."""
     paces = (f"{info['baseline_pace']:.4g} GB/s; this session's {info['measured_pace']:.4g}, "
              f"x{info['measured_pace'] / info['baseline_pace']:.3f}")
-    if applied:
+    if info["applied"]:
         return (f" Judged at the baseline runs' pace ({paces}), slope {info['slope']:.2f}; as measured "
                 f"{info['measured_as_run']:.4g} vs {info['baseline_as_run']:.4g} samples/s "
                 f"({info['measured_as_run'] / info['baseline_as_run'] - 1:+.1%}).")
@@ -209,7 +221,7 @@ def _pace_text(info: dict, applied: bool) -> str:
 
 def _hidden_text(info: dict | None, status: str) -> str:
     """Where a faster host was judged as measured and passed, what the baseline's pace would have said."""
-    if not info or info.get("at_pace_status") != "regression" or status == "regression":
+    if not pace_hides(info, status):
         return ""
     return (f" At the baseline's pace (slope {info['slope']:.2f}) it would read {info['at_pace_change']:+.1%}, a "
             "regression: a slow-down may hide behind the faster host; run again, or record the baseline again "
@@ -274,15 +286,16 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
                         f"{contracts[1]} ({_PACE_CONTRACTS.get(contracts[1], 'unknown')}), which are not alike for "
                         "a case of several nodes: record the baseline again with --dlperf-pace-probe.")
         elif len(mp) == len(xs) and b_raw and len(bp) == len(b_raw):
-            xs, b_raw, pace_info = pace_credited(xs, mp, b_raw, bp)
+            adj_m, adj_b, pace_info = pace_adjust(xs, mp, b_raw, bp)
+            pace_info["applied"] = _credits(pace_info)
             if pace_info["applied"]:
+                xs, b_raw = adj_m, adj_b
                 m_med, m_cv, b_med = statistics.median(xs), _cv(xs), statistics.median(b_raw)
             else:  # what the adjustment would have said, for the message
-                adj_m, adj_b, _ = pace_adjust(xs, mp, b_raw, bp)
                 at_pace = judge(adj_m, replace(baseline, throughputs=adj_b, paces=[], median=statistics.median(adj_b)),
                                 tol, metric=metric, cv_bound=cv_bound, alpha=alpha, case=case)
                 pace_info["at_pace_status"], pace_info["at_pace_change"] = at_pace.status, at_pace.change
-            pace_txt = _pace_text(pace_info, pace_info["applied"])
+            pace_txt = _pace_text(pace_info)
         else:
             have = "this session's runs" if mp else "the baseline's runs"
             pace_txt = (f" Judged as measured: only {have} carry the pace probe's figure (--dlperf-pace-probe), "
