@@ -35,8 +35,9 @@ with ones spread in time (--dlperf-order case / rounds) on the same pools, in ti
 The pace probe: as the suite does by default on CPU nodes, every run has the copy probe beside it on
 its core (the kernel of pytest_dlperf/node/paceprobe.py, started here from sibling_probe.py) and
 the "as the gate judges by default" lines judge throughputs at the baseline's pace where the
-session's host ran slower, else as measured; the lines above them judge the same runs as measured,
-and adjusted both ways. --no-pace-probe collects runs without it.
+session's host ran slower, else as measured, and count HARDWARE where that host ran slower beyond the
+probe's own spread (gate.host_slower; it fails CI like a regression, so it counts as failing CI, and
+is shown apart); the lines above them judge the same runs as measured, and adjusted both ways. --no-pace-probe collects runs without it.
 """
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
-from pytest_dlperf.baselines.gate import pace_adjust, pace_credited, pace_slope  # noqa: E402
+from pytest_dlperf.baselines.gate import pace_adjust, pace_slope  # noqa: E402
 from pytest_dlperf.files import atomic_write_text  # noqa: E402
 from pytest_dlperf.runner import parse_steps  # noqa: E402
 from pytest_dlperf.specs import CPU_PROFILE  # noqa: E402
@@ -185,11 +186,28 @@ def adjusted_pair(session: list[tuple[float, float]], base: list[tuple[float, fl
     return m, b
 
 
-def gate_pair(session: list[tuple[float, float]], base: list[tuple[float, float]]) -> Pair:
-    """As the gate judges them: at the baseline's pace where the session's host ran slower, else as
-    measured (pytest_dlperf.baselines.gate.pace_credited)."""
-    m, b, _ = pace_credited([t for t, _ in session], [p for _, p in session], [t for t, _ in base], [p for _, p in base])
-    return m, b
+def gate_rates(pairs: list[tuple[list[tuple[float, float]], list[tuple[float, float]]]], w: Workload, tol: float,
+               cv_bound: float, alpha: float) -> tuple[int, int, int, int]:
+    """(regressions, noisy, hardware, trials) as the gate judges (throughput, pace) runs: gate.judge with
+    both sides' paces, so at the baseline's pace where the session's host ran slower, else as measured,
+    and HARDWARE where that host ran slower beyond the probe's own spread (gate.host_slower)."""
+    from pytest_dlperf.baselines.gate import judge
+
+    verdicts = []
+    for session, base in pairs:
+        entry = entry_for([t for t, _ in base], w)
+        entry.paces = [p for _, p in base]
+        verdicts.append(judge([t for t, _ in session], entry, tol, cv_bound=cv_bound, alpha=alpha,
+                              measured_paces=[p for _, p in session]).status)
+    return verdicts.count("regression"), verdicts.count("noisy"), verdicts.count("hardware"), len(verdicts)
+
+
+def gate_cell(condition: str, reg: int, noisy: int, hw: int, total: int) -> str:
+    """Failing CI (HARDWARE fails there too) and, for identical code, how much of it was called what."""
+    fails = (reg + noisy + hw) / total
+    if condition == "identical":
+        return f"{fails:.0%} ({reg / total:.0%} reg, {hw / total:.0%} hw)"
+    return f"{fails:.0%} ({hw / total:.0%} hw)" if hw else f"{fails:.0%}"
 
 
 def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: float, seed: int,
@@ -208,8 +226,9 @@ def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: 
               f"{(lt - b * lp).std(ddof=1):.1%} adjusted")
     print("  sweep, 500 resampled trials each: identical code failing CI (of which regression) / 5% caught / "
           "10% caught: as measured; adjusted to the baseline's pace (slope fitted per trial); as the gate judges "
-          "(adjusted only where the session's host ran slower)")
-    gate_counts: dict[tuple[str, int], tuple[int, int, int]] = {}  # the target lines below reuse the sweep's
+          "(adjusted only where the session's host ran slower; 'hw': HARDWARE, that host ran slower beyond the "
+          "probe's spread)")
+    gate_counts: dict[tuple[str, int], tuple[int, int, int, int]] = {}  # the target lines below reuse the sweep's
     for n in sweep:
         m = baseline_runs or n
         if n + m > len(runs["baseline"]):
@@ -221,8 +240,8 @@ def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: 
             for mode, judged in (("raw", [([t for t, _ in s], [t for t, _ in b]) for s, b in pairs]),
                                  ("adjusted", [adjusted_pair(s, b) for s, b in pairs])):
                 cells[mode].append(sweep_cell(c, judged, w, tol, cv_bound, alpha))
-            gate_counts[c, n] = rates([gate_pair(s, b) for s, b in pairs], w, tol, cv_bound, alpha)
-            cells["gate"].append(cell_text(c, *gate_counts[c, n]))
+            gate_counts[c, n] = gate_rates(pairs, w, tol, cv_bound, alpha)
+            cells["gate"].append(gate_cell(c, *gate_counts[c, n]))
         print(f"  N={n:2d}  measured: {' / '.join(cells['raw']):24s} adjusted: {' / '.join(cells['adjusted']):24s} "
               f"as the gate: {' / '.join(cells['gate'])}")
     rows = []
@@ -233,12 +252,12 @@ def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: 
         for c in ("identical", "slow10"):
             if (c, n) not in gate_counts:  # the same trials as the sweep's (same seed) where it has this N
                 pairs = resampled_sessions(runs["baseline"], runs[c], n, 500, random.Random(f"pace-{seed}-{c}-{n}"), m=m)
-                gate_counts[c, n] = rates([gate_pair(s, b) for s, b in pairs], w, tol, cv_bound, alpha)
-            reg, noisy, total = gate_counts[c, n]
+                gate_counts[c, n] = gate_rates(pairs, w, tol, cv_bound, alpha)
+            reg, noisy, hw, total = gate_counts[c, n]
             rows.append({"repeats": n, "mode": "as gate", "condition": c, "regression": reg, "noisy": noisy,
-                         "trials": total})
+                         "hardware": hw, "trials": total})
     print("\nas the gate judges by default (every run probed; at the baseline's pace where the session's host ran "
-          "slower, else as measured), "
+          "slower, else as measured; HARDWARE, which fails CI too, where it ran slower beyond the probe's spread), "
           "500 resampled trials (they share runs: their intervals are narrower than independent sessions' would be)")
     verdict_lines(rows)
 
@@ -434,19 +453,19 @@ def schedule_lines(doc: dict, n: int, m: int, tol: float, cv_bound: float, alpha
 
 def verdict_lines(rows: list[dict]) -> None:
     """Targets: <= 1 false alarm in 20 identical runs; a 10% slow-down caught >= 19 in 20."""
-    print("\ntargets: <= 1 false alarm in 20 identical sessions (regression or noisy, both fail CI); "
+    print("\ntargets: <= 1 false alarm in 20 identical sessions (regression, noisy or hardware: each fails CI); "
           "a 10% slow-down caught >= 19 in 20")
     print("  (met: the Wilson 95% interval lies within the target; not shown: the rate does, its interval not)")
     for r in rows:
         head = f"  N={r['repeats']} {r['mode']:9s}:"
         if r["condition"] == "identical":
-            k = r["regression"] + r["noisy"]
+            k = r["regression"] + r["noisy"] + r.get("hardware", 0)
             lo, hi = wilson(k, r["trials"])
             rate = k / r["trials"]
             word = "met" if hi <= 0.05 else ("not shown" if rate <= 0.05 else "NOT met")
             print(f"{head} false alarms {rate:4.0%} ({k}/{r['trials']}) -> {word}")
         elif r["condition"] == "slow10":
-            k = r["regression"] + r["noisy"]  # a 10% slow-down that fails CI as noisy is caught too
+            k = r["regression"] + r["noisy"] + r.get("hardware", 0)  # failing CI as noisy or hardware is caught too
             lo, hi = wilson(k, r["trials"])
             rate = k / r["trials"]
             word = "met" if lo >= 0.95 else ("not shown" if rate >= 0.95 else "NOT met")

@@ -284,4 +284,24 @@ def test_the_pace_probe_runs_beside_every_node_and_the_gate_judges_at_the_baseli
     slower = verdict["pace"]["measured_pace"] <= verdict["pace"]["baseline_pace"]
     assert verdict["pace"]["applied"] is slower
     assert ("Judged at the baseline runs' pace" if slower else "host ran faster by the pace probe") in verdict["message"]
+
+    # the same entry as if recorded in an hour whose host ran twice as fast (probe and throughput), from
+    # the 8 runs --update-baselines takes on CPU nodes: this session's 3 runs all probe below all 8, so
+    # the drop is not called a regression but HARDWARE (here failing, as in CI: --dlperf-hardware fail)
+    doc = json.loads(path.read_text())
+    (key,) = doc["entries"]
+    e = doc["entries"][key]
+    t0, p0 = max(e["throughputs"]), max(e["paces"])
+    e["throughputs"] = [2 * t0 * (1 + 0.004 * (k % 3)) for k in range(8)]
+    e["paces"] = [2 * p0 * (1 + 0.03 * k) for k in range(8)]
+    e["median"] = sorted(e["throughputs"])[4] / 2 + sorted(e["throughputs"])[3] / 2
+    e["mean"] = sum(e["throughputs"]) / 8
+    path.write_text(json.dumps(doc, indent=1))
+    r = run_suite(tmp_path / "hw", *args, "--dlperf-repeats", "3", "--dlperf-hardware", "fail")
+    assert r.returncode == 1, r.stdout + r.stderr
+    (case,) = json.loads((tmp_path / "hw" / "results.json").read_text())["cases"]
+    verdict = case["verdict"]["throughput"]
+    assert verdict["status"] == "hardware" and verdict["pace"]["host_slower"]["ratio"] < 0.9, verdict["message"]
+    assert "NOT JUDGED (this session's host ran slower than the recording's by the pace probe" in r.stdout
+    assert "REGRESSION" not in r.stdout.split("gating summary")[-1], r.stdout
     assert tagged_processes(str(tmp_path)) == []
