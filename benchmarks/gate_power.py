@@ -37,7 +37,8 @@ its core (the kernel of pytest_dlperf/node/paceprobe.py, started here from sibli
 the "as the gate judges by default" lines judge throughputs at the baseline's pace where the
 session's host ran slower, else as measured, and count HARDWARE where that host ran slower beyond the
 probe's own spread (gate.host_slower; it fails CI like a regression, so it counts as failing CI, and
-is shown apart); the lines above them judge the same runs as measured, and adjusted both ways. --no-pace-probe collects runs without it.
+is shown apart); the lines above them judge the same runs as measured, and adjusted both ways.
+--no-pace-probe collects runs without it.
 """
 from __future__ import annotations
 
@@ -335,10 +336,7 @@ def rates(pairs: list[Pair], w: Workload, tol: float, cv_bound: float, alpha: fl
 
 def sweep_cell(condition: str, pairs: list[Pair], w: Workload, tol: float, cv_bound: float, alpha: float) -> str:
     """One sweep cell: for identical code the share failing CI (of which regression), else the share caught."""
-    return cell_text(condition, *rates(pairs, w, tol, cv_bound, alpha))
-
-
-def cell_text(condition: str, reg: int, noisy: int, total: int) -> str:
+    reg, noisy, total = rates(pairs, w, tol, cv_bound, alpha)
     return f"{(reg + noisy) / total:.0%} ({reg / total:.0%})" if condition == "identical" else f"{reg / total:.0%}"
 
 

@@ -341,8 +341,8 @@ class Gate:
             result.verdict = {v.metric: v.to_dict() for v in verdicts}
             if not self.options.update:
                 return Judgement("fail", "\n".join(v.message for v in failing) + "\n" + said, verdicts)
-        slower = (hidden or {}).get("host_slower")
-        if verdicts[0].status == "hardware" and slower and not self.options.update:
+        if verdicts[0].status == "hardware" and not self.options.update:  # judge's only HARDWARE: host_slower
+            slower = hidden["host_slower"]
             mode = "fail" if self.options.hardware_fails else "skip"
             self.note(f"{case.id}: NOT JUDGED (this session's host ran slower than the recording's by the pace "
                       f"probe, x{slower['ratio']:.2f}, beyond the probe's own spread): a drop there may be the "
