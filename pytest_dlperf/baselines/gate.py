@@ -50,7 +50,7 @@ Rule for throughput (the repeats of both sides are judged, not one number):
   paces lie below the recording runs' beyond the probe's own spread (median x0.90 or lower, and a
   one-sided rank test on the paces at PACE_HOST_ALPHA), is not called a regression: the host ran
   slower than when the baseline was recorded, and the slope fitted within sittings does not say how
-  much of the drop that explains. A fourth sitting of 2026-11-25 (a quiet hour, 19:09) showed why:
+  much of the drop that explains. A fourth sitting of 2026-11-25 (a quiet hour, 19:07) showed why:
   judged against its recording at 3 repeats, identical code of two noisier sittings failed in 60%
   and 29% of trials as REGRESSION, on hosts the probe found x0.85 and x0.67 slower; with this rule
   37% and 3% are REGRESSION and 24% and 25% HARDWARE. Within a sitting it calls 0-1% of planted 10%
