@@ -26,7 +26,9 @@ How the slow-down is planted
 Usage: python3 benchmarks/gate_power.py --pool 24 --pools-file /tmp/gate_pools.json
 (4 x pool runs of about 11 s each; --pool 24 takes about 15-18 minutes). --analyze-only re-reads a
 saved pools file and prints the figures again (e.g. with other --repeats, --baseline-runs or
---tolerance). --synthetic-cv C runs nothing: it judges pools drawn from a log-normal model with
+--tolerance); with --baseline-sittings POOLS... it judges the sessions of --pools-file against a
+baseline recorded over those files' sittings (--baseline-runs of each), as --update-baselines
+--dlperf-record-sittings keeps one. --synthetic-cv C runs nothing: it judges pools drawn from a log-normal model with
 run-to-run CV C (independent runs; with --synthetic-drift D a host factor that drifts from block to
 block as well), to show what the same gate gives on a machine of that noise; its output says it is
 a model, not a measurement. The schedule lines compare sessions and baselines taken back to back
@@ -263,6 +265,42 @@ def pace_lines(doc: dict, sweep: list[int], tol: float, cv_bound: float, alpha: 
     verdict_lines(rows)
 
 
+def sittings_lines(doc: dict, sittings: dict[str, dict], repeats: list[int], per: int, tol: float, cv_bound: float,
+                   alpha: float, seed: int, trials: int = 500) -> None:
+    """The sessions of one sitting (``doc``) judged as the gate against a baseline recorded over other
+    sittings, as --update-baselines --dlperf-record-sittings keeps it: each trial's entry holds ``per``
+    runs drawn from each sitting's baseline pool, in that order, with their paces and sitting counts."""
+    from pytest_dlperf.baselines.gate import judge
+
+    w = Workload(**doc["workload"])
+    pools = {name: [(r["throughput"], r["pace"]) for r in d["runs"]["baseline"]] for name, d in sittings.items()}
+    print(f"\nagainst a baseline of {len(pools)} sittings ({', '.join(pools)}), {per} runs of each, "
+          f"{trials} resampled trials (as the gate judges: at the baseline's pace where the session's host ran "
+          "slower, the slope fitted within each sitting; 'hw': HARDWARE): identical code failing CI / 5% caught / "
+          "10% caught")
+    rows = []
+    for n in repeats:
+        cells = []
+        for c in ("identical", "slow5", "slow10"):
+            rng = random.Random(f"sittings-{seed}-{c}-{n}")
+            runs = [(r["throughput"], r["pace"]) for r in doc["runs"][c]]
+            counts = {"regression": 0, "noisy": 0, "hardware": 0}
+            for _ in range(trials):
+                base = [rng.sample(pool, per) for pool in pools.values()]
+                session = rng.sample(runs, n)
+                entry = entry_for([t for side in base for t, _ in side], w)
+                entry.paces = [p for side in base for _, p in side]
+                entry.sittings = [{"recorded_at": name, "runs": per} for name in pools]
+                status = judge([t for t, _ in session], entry, tol, cv_bound=cv_bound, alpha=alpha,
+                               measured_paces=[p for _, p in session]).status
+                counts[status] = counts.get(status, 0) + 1
+            cells.append(gate_cell(c, counts["regression"], counts["noisy"], counts["hardware"], trials))
+            if c != "slow5":
+                rows.append({"repeats": n, "mode": "sittings", "condition": c, "trials": trials, **counts})
+        print(f"  N={n:2d}  {' / '.join(cells)}")
+    verdict_lines(rows)
+
+
 def synthetic(w: Workload, cv: float, pool: int, seed: int, drift: float = 0.0) -> dict:
     """Pools drawn from a model instead of runs: throughput 14 x (1 - slow-down) x lognormal(0, cv),
     every run independent; with ``drift`` D, times a host factor exp(h) per block shared by the
@@ -491,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline-from", type=Path, default=None,
                    help="with --analyze-only: take the baseline pool from this pools file (another sitting of the "
                         "same workload), so sessions are judged against a baseline recorded at another time")
+    p.add_argument("--baseline-sittings", type=Path, nargs="+", default=None, metavar="POOLS",
+                   help="with --analyze-only: judge --pools-file's sessions against a baseline recorded over these "
+                        "pools files' sittings (--baseline-runs runs of each, as --dlperf-record-sittings keeps them)")
     p.add_argument("--core", type=int, default=0)
     p.add_argument("--iters", type=int, default=Workload.iters,
                    help="measured steps per run, the least (the CPU profile's default)")
@@ -508,8 +549,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="also judge each run on its first K measured steps only, for each K (a shorter window "
                         "taken from the same runs: collect with --window-seconds 0 --iters as long as the longest)")
     a = p.parse_args(argv)
-    if a.baseline_from is not None and not a.analyze_only:
-        p.error("--baseline-from needs --analyze-only (it judges saved pools of two sittings)")
+    if (a.baseline_from is not None or a.baseline_sittings) and not a.analyze_only:
+        p.error("--baseline-from and --baseline-sittings need --analyze-only (they judge saved pools of other sittings)")
     w = Workload(core=a.core, iters=a.iters, warmup_iters=a.warmup_iters, window_seconds=a.window_seconds)
     if a.synthetic_cv is not None:
         doc = synthetic(w, a.synthetic_cv, a.pool, a.seed, a.synthetic_drift)
@@ -535,6 +576,14 @@ def main(argv: list[str] | None = None) -> int:
     tol = a.tolerance if a.tolerance is not None else default_tolerances("cpu").throughput
     cv_bound = a.cv_bound if a.cv_bound is not None else gate.DEFAULT_CV_BOUND
     alpha = a.alpha if a.alpha is not None else gate.DEFAULT_ALPHA
+    if a.baseline_sittings:
+        others = {str(f): json.loads(f.read_text()) for f in a.baseline_sittings}
+        for f, other in others.items():
+            if other["workload"] != doc["workload"] or not other.get("pace_probe") or not doc.get("pace_probe"):
+                p.error(f"--baseline-sittings {f}: another workload than {a.pools_file}, or collected without the "
+                        "pace probe (the gate fits the pace within each sitting)")
+        sittings_lines(doc, others, a.repeats, a.baseline_runs, tol, cv_bound, alpha, a.seed)
+        return 0
     print(f"\nslow-down planted with {doc['plant']}")
     rows = analyze(doc, a.repeats, a.trials, tol, cv_bound, alpha, a.seed, a.sweep, a.baseline_runs)
     verdict_lines(rows)

@@ -14,14 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from . import metrics
 from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, Verdict,
                         detect_profile, judge, judge_scalar, resolve_tolerances)
 from .baselines.fingerprint import FingerprintComparison, compare, robust_cv
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, pace_hides
+from .baselines.store import SittingsError, add_sitting
 from .clusters.base import Node
 from .hardware import Fingerprints
 from .results import CaseResult, ResultSet
-from .specs import CaseSpec
+from .specs import CaseSpec, Topology
 
 
 
@@ -42,6 +44,7 @@ class GateOptions:
     cv_bound: float = DEFAULT_CV_BOUND
     alpha: float = DEFAULT_ALPHA
     root: Path | None = None  # the repository under test: its git commit is recorded and compared
+    sittings: int = 1  # --dlperf-record-sittings: the sittings an entry keeps when recorded (1: replace)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> GateOptions:
@@ -50,12 +53,15 @@ class GateOptions:
         directory = Path(d).expanduser().resolve() if d else Path(config.rootpath) / "baselines"
         if directory.exists() and not directory.is_dir():
             raise pytest.UsageError(f"--dlperf-baseline-dir: {directory} exists and is not a directory")
+        if get("dlperf_record_sittings") and not get("dlperf_update_baselines"):
+            raise pytest.UsageError("--dlperf-record-sittings K says how many sittings --update-baselines keeps: "
+                                    "give it with --update-baselines, or leave it out to gate")
         return cls(update=get("dlperf_update_baselines"), profile=get("dlperf_baseline_profile"), directory=directory,
                    tolerance={"throughput": get("dlperf_tolerance"), "speedup": get("dlperf_speedup_tolerance"),
                               "efficiency": get("dlperf_efficiency_tolerance")},
                    missing=get("dlperf_baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail",
                    hardware_fails=(get("dlperf_hardware") or ("fail" if in_ci() else "skip")) == "fail",
-                   root=Path(config.rootpath))
+                   root=Path(config.rootpath), sittings=get("dlperf_record_sittings") or 1)
 
 
 def marker_tolerances(item: pytest.Item | None) -> dict[str, float]:
@@ -148,6 +154,7 @@ class Gate:
         # nodeid -> (profile, key, entry, the session's fingerprints)
         self.pending: dict[str, tuple[str, str, Entry, Fingerprints | None]] = {}
         self.written: dict[str, int] = {}
+        self.recorded: dict[str, Entry] = {}  # case key -> the entry this session records for it
         self._files: dict[str, BaselineFile] = {}
         self._git: str | None = None
         self._git_read = False
@@ -267,11 +274,17 @@ class Gate:
         entry = bfile.get(key)
         tol = resolve_tolerances(bfile.tolerances_for(key), self.options.tolerance, marker_tolerances(item))
         record = self.options.update or (entry is None and self.options.missing == "record")
-        if record and item is not None:
-            self.pending[item.nodeid] = (profile, key, Entry.from_result(result, tol, _versions(result, self.git)),
-                                         fingerprints)
-            self._noisy_recording(result)
         comp = self.hardware(bfile, entry, fingerprints) if entry is not None else None
+        if record and item is not None:
+            new = Entry.from_result(result, tol, _versions(result, self.git))
+            if self.options.sittings > 1 and entry is not None:
+                try:
+                    new = self._add_sitting(entry, new, comp, reference)
+                except SittingsError as exc:
+                    return Judgement("fail", f"{case.id}: not recorded: {exc}")
+            self.pending[item.nodeid] = (profile, key, new, fingerprints)
+            self.recorded[key] = new
+            self._noisy_recording(result)
         if comp is not None and comp.status == "differs":
             if comp.faster_only and not self.options.update:
                 # this machine probes faster than the recording one: a drop is not the hardware's
@@ -286,6 +299,29 @@ class Gate:
                 return Judgement("pass", v.message, [v])
             return Judgement("fail" if self.options.hardware_fails else "skip", v.message, [v])
         return self._judge_entry(result, entry, tol, bfile, reference, record, profile)
+
+    def _add_sitting(self, old: Entry, new: Entry, comp: FingerprintComparison | None,
+                     reference: CaseResult | None) -> Entry:
+        """--dlperf-record-sittings K: this session's runs added to the recorded entry's last K-1 sittings,
+        speedup and efficiency from the merged medians of the case and of its 1n1g recorded in this session
+        (else left to ``fill_scaling``). SittingsError where the runs would not be of one machine and software."""
+        if comp is not None and comp.status == "differs":
+            slow = (" If this is the recording machine and only its probe figures differ, it probed at a slow "
+                    "moment: record again at a quieter one." if comp.performance_only else "")
+            raise SittingsError(f"the recorded runs were taken on other hardware ({comp.summary()}): adding this "
+                                "session's would mix two machines in one baseline. Record it without "
+                                f"--dlperf-record-sittings to start over on this machine.{slow}")
+        merged = add_sitting(old, new, self.options.sittings)
+        world = merged.case.topology.world_size
+        ref = self.recorded.get(reference.case.key) if reference is not None else None
+        if world == 1:
+            merged.speedup, merged.efficiency = new.speedup, new.efficiency
+        elif ref is not None and max(1, len(ref.sittings)) == len(merged.sittings):
+            merged.speedup = metrics.speedup(merged.median, ref.median)
+            merged.efficiency = metrics.efficiency(merged.speedup, world)
+        else:
+            merged.speedup = merged.efficiency = None
+        return merged
 
     def _noisy_recording(self, result: CaseResult) -> None:
         """Say so when the runs a baseline is recorded from disagree: later drops must clear that
@@ -375,17 +411,29 @@ class Gate:
     def fill_scaling(self, results: ResultSet) -> int:
         """Under xdist each worker recorded its cases without the others' 1n1g, so without a
         speedup; the controller, which has every result, adds speedup and efficiency to the entries
-        this session wrote (the same per-run throughputs) that lack them. Returns how many."""
+        this session wrote (the same per-run throughputs; of several sittings, the last sitting's) that
+        lack them: the session's own, or of several sittings from the merged medians. Returns how many."""
         filled = 0
         for profile in self.written:
             current = self.store.load(profile)
             add: dict[str, Entry] = {}
             for r in results.results:
                 e = current.get(r.case.key)
-                if (e is not None and e.speedup is None and r.speedup is not None
-                        and [float(x) for x in e.throughputs] == [float(x) for x in r.throughputs]):
+                if e is None or e.speedup is not None or r.speedup is None:
+                    continue
+                last = e.throughputs[-e.sittings[-1]["runs"]:] if e.sittings else e.throughputs
+                if [float(x) for x in last] != [float(x) for x in r.throughputs]:
+                    continue
+                if len(e.sittings) > 1:
+                    base = results.find(r.case, Topology(1, 1))
+                    ref = current.get(base.case.key) if base is not None else None
+                    if ref is None or len(ref.sittings) != len(e.sittings):
+                        continue  # its 1n1g was not recorded over the same sittings: no speedup to give
+                    e.speedup = metrics.speedup(e.median, ref.median)
+                    e.efficiency = metrics.efficiency(e.speedup, r.case.topology.world_size)
+                else:
                     e.speedup, e.efficiency = r.speedup, r.efficiency
-                    add[r.case.key] = e
+                add[r.case.key] = e
             if add:
                 self.store.update(profile, add)
                 filled += len(add)

@@ -274,6 +274,10 @@ def add_options(parser: pytest.Parser) -> None:
     a("--dlperf-update-baselines", action="store_true", default=False,
       help="record the cases that ran and passed as the profile's baseline (other entries are kept). "
            "Alias: --update-baselines")
+    a("--dlperf-record-sittings", type=positive_int, default=None, metavar="K",
+      help="with --update-baselines: add this session's runs to those the entry holds, keeping the last K "
+           "sittings (same machine and software only), so the baseline holds the host's level over several "
+           "hours, not one (default 1: replace)")
     a("--dlperf-baseline-profile", type=_profile_name, default=None, metavar="NAME",
       help="gate against this profile's file instead of the detected one (e.g. ecs.ebmgn6v.24xlarge)")
     a("--dlperf-baseline-dir", default=None, metavar="DIR",

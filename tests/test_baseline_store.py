@@ -18,6 +18,7 @@ from pytest_dlperf.baselines import (
     default_tolerances,
     detect_profile,
 )
+from pytest_dlperf.baselines.store import SittingsError, add_sitting, run_groups
 from pytest_dlperf.clusters.base import Node
 from pytest_dlperf.specs import CaseSpec, Topology
 
@@ -73,6 +74,48 @@ def test_paces_round_trip_beside_the_throughputs_and_are_left_out_when_unprobed(
     del raw[probed.key]["pace_contract"]
     path.write_text(json.dumps(doc))
     assert store.load(PROFILE).entries[probed.key].pace_contract == 1
+
+
+def _sitting(runs: tuple[float, ...], at: str, paces: tuple[float, ...] = (), **versions: str) -> Entry:
+    e = entry(runs=runs)
+    e.recorded_at, e.versions = at, {**e.versions, **versions}
+    e.paces, e.pace_contract = list(paces), 2 if paces else 0
+    return e
+
+
+def test_a_sitting_is_added_to_the_recorded_ones_keeping_the_last_k(tmp_path):
+    """--dlperf-record-sittings K: the runs of the last K sittings, oldest first, medians over all of
+    them; the sittings are counted so that the gate can fit the pace within each and say when."""
+    a = _sitting((10.0, 11.0, 12.0), "A", (50.0, 51.0, 52.0))
+    b = _sitting((13.0, 14.0), "B", (60.0, 61.0))
+    ab = add_sitting(a, b, keep=3)
+    assert ab.throughputs == [10.0, 11.0, 12.0, 13.0, 14.0] and ab.paces == [50.0, 51.0, 52.0, 60.0, 61.0]
+    assert ab.median == 12.0 and ab.recorded_at == "B"
+    assert ab.sittings == [{"recorded_at": "A", "runs": 3}, {"recorded_at": "B", "runs": 2}]
+    assert [list(g) for g in run_groups(ab)] == [[0, 1, 2], [3, 4]] and [list(g) for g in run_groups(a)] == [[0, 1, 2]]
+    c = _sitting((15.0, 16.0, 17.0), "C", (70.0, 71.0, 72.0))
+    bc = add_sitting(ab, c, keep=2)  # A's runs leave
+    assert bc.throughputs == [13.0, 14.0, 15.0, 16.0, 17.0] and bc.paces == [60.0, 61.0, 70.0, 71.0, 72.0]
+    assert [s["recorded_at"] for s in bc.sittings] == ["B", "C"] and bc.median == 15.0
+    store = BaselineStore(tmp_path)
+    store.update(PROFILE, {bc.key: bc})
+    assert store.load(PROFILE).entries[bc.key] == bc
+    assert json.loads(store.path(PROFILE).read_text())["entries"][bc.key]["sittings"] == bc.sittings
+
+
+@pytest.mark.parametrize("old,new,pattern", [
+    (_sitting((10.0,), "A", torch="2.12.0"), _sitting((11.0,), "B"),
+     r"other software \(torch 2\.12\.0 -> 2\.13\.0\).*without --dlperf-record-sittings"),
+    (_sitting((10.0,), "A", (50.0,)), _sitting((11.0,), "B"), r"the recorded runs carry the pace probe's figures"),
+    (_sitting((10.0,), "A"), _sitting((11.0,), "B", (50.0,)), r"the recorded runs lack the pace probe's figures"),
+])
+def test_runs_of_other_software_or_probing_are_not_added(old, new, pattern):
+    with pytest.raises(SittingsError, match=pattern):
+        add_sitting(old, new, keep=2)
+    published = _sitting((10.0,), "A")
+    published.source = "published: NVIDIA DeepLearningExamples"
+    with pytest.raises(SittingsError, match="its baseline is published: NVIDIA"):
+        add_sitting(published, new, keep=2)
 
 
 def test_key_matches_case_spec():
@@ -157,6 +200,9 @@ def _valid_doc() -> dict:
     (lambda e: e.update(versions={"torch": 2}), r"'versions' must map names to version strings"),
     (lambda e: e.update(paces=[50.0, 0]), r"'paces' item 1 must be a number > 0"),
     (lambda e: e.update(paces=[50.0, 51.0]), r"'paces' has 2 items for 3 throughputs: one per run"),
+    (lambda e: e.update(sittings=[{"recorded_at": "a", "runs": 2}]), r"'sittings' counts 2 runs for 3 throughputs"),
+    (lambda e: e.update(sittings=[{"recorded_at": "a", "runs": 0}, {"recorded_at": "b", "runs": 3}]),
+     r"'sittings' item 0 must be \{\"recorded_at\""),
 ])
 def test_wrong_fields_and_types_are_named(tmp_path, mutate, pattern):
     doc = _valid_doc()

@@ -229,3 +229,28 @@ def test_unknown_and_node_count(base: dict) -> None:
         assert result.status == "unknown" and "no hardware fingerprint" in result.summary()
     result = compare({"a": base, "b": base}, {"x": base})
     assert result.status == "differs" and result.differences == ["1 nodes vs 2"]
+
+
+def test_runs_of_another_machine_are_not_added_to_a_baseline_of_sittings(base: dict, tmp_path: Path) -> None:
+    """--dlperf-record-sittings: a recording whose machine differs is refused, not mixed in; where only
+    the probe figures differ, the message says it may have been a slow moment."""
+    from pytest_dlperf.baselines import Entry
+    from pytest_dlperf.baselines.store import SittingsError
+    from pytest_dlperf.gating import Gate, GateOptions
+
+    gate = Gate(GateOptions(update=True, profile=None, directory=tmp_path, tolerance={}, missing="skip",
+                            noisy_fails=True, sittings=3))
+    def entry(runs: list[float]) -> Entry:
+        return Entry.from_samples(model="resnet50", precision="fp32", batch_size=8, image_size=64, backend="ddp",
+                                  topology="1n1g", throughputs=runs, tolerance=None, versions={"torch": "2.13.0"})
+    old, new = entry([10.0, 11.0]), entry([12.0])
+    slow = compare({"local0": base}, {"local0": slower(base, 0.6)})
+    with pytest.raises(SittingsError, match=r"other hardware \(local0: matmul probe 40% slower.*slow moment"):
+        gate._add_sitting(old, new, slow, None)
+    other = copy.deepcopy(base)
+    other["cpu"]["model_name"] = "Other CPU 9000"
+    with pytest.raises(SittingsError, match="other hardware") as exc:
+        gate._add_sitting(old, new, compare({"local0": base}, {"local0": other}), None)
+    assert "slow moment" not in str(exc.value)
+    same = gate._add_sitting(old, new, compare({"local0": base}, {"local0": copy.deepcopy(base)}), None)
+    assert same.throughputs == [10.0, 11.0, 12.0] and same.speedup == new.speedup

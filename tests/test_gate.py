@@ -18,6 +18,7 @@ from pytest_dlperf.baselines import (
     resolve_tolerances,
     verdict_table,
 )
+from pytest_dlperf.baselines.gate import pace_slope
 from pytest_dlperf.specs import CaseSpec, Topology
 
 KEY = "ddp/resnet50-fp32-bs8-64px-1n1g"
@@ -412,6 +413,21 @@ def test_a_slower_host_is_judged_at_the_baselines_pace_and_passes():
     assert "as measured 17.6 vs 19.95 samples/s (-11.8%)" in v.message
 
 
+def test_a_baseline_of_several_sittings_fits_the_pace_within_each_and_says_when():
+    """--dlperf-record-sittings: the probe's level moves between sittings without the throughput
+    following it (2026-11-25), so the slope is fitted within each sitting, not across them."""
+    later = [(t, p * 1.4) for t, p in BASE_RUNS[:4]]  # a sitting where the probe read 40% faster, same speed
+    e = paced(BASE_RUNS[4:] + later)
+    e.sittings = [{"recorded_at": "2026-11-25T10:12:00+00:00", "runs": 4},
+                  {"recorded_at": "2026-11-25T19:07:00+00:00", "runs": 4}]
+    session = [host(p, wobble=w) for p, w in [(40, 1.0), (41, 0.995), (39, 1.005)]]
+    v = judge([t for t, _ in session], e, 0.05, measured_paces=[p for _, p in session])
+    within = pace_slope([session, BASE_RUNS[4:], later])
+    assert v.pace["slope"] == pytest.approx(within) and within > 0.15
+    assert pace_slope([session, BASE_RUNS[4:] + later]) < within - 0.1  # pooled, the sittings' levels pull it down
+    assert "recorded in 2 sittings from 2026-11-25T10:12:00+00:00 to 2026-11-25T19:07:00+00:00" in v.message
+
+
 def test_slower_software_on_the_same_host_is_still_a_regression():
     session = [host(p, software=0.9, wobble=w) for p, w in [(50, 1.0), (53, 0.995), (48, 1.005)]]
     v = judge([t for t, _ in session], paced(BASE_RUNS), 0.05, measured_paces=[p for _, p in session])
@@ -461,7 +477,6 @@ def test_the_slope_comes_from_within_each_side_and_is_clipped():
     flat_session = [(18.0 * w, p) for p, w in [(40, 1.0), (44, 1.005), (37, 0.995)]]
     v = judge([t for t, _ in flat_session], paced(flat_base), 0.05, measured_paces=[p for _, p in flat_session])
     assert v.pace["slope"] == 0.0 and v.status == "regression"
-    from pytest_dlperf.baselines.gate import pace_slope
 
     assert pace_slope([[(10.0, 1.0), (30.0, 2.0)]]) == 1.0  # throughput doubling with pace: clipped at 1
     assert pace_slope([[(10.0, 2.0), (20.0, 1.0)]]) == 0.0  # faster on a slower host: never a negative slope

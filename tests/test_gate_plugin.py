@@ -230,6 +230,47 @@ def test_update_under_xdist_workers_loses_no_case_and_a_speedup_loss_is_judged_o
     assert "from 3 and 3 runs vs 1 and 1" in sp["message"] and sp["change"] < -0.5
 
 
+def test_record_sittings_adds_each_sessions_runs_keeps_the_last_k_and_refuses_other_software(tmp_path):
+    """--dlperf-record-sittings K: a baseline over several sittings (across hours on a shared VM one
+    hour's recording failed identical code of another in up to 60% of trials: README "Gate power")."""
+    store = tmp_path / "store"
+    key2 = KEY.replace("1n1g", "2n1g")
+    r = run(tmp_path / "a", store, "--update-baselines", *ONE)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a = json.loads(profile_file(store).read_text())["entries"]
+    assert "sittings" not in a[KEY]  # one sitting, as before
+    # under xdist the 2n1g's worker has no 1n1g: the controller gives the speedup from the merged medians
+    r = run(tmp_path / "b", store, "-n", "2", "--update-baselines", "--dlperf-record-sittings", "3", *ONE)
+    assert r.returncode == 0, r.stdout + r.stderr
+    b = json.loads(profile_file(store).read_text())["entries"]
+    for k in (KEY, key2):
+        assert len(b[k]["throughputs"]) == len(b[k]["paces"]) == 2 and b[k]["throughputs"][0] == a[k]["throughputs"][0]
+        assert [s["runs"] for s in b[k]["sittings"]] == [1, 1] and b[k]["sittings"][0]["recorded_at"] == a[k]["recorded_at"]
+        assert b[k]["median"] == pytest.approx(sum(b[k]["throughputs"]) / 2)
+    assert b[key2]["speedup"] == pytest.approx(b[key2]["median"] / b[KEY]["median"])
+    assert b[key2]["efficiency"] == pytest.approx(b[key2]["speedup"] / 2)
+    # in one process, K=2: the first sitting leaves; the speedup from this session's merged 1n1g
+    r = run(tmp_path / "c", store, "--update-baselines", "--dlperf-record-sittings", "2", *ONE)
+    assert r.returncode == 0, r.stdout + r.stderr
+    c = json.loads(profile_file(store).read_text())["entries"]
+    for k in (KEY, key2):
+        assert c[k]["throughputs"][0] == b[k]["throughputs"][1] and len(c[k]["throughputs"]) == 2
+        assert [s["recorded_at"] for s in c[k]["sittings"]][0] == b[k]["sittings"][1]["recorded_at"]
+    assert c[key2]["speedup"] == pytest.approx(c[key2]["median"] / c[KEY]["median"])
+    # runs of other software are not added, and nothing is written
+    doc = json.loads(profile_file(store).read_text())
+    doc["entries"][KEY]["versions"]["torch"] = "2.12.0"
+    profile_file(store).write_text(json.dumps(doc, indent=1))
+    before = profile_file(store).read_bytes()
+    r = run(tmp_path / "d", store, "-k", "1n1g", "--update-baselines", "--dlperf-record-sittings", "2", *ONE)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "not recorded: ddp/resnet50-fp32-bs2-32px-1n1g: the recorded runs were taken with other software " \
+           "(torch 2.12.0 -> 2.13.0" in r.stdout and "without --dlperf-record-sittings" in r.stdout
+    assert profile_file(store).read_bytes() == before
+    r = run(tmp_path / "e", store, "-k", "1n1g", "--dlperf-record-sittings", "2")
+    assert r.returncode == 4 and "give it with --update-baselines" in r.stderr, r.stdout + r.stderr
+
+
 def test_recording_keeps_the_machines_fingerprint(recorded):
     doc = json.loads(profile_file(recorded).read_text())
     e = doc["entries"][KEY]

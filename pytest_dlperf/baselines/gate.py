@@ -37,7 +37,8 @@ Rule for throughput (the repeats of both sides are judged, not one number):
   sides' throughputs are first brought to the baseline runs' median pace, t x (pace_ref / pace)^b,
   and the rule above judges those. b is the pooled within-side slope of log throughput on log pace
   (each side's runs about their own means, so a difference between the sides, which may be the
-  software's, cannot set it), clipped to 0..1. The pace only ever excuses: where the session's host
+  software's, cannot set it; a baseline recorded over several sittings, --dlperf-record-sittings,
+  counts each sitting as a side), clipped to 0..1. The pace only ever excuses: where the session's host
   ran faster, the throughputs are judged as measured, and the message says when at the baseline's
   pace they would have been a regression (a slow-down may hide there). Why one-sided: within a
   sitting the fit holds both ways, but across sittings the probe's level moves without the
@@ -77,7 +78,7 @@ from dataclasses import asdict, dataclass, field, replace
 from .significance import Significance, rank_test, scaling_test, scipy_stats, significant, t_test
 from .fingerprint import robust_cv
 from .schema import METRICS, Tolerances
-from .store import Entry
+from .store import Entry, run_groups
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_CV_BOUND = 0.10
@@ -192,10 +193,13 @@ def pace_slope(sides: Sequence[Sequence[tuple[float, float]]]) -> float:
 
 
 def pace_adjust(measured: Sequence[float], measured_paces: Sequence[float], baseline: Sequence[float],
-                baseline_paces: Sequence[float]) -> tuple[list[float], list[float], dict]:
-    """Both sides' throughputs at the baseline runs' median pace, and what was done (for the verdict)."""
+                baseline_paces: Sequence[float], baseline_groups: Sequence[range] = ()
+                ) -> tuple[list[float], list[float], dict]:
+    """Both sides' throughputs at the baseline runs' median pace, and what was done (for the verdict).
+    ``baseline_groups``: the baseline runs by sitting (store.run_groups); the slope is fitted within each,
+    as the probe's level moves between sittings without the throughput following it."""
     m, b = list(zip(measured, measured_paces)), list(zip(baseline, baseline_paces))
-    slope = pace_slope([m, b])
+    slope = pace_slope([m, *([[b[i] for i in g] for g in baseline_groups] or [b])])
     ref = statistics.median(baseline_paces)
     def at_ref(side: list[tuple[float, float]]) -> list[float]:
         return [t * (ref / p) ** slope for t, p in side]
@@ -266,7 +270,9 @@ def _provenance(baseline: Entry, has_runs: bool) -> str:
         return f", {baseline.source}" + ("" if has_runs else "; no per-run figures, spread taken as zero")
     if baseline.recorded_at:
         vers = ", ".join(f"{k} {v}" for k, v in sorted(baseline.versions.items()))
-        return f", recorded {baseline.recorded_at}" + (f" with {vers}" if vers else "")
+        when = (f"in {len(baseline.sittings)} sittings from {baseline.sittings[0]['recorded_at']} to "
+                f"{baseline.sittings[-1]['recorded_at']}" if len(baseline.sittings) > 1 else baseline.recorded_at)
+        return f", recorded {when}" + (f" with {vers}" if vers else "")
     return ""
 
 
@@ -307,7 +313,7 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
                         f"{contracts[1]} ({_PACE_CONTRACTS.get(contracts[1], 'unknown')}), which are not alike for "
                         "a case of several nodes: record the baseline again with --dlperf-pace-probe.")
         elif len(mp) == len(xs) and b_raw and len(bp) == len(b_raw):
-            adj_m, adj_b, pace_info = pace_adjust(xs, mp, b_raw, bp)
+            adj_m, adj_b, pace_info = pace_adjust(xs, mp, b_raw, bp, run_groups(baseline))
             pace_info["applied"] = _credits(pace_info)
             if pace_info["applied"]:
                 xs, b_raw = adj_m, adj_b

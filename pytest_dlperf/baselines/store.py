@@ -55,6 +55,9 @@ class Entry:
     versions: dict[str, str] = field(default_factory=dict)
     source: str = "recorded"  # or "published: <citation>"
     machine: str = ""  # id of the recording machine's fingerprints in the file's "machines"
+    # the sittings the runs come from, oldest first: [{"recorded_at": ..., "runs": n}]; [] for one sitting
+    # (--dlperf-record-sittings K keeps the last K, so the baseline holds the host's level over hours)
+    sittings: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # other fields, kept as they are
 
     @property
@@ -125,6 +128,8 @@ class Entry:
             d["machine"] = self.machine
         if self.variant:
             d["variant"] = self.variant
+        if self.sittings:
+            d["sittings"] = [dict(x) for x in self.sittings]
         d.update({k: v for k, v in self.extra.items() if k not in d})
         return d
 
@@ -154,7 +159,7 @@ class Entry:
             raise r.fail("source", f"must be 'recorded', 'published: <citation>' or 'imported: <logs>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
                  "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
-                 "machine", "variant", "paces", "pace_contract"}
+                 "machine", "variant", "paces", "pace_contract", "sittings"}
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
@@ -168,6 +173,7 @@ class Entry:
             recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,
             machine=r.get("machine", "str", required=False) or "",
             variant=r.get("variant", "str", required=False) or "",
+            sittings=_sittings(r, len(tputs)),
             extra={k: v for k, v in d.items() if k not in known},
         )
         try:
@@ -177,6 +183,69 @@ class Entry:
         if real_key != key:
             raise BaselineError(path, f"entry key {key!r} does not match its fields, which make {real_key!r}")
         return entry
+
+
+def _sittings(r: _Reader, runs: int) -> list[dict[str, Any]]:
+    """The entry's ``sittings``, checked: each {"recorded_at": str, "runs": int > 0}, counts adding up to the runs."""
+    items = r.get("sittings", "list", required=False) or []
+    for i, x in enumerate(items):
+        if not (isinstance(x, dict) and isinstance(x.get("recorded_at"), str) and type(x.get("runs")) is int
+                and x["runs"] > 0):
+            raise r.fail("sittings", f'item {i} must be {{"recorded_at": "<time>", "runs": <count > 0>}}, '
+                                     f"not {json.dumps(x)}")
+    if items and sum(x["runs"] for x in items) != runs:
+        raise r.fail("sittings", f"counts {sum(x['runs'] for x in items)} runs for {runs} throughputs: one count per "
+                                 "sitting, adding up to the runs (record the case again with --update-baselines)")
+    return [dict(x) for x in items]
+
+
+def run_groups(entry: Entry) -> list[range]:
+    """The index ranges of the entry's runs by sitting (one range for an entry of one sitting)."""
+    out, start = [], 0
+    for s in entry.sittings or [{"runs": len(entry.throughputs)}]:
+        out.append(range(start, start + s["runs"]))
+        start += s["runs"]
+    return out
+
+
+class SittingsError(ValueError):
+    """This session's runs cannot be added to the recorded ones: the message says why and what to do."""
+
+
+def add_sitting(old: Entry, new: Entry, keep: int) -> Entry:
+    """``new`` (one sitting, this session's) with the runs of ``old``'s last ``keep - 1`` sittings before
+    its own, medians over all of them; speedup and efficiency are left for the caller (they need the
+    group's 1n1g entry). Refuses (SittingsError) where the runs would not be of one software and probe."""
+    if keep < 2:
+        raise ValueError("add_sitting keeps at least two sittings")
+    if old.external:
+        raise SittingsError(f"{old.key}: its baseline is {old.source}, not runs of this suite: record it once "
+                            "without --dlperf-record-sittings to start from this machine's runs")
+    differ = [f"{k} {old.versions.get(k, '(none)')} -> {new.versions.get(k, '(none)')}"
+              for k in sorted(set(old.versions) | set(new.versions)) if old.versions.get(k) != new.versions.get(k)]
+    if differ:
+        raise SittingsError(f"{old.key}: the recorded runs were taken with other software ({'; '.join(differ)}): "
+                            "adding this session's would mix two versions in one baseline. Record it without "
+                            "--dlperf-record-sittings to start over with this software's runs")
+    if bool(old.paces) != bool(new.paces) or (old.paces and old.pace_contract != new.pace_contract):
+        what = (f"pace probe contract {old.pace_contract} vs {new.pace_contract}" if old.paces and new.paces
+                else "the recorded runs " + ("carry" if old.paces else "lack") + " the pace probe's figures, this "
+                "session's " + ("lack" if old.paces else "carry") + " them")
+        raise SittingsError(f"{old.key}: {what}: run this session as the recorded one was (--dlperf-pace-probe), "
+                            "or record it without --dlperf-record-sittings to start over")
+    old_sittings = old.sittings or [{"recorded_at": old.recorded_at, "runs": len(old.throughputs)}]
+    kept = old_sittings[-(keep - 1):]
+    cut = sum(s["runs"] for s in old_sittings) - sum(s["runs"] for s in kept)
+    tputs = list(old.throughputs[cut:]) + list(new.throughputs)
+    merged = Entry.from_samples(model=new.model, precision=new.precision, batch_size=new.batch_size,
+                                image_size=new.image_size, backend=new.backend, topology=new.topology,
+                                throughputs=tputs, tolerance=new.tolerance, versions=new.versions,
+                                recorded_at=new.recorded_at, variant=new.variant)
+    merged.paces = list(old.paces[cut:]) + list(new.paces) if new.paces else []
+    merged.pace_contract = new.pace_contract
+    merged.sittings = [dict(s) for s in kept] + [{"recorded_at": new.recorded_at, "runs": len(new.throughputs)}]
+    merged.machine, merged.extra = new.machine, dict(new.extra)
+    return merged
 
 
 @dataclass
