@@ -388,9 +388,11 @@ class Gate:
         return Judgement("pass", "\n".join(v.message for v in verdicts), verdicts)
 
     def test_finished(self, nodeid: str, passed: bool) -> None:
-        """Only a case whose test passed is recorded."""
+        """Only a case whose test passed is recorded (and gives a later case of its group its speedup)."""
         if not passed:
-            self.pending.pop(nodeid, None)
+            dropped = self.pending.pop(nodeid, None)
+            if dropped is not None:
+                self.recorded.pop(dropped[1], None)
 
     def flush(self) -> None:
         """Write what --update-baselines collected, one locked atomic update per profile."""

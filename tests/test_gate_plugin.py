@@ -398,3 +398,19 @@ def test_a_slower_machine_of_the_same_name_is_not_a_regression(recorded, tmp_pat
     assert r.returncode == 1, r.stdout + r.stderr
     assert "REGRESSION" not in r.stdout
     assert f"HARDWARE {CASE} throughput: not judged" in r.stdout and "cpu quota 1 cores vs unlimited" in r.stdout
+
+
+def test_a_case_whose_test_failed_is_neither_recorded_nor_its_groups_reference(tmp_path):
+    """A 1n1g whose test failed is not written, so a 2n1g recorded over sittings after it must not take
+    its speedup from that 1n1g's merged runs either."""
+    from pytest_dlperf.baselines import Entry
+
+    gate = Gate(GateOptions(update=True, profile=None, directory=tmp_path, tolerance={}, missing="skip",
+                            noisy_fails=True, sittings=2))
+    e = Entry.from_samples(model="resnet50", precision="fp32", batch_size=2, image_size=32, backend="ddp",
+                           topology="1n1g", throughputs=[10.0], tolerance=None, versions={})
+    for nodeid, passed in (("suites/t.py::ok", True), ("suites/t.py::bad", False)):
+        gate.pending[nodeid] = ("p", e.key, e, None)
+        gate.recorded[e.key] = e
+        gate.test_finished(nodeid, passed)
+        assert (nodeid in gate.pending, e.key in gate.recorded) == (passed, passed)
