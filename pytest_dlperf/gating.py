@@ -19,7 +19,7 @@ from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, Scali
                         detect_profile, judge, judge_scalar, resolve_tolerances)
 from .baselines.fingerprint import FingerprintComparison, compare, robust_cv
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, pace_hides
-from .baselines.store import SittingsError, add_sitting
+from .baselines.store import SittingsError, add_sitting, check_software
 from .clusters.base import Node
 from .hardware import Fingerprints
 from .results import CaseResult, ResultSet
@@ -105,13 +105,18 @@ def _versions(result: CaseResult, git: str | None = None) -> dict[str, str]:
     ranks = [r for r in meta.get("ranks") or [] if isinstance(r, dict) and r.get("device")]
     if ranks:
         out["device"] = str(ranks[0]["device"])
-    try:
-        out["pytest_dlperf"] = metadata.version("pytest-dlperf")
-    except metadata.PackageNotFoundError:
-        pass
+    if _own_version():
+        out["pytest_dlperf"] = _own_version()
     if git:
         out["git"] = git
     return out
+
+
+def _own_version() -> str | None:
+    try:
+        return metadata.version("pytest-dlperf")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def git_commit(root: Path | None) -> str | None:
@@ -196,6 +201,19 @@ class Gate:
         except ValueError:
             return
         self._file(profile)
+
+    def check_sittings(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> None:
+        """--dlperf-record-sittings: what is known before a launch (the repository's commit, pytest-dlperf's
+        version, a published entry) refused now, not after minutes of launches (SittingsError); the rest
+        (frameworks as the workload reports them, the machine) when the runs are added."""
+        if self.options.sittings < 2 or not self.options.update:
+            return
+        try:
+            entry = self._file(self.profile_for(nodes, case.backend, frameworks)).get(case.key)
+        except (ValueError, BaselineError):
+            return  # judged (and named) where the file is read for the case
+        if entry is not None:
+            check_software(entry, {"git": self.git, "pytest_dlperf": _own_version()}, keys=("git", "pytest_dlperf"))
 
     def paced_baseline(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> bool:
         """Whether the case's baseline was recorded with the pace probe, or it has none to judge

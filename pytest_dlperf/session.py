@@ -21,6 +21,7 @@ import pytest
 
 from . import environment, frameworks, hardware, reach, reporting
 from .baselines import BaselineError, verdict_table
+from .baselines.store import SittingsError
 from .budget import Budget, session_seconds
 from .clusters.base import Cluster, ClusterError
 from .gating import Gate, GateOptions, verdict_from_dict
@@ -558,9 +559,12 @@ class DLPerfSession:
         naming the file, what is wrong and the fix (the file is never written)."""
         try:
             self.gate.check_file(self.cluster.nodes(), case.backend, self._probed_frameworks(case))  # as judge()
+            self.gate.check_sittings(self.cluster.nodes(), case, self._probed_frameworks(case))
             return
         except BaselineError as exc:
             why = f"{case.id}: {exc}"
+        except SittingsError as exc:
+            why = f"{case.id}: not recorded: {exc}"
         self.failures[self.case_name(case)] = why  # outside the except block: the report shows no chain
         pytest.fail(why, pytrace=False)
 

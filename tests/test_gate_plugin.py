@@ -267,6 +267,14 @@ def test_record_sittings_adds_each_sessions_runs_keeps_the_last_k_and_refuses_ot
     assert "not recorded: ddp/resnet50-fp32-bs2-32px-1n1g: the recorded runs were taken with other software " \
            "(torch 2.12.0 -> 2.13.0" in r.stdout and "without --dlperf-record-sittings" in r.stdout
     assert profile_file(store).read_bytes() == before
+    # what is known before a launch (the commit, pytest-dlperf's version) is refused before the first one
+    doc["entries"][KEY]["versions"]["git"] = "0123456789ab"
+    profile_file(store).write_text(json.dumps(doc, indent=1))
+    before = profile_file(store).read_bytes()
+    r = run(tmp_path / "f", store, "-k", "1n1g", "--update-baselines", "--dlperf-record-sittings", "2", *ONE)
+    assert r.returncode == 1 and "taken with other software (git 0123456789ab -> " in r.stdout, r.stdout + r.stderr
+    assert "1 failed" in r.stdout and not (tmp_path / "f" / "report" / "runs").exists()  # nothing was launched
+    assert profile_file(store).read_bytes() == before
     r = run(tmp_path / "e", store, "-k", "1n1g", "--dlperf-record-sittings", "2")
     assert r.returncode == 4 and "give it with --update-baselines" in r.stderr, r.stdout + r.stderr
 

@@ -212,21 +212,28 @@ class SittingsError(ValueError):
     """This session's runs cannot be added to the recorded ones: the message says why and what to do."""
 
 
+def check_software(old: Entry, versions: Mapping[str, str | None], keys: Sequence[str] | None = None) -> None:
+    """SittingsError where runs taken with ``versions`` cannot join ``old``'s: it is not this suite's runs,
+    or the software differs (in ``keys`` only, where given: what is known before a launch)."""
+    if old.external:
+        raise SittingsError(f"{old.key}: its baseline is {old.source}, not runs of this suite: record it once "
+                            "without --dlperf-record-sittings to start from this machine's runs")
+    names = sorted(set(old.versions) | set(versions)) if keys is None else list(keys)
+    differ = [f"{k} {old.versions.get(k) or '(none)'} -> {versions.get(k) or '(none)'}"
+              for k in names if old.versions.get(k) != versions.get(k)]
+    if differ:
+        raise SittingsError(f"{old.key}: the recorded runs were taken with other software ({'; '.join(differ)}): "
+                            "adding this session's would mix two versions in one baseline. Record it without "
+                            "--dlperf-record-sittings to start over with this software's runs")
+
+
 def add_sitting(old: Entry, new: Entry, keep: int) -> Entry:
     """``new`` (one sitting, this session's) with the runs of ``old``'s last ``keep - 1`` sittings before
     its own, medians over all of them; speedup and efficiency are left for the caller (they need the
     group's 1n1g entry). Refuses (SittingsError) where the runs would not be of one software and probe."""
     if keep < 2:
         raise ValueError("add_sitting keeps at least two sittings")
-    if old.external:
-        raise SittingsError(f"{old.key}: its baseline is {old.source}, not runs of this suite: record it once "
-                            "without --dlperf-record-sittings to start from this machine's runs")
-    differ = [f"{k} {old.versions.get(k, '(none)')} -> {new.versions.get(k, '(none)')}"
-              for k in sorted(set(old.versions) | set(new.versions)) if old.versions.get(k) != new.versions.get(k)]
-    if differ:
-        raise SittingsError(f"{old.key}: the recorded runs were taken with other software ({'; '.join(differ)}): "
-                            "adding this session's would mix two versions in one baseline. Record it without "
-                            "--dlperf-record-sittings to start over with this software's runs")
+    check_software(old, new.versions)
     if bool(old.paces) != bool(new.paces) or (old.paces and old.pace_contract != new.pace_contract):
         what = (f"pace probe contract {old.pace_contract} vs {new.pace_contract}" if old.paces and new.paces
                 else "the recorded runs " + ("carry" if old.paces else "lack") + " the pace probe's figures, this "
