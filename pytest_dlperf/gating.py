@@ -105,8 +105,9 @@ def _versions(result: CaseResult, git: str | None = None) -> dict[str, str]:
     ranks = [r for r in meta.get("ranks") or [] if isinstance(r, dict) and r.get("device")]
     if ranks:
         out["device"] = str(ranks[0]["device"])
-    if _own_version():
-        out["pytest_dlperf"] = _own_version()
+    own = _own_version()
+    if own:
+        out["pytest_dlperf"] = own
     if git:
         out["git"] = git
     return out
@@ -191,28 +192,20 @@ class Gate:
             self._files[profile] = self.store.load(profile)  # BaselineError: named file, never written
         return self._files[profile]
 
-    def check_file(self, nodes: list[Node], backend: str, frameworks: Mapping[str, str]) -> None:
+    def check_file(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> None:
         """Read the file a case will be judged against (or recorded into) before it is measured:
         a broken file (a merge's conflict markers, a hand edit) raises BaselineError now, not after
         minutes of launches whose measurements it would then throw away. Versions that name no
-        profile (a framework without a version) leave the check to the judging, as before."""
+        profile (a framework without a version) leave the check to the judging, as before.
+        With --dlperf-record-sittings, what is known before a launch (the repository's commit,
+        pytest-dlperf's version, a published entry) is refused now too (SittingsError); the rest
+        (frameworks as the workload reports them, the machine) when the runs are added."""
         try:
-            profile = self.profile_for(nodes, backend, frameworks)
+            profile = self.profile_for(nodes, case.backend, frameworks)
         except ValueError:
             return
-        self._file(profile)
-
-    def check_sittings(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> None:
-        """--dlperf-record-sittings: what is known before a launch (the repository's commit, pytest-dlperf's
-        version, a published entry) refused now, not after minutes of launches (SittingsError); the rest
-        (frameworks as the workload reports them, the machine) when the runs are added."""
-        if self.options.sittings < 2 or not self.options.update:
-            return
-        try:
-            entry = self._file(self.profile_for(nodes, case.backend, frameworks)).get(case.key)
-        except (ValueError, BaselineError):
-            return  # judged (and named) where the file is read for the case
-        if entry is not None:
+        entry = self._file(profile).get(case.key)
+        if entry is not None and self.options.update and self.options.sittings > 1:
             check_software(entry, {"git": self.git, "pytest_dlperf": _own_version()}, keys=("git", "pytest_dlperf"))
 
     def paced_baseline(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> bool:
@@ -330,15 +323,10 @@ class Gate:
                                 "session's would mix two machines in one baseline. Record it without "
                                 f"--dlperf-record-sittings to start over on this machine.{slow}")
         merged = add_sitting(old, new, self.options.sittings)
-        world = merged.case.topology.world_size
-        ref = self.recorded.get(reference.case.key) if reference is not None else None
-        if world == 1:
+        if merged.case.topology.world_size == 1:
             merged.speedup, merged.efficiency = new.speedup, new.efficiency
-        elif ref is not None and max(1, len(ref.sittings)) == len(merged.sittings):
-            merged.speedup = metrics.speedup(merged.median, ref.median)
-            merged.efficiency = metrics.efficiency(merged.speedup, world)
         else:
-            merged.speedup = merged.efficiency = None
+            _scale_sittings(merged, self.recorded.get(reference.case.key) if reference is not None else None)
         return merged
 
     def _noisy_recording(self, result: CaseResult) -> None:
@@ -446,11 +434,8 @@ class Gate:
                     continue
                 if len(e.sittings) > 1:
                     base = results.find(r.case, Topology(1, 1))
-                    ref = current.get(base.case.key) if base is not None else None
-                    if ref is None or len(ref.sittings) != len(e.sittings):
-                        continue  # its 1n1g was not recorded over the same sittings: no speedup to give
-                    e.speedup = metrics.speedup(e.median, ref.median)
-                    e.efficiency = metrics.efficiency(e.speedup, r.case.topology.world_size)
+                    if not _scale_sittings(e, current.get(base.case.key) if base is not None else None):
+                        continue
                 else:
                     e.speedup, e.efficiency = r.speedup, r.efficiency
                 add[r.case.key] = e
@@ -458,6 +443,17 @@ class Gate:
                 self.store.update(profile, add)
                 filled += len(add)
         return filled
+
+
+def _scale_sittings(entry: Entry, reference: Entry | None) -> bool:
+    """Speedup and efficiency of an entry of several sittings from its merged median and its 1n1g's,
+    where that 1n1g holds as many sittings; else none (False)."""
+    if reference is None or max(1, len(reference.sittings)) != len(entry.sittings):
+        entry.speedup = entry.efficiency = None
+        return False
+    entry.speedup = metrics.speedup(entry.median, reference.median)
+    entry.efficiency = metrics.efficiency(entry.speedup, entry.case.topology.world_size)
+    return True
 
 
 def _scaling_runs(result: CaseResult, entry: Entry, reference: CaseResult | None,

@@ -558,8 +558,7 @@ class DLPerfSession:
         """The case's baseline file reads cleanly, else the case fails before its first launch,
         naming the file, what is wrong and the fix (the file is never written)."""
         try:
-            self.gate.check_file(self.cluster.nodes(), case.backend, self._probed_frameworks(case))  # as judge()
-            self.gate.check_sittings(self.cluster.nodes(), case, self._probed_frameworks(case))
+            self.gate.check_file(self.cluster.nodes(), case, self._probed_frameworks(case))  # as judge()
             return
         except BaselineError as exc:
             why = f"{case.id}: {exc}"
