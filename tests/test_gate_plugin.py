@@ -264,7 +264,7 @@ def test_record_sittings_adds_each_sessions_runs_keeps_the_last_k_and_refuses_ot
     before = profile_file(store).read_bytes()
     r = run(tmp_path / "d", store, "-k", "1n1g", "--update-baselines", "--dlperf-record-sittings", "2", *ONE)
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "not recorded: ddp/resnet50-fp32-bs2-32px-1n1g: the recorded runs were taken with other software " \
+    assert "resnet50-fp32-bs2-32px-1n1g: not recorded: the recorded runs were taken with other software " \
            "(torch 2.12.0 -> 2.13.0" in r.stdout and "without --dlperf-record-sittings" in r.stdout
     assert profile_file(store).read_bytes() == before
     # what is known before a launch (the commit, pytest-dlperf's version) is refused before the first one

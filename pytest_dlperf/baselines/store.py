@@ -209,20 +209,21 @@ def run_groups(entry: Entry) -> list[range]:
 
 
 class SittingsError(ValueError):
-    """This session's runs cannot be added to the recorded ones: the message says why and what to do."""
+    """This session's runs cannot be added to the recorded ones: the message says why and what to do
+    (the caller names the case)."""
 
 
 def check_software(old: Entry, versions: Mapping[str, str | None], keys: Sequence[str] | None = None) -> None:
     """SittingsError where runs taken with ``versions`` cannot join ``old``'s: it is not this suite's runs,
     or the software differs (in ``keys`` only, where given: what is known before a launch)."""
     if old.external:
-        raise SittingsError(f"{old.key}: its baseline is {old.source}, not runs of this suite: record it once "
+        raise SittingsError(f"its baseline is {old.source}, not runs of this suite: record it once "
                             "without --dlperf-record-sittings to start from this machine's runs")
     names = sorted(set(old.versions) | set(versions)) if keys is None else list(keys)
     differ = [f"{k} {old.versions.get(k) or '(none)'} -> {versions.get(k) or '(none)'}"
               for k in names if old.versions.get(k) != versions.get(k)]
     if differ:
-        raise SittingsError(f"{old.key}: the recorded runs were taken with other software ({'; '.join(differ)}): "
+        raise SittingsError(f"the recorded runs were taken with other software ({'; '.join(differ)}): "
                             "adding this session's would mix two versions in one baseline. Record it without "
                             "--dlperf-record-sittings to start over with this software's runs")
 
@@ -238,7 +239,7 @@ def add_sitting(old: Entry, new: Entry, keep: int) -> Entry:
         what = (f"pace probe contract {old.pace_contract} vs {new.pace_contract}" if old.paces and new.paces
                 else "the recorded runs " + ("carry" if old.paces else "lack") + " the pace probe's figures, this "
                 "session's " + ("lack" if old.paces else "carry") + " them")
-        raise SittingsError(f"{old.key}: {what}: run this session as the recorded one was (--dlperf-pace-probe), "
+        raise SittingsError(f"{what}: run this session as the recorded one was (--dlperf-pace-probe), "
                             "or record it without --dlperf-record-sittings to start over")
     old_sittings = old.sittings or [{"recorded_at": old.recorded_at, "runs": len(old.throughputs)}]
     kept = old_sittings[-(keep - 1):]
