@@ -18,7 +18,7 @@ from pytest_dlperf.baselines import (
     resolve_tolerances,
     verdict_table,
 )
-from pytest_dlperf.baselines.gate import pace_slope
+from pytest_dlperf.baselines.gate import catch_rate, pace_slope
 from pytest_dlperf.specs import CaseSpec, Topology
 
 KEY = "ddp/resnet50-fp32-bs8-64px-1n1g"
@@ -526,3 +526,17 @@ def test_pace_on_one_side_only_is_judged_as_measured_and_says_why():
     assert v.pace is None and "only this session's runs carry the pace probe's figure" in v.message
     v = judge(ts, paced(BASE_RUNS), 0.05)
     assert v.pace is None and "only the baseline's runs carry" in v.message
+
+
+def test_catch_rate_says_how_often_a_recordings_spread_lets_a_10_percent_drop_be_caught():
+    """At recording: sessions modelled at the recorded runs' spread, judged by the gate's own test. The
+    suite's recording of 2026-11-26 02:00 (robust CV about 9%) against which a planted 10% passed in 5 of 8
+    cases is the spread case here; a quiet hour's runs (CV 1%) catch it every time."""
+    tight = base(15.5, 15.6, 15.4, 15.7, 15.5, 15.3, 15.6, 15.5)
+    spread = base(15.0, 16.6, 14.2, 15.9, 13.9, 16.8, 15.2, 14.4)
+    assert catch_rate(tight, 0.10, 3, 0.05) == 1.0
+    assert 0.3 < catch_rate(spread, 0.10, 3, 0.05) < 0.8
+    assert catch_rate(spread, 0.10, 3, 0.05) == catch_rate(spread, 0.10, 3, 0.05)  # seeded: the same note each time
+    assert catch_rate(spread, 0.20, 3, 0.05) > catch_rate(spread, 0.10, 3, 0.05)  # a larger drop is caught more
+    assert catch_rate(spread, 0.10, 5, 0.05) > catch_rate(spread, 0.10, 3, 0.05)  # and by a longer session
+    assert catch_rate(base(15.0, 16.0), 0.10, 3, 0.05) is None  # two runs: no spread to model

@@ -71,6 +71,7 @@ and the message says so.
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -398,6 +399,24 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
                    mannwhitney_p=rank.p if rank else None, t_p=tt.p if tt else None,
                    interval=(lo, hi) if test else None, confidence=test.confidence if test else None,
                    pace=pace_info)
+
+
+def catch_rate(baseline: Entry, drop: float, repeats: int, tolerance: float | Tolerances, *,
+               trials: int = 200, seed: int = 0, cv_bound: float = DEFAULT_CV_BOUND,
+               alpha: float = DEFAULT_ALPHA) -> float | None:
+    """How often ``judge`` calls a session of ``repeats`` runs, ``drop`` slower than ``baseline``'s median and
+    as spread as its runs (log-normal at their robust CV), a regression against ``baseline``'s own runs:
+    what a later slow-down of that size can expect from this recording. None below three recorded runs."""
+    runs = [float(t) for t in baseline.throughputs]
+    if len(runs) < 3:
+        return None
+    sigma = math.log1p(_robust_cv(runs) or 0.0)
+    plain = replace(baseline, paces=[])  # the model has no pace: judge the throughputs as measured
+    centre = statistics.median(runs) * (1 - drop)
+    rng = random.Random(seed)
+    hits = sum(judge([centre * math.exp(rng.gauss(0.0, sigma)) for _ in range(repeats)], plain, tolerance,
+                     cv_bound=cv_bound, alpha=alpha).status == "regression" for _ in range(trials))
+    return hits / trials
 
 
 def judge_scalar(measured: float | None, baseline: float | None, tolerance: float | Tolerances, *,
