@@ -23,7 +23,7 @@ from .baselines.store import SittingsError, add_sitting, check_software
 from .clusters.base import Node
 from .hardware import Fingerprints
 from .results import CaseResult, ResultSet
-from .specs import CPU_PROFILE, GPU_PROFILE, CaseSpec, Topology
+from .specs import CaseSpec, Topology, profile_of
 
 CATCH_DROP = 0.10  # at recording, the slow-down a baseline should let a default session catch ...
 CATCH_TARGET = 0.95  # ... at least this often (the gate's target: 19 in 20), else the recording says so
@@ -337,7 +337,7 @@ class Gate:
         baseline gates less closely than its tolerance says. How often is modelled with the gate's own test
         (``catch_rate``) for a session of the node kind's default repeats."""
         rcv = robust_cv(result.throughputs)
-        repeats = (GPU_PROFILE if nodes and nodes[0].gpus else CPU_PROFILE).repeats
+        repeats = profile_of(nodes).repeats
         rate = catch_rate(entry, CATCH_DROP, repeats, tol.throughput, cv_bound=self.options.cv_bound)
         disagree, weak = rcv > self.options.cv_bound, rate is not None and rate < CATCH_TARGET
         if not (disagree or weak):

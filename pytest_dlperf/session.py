@@ -30,7 +30,7 @@ from .reporting.live import LiveLine
 from .options import RunOptions
 from .results import CaseResult, ResultSet, result_from_dict, summarize
 from .runner import RunFailed, plan_run, run_case
-from .specs import CPU_PROFILE, GPU_PROFILE, CaseSpec, Measurement, Profile, Topology, ladder
+from .specs import CaseSpec, Measurement, Profile, Topology, ladder, profile_of
 
 RECHECKS = 3  # more probes, RECHECK_PAUSE s apart, before a HARDWARE verdict on probe figures alone
 RECHECK_PAUSE = 2.0
@@ -169,7 +169,7 @@ class DLPerfSession:
         return self._cluster
 
     def profile(self) -> Profile:
-        return GPU_PROFILE if self.cluster.nodes()[0].gpus else CPU_PROFILE
+        return profile_of(self.cluster.nodes())
 
     def measurement(self) -> Measurement:
         p, o = self.profile(), self.options

@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .clusters.base import Node
 
 PRECISIONS = ("fp32", "amp")
 SEQUENCE_MODELS = ("bert-base",)  # their input size is a sequence length, shown as seqN in case ids
@@ -166,3 +171,8 @@ GPU_PROFILE = Profile(
     iters=100,
     repeats=5,
 )
+
+
+def profile_of(nodes: Sequence[Node]) -> Profile:
+    """The measurement profile of a set of nodes: GPU_PROFILE where the first node has GPUs, else CPU_PROFILE."""
+    return GPU_PROFILE if nodes and nodes[0].gpus else CPU_PROFILE
