@@ -31,6 +31,8 @@ def _number(kind: type, least: float, strict: bool, what: str):
 positive_int = _number(int, 1, False, "a whole number")
 non_negative_int = _number(int, 0, False, "a whole number")
 positive_seconds = _number(float, 0, True, "seconds")
+# Seconds between the extra hardware probes (--dlperf-reprobe-pause): the host's slow spells last seconds.
+REPROBE_PAUSE = 2.0
 non_negative_seconds = _number(float, 0, False, "seconds")
 
 
@@ -179,6 +181,11 @@ def add_options(parser: pytest.Parser) -> None:
            "recording, and when the case's baseline was recorded with the probe or there is none")
     a("--dlperf-no-pace-probe", action="store_true", default=False,
       help="never run the pace probe: throughputs are judged as measured")
+    a("--dlperf-probe-seconds", type=positive_seconds, default=1.5, metavar="S",
+      help="length of the hardware probe run on every node before a case's first launch (default %(default)s)")
+    a("--dlperf-reprobe-pause", type=non_negative_seconds, default=REPROBE_PAUSE, metavar="S",
+      help="seconds between the extra probes taken before a HARDWARE verdict and when recording "
+           "(default %(default)s: the host's slow spells last seconds)")
     a("--dlperf-dryrun", action="store_true", default=False,
       help="print the exact per-node commands of every case; train nothing")
     a("--dlperf-report", default=None, metavar="DIR",
@@ -344,6 +351,8 @@ class RunOptions:
     report_dir: Path
     timeout: float
     pace_probe: str = "auto"  # "on", "off", or "auto": as the case's baseline was recorded (_pace_mode)
+    probe_seconds: float = 1.5  # the hardware probe's length
+    reprobe_pause: float = REPROBE_PAUSE  # seconds between the extra hardware probes
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -403,5 +412,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         window_seconds=get("dlperf_window_seconds"),
         dryrun=get("dlperf_dryrun"),
         report_dir=report_dir, timeout=get("dlperf_timeout"), pace_probe=_pace_mode(config),
+        probe_seconds=get("dlperf_probe_seconds"), reprobe_pause=get("dlperf_reprobe_pause"),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

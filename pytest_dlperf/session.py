@@ -32,8 +32,7 @@ from .results import CaseResult, ResultSet, result_from_dict, summarize
 from .runner import RunFailed, plan_run, run_case
 from .specs import CaseSpec, Measurement, Profile, Topology, ladder, profile_of
 
-RECHECKS = 3  # more probes, RECHECK_PAUSE s apart, before a HARDWARE verdict on probe figures alone
-RECHECK_PAUSE = 2.0
+RECHECKS = 3  # more probes, --dlperf-reprobe-pause s apart, before a HARDWARE verdict on probe figures alone
 
 
 def _sigterm(handler) -> Callable[[], None]:  # noqa: ANN001 - a signal handler or SIG_IGN
@@ -585,18 +584,19 @@ class DLPerfSession:
             result, self.cluster.nodes(), case.backend, self.fingerprints))
 
     def _look_again(self, label: str, wanted: Callable[[], bool] = lambda: True) -> None:
-        """Probe up to RECHECKS more times, RECHECK_PAUSE s apart, while ``wanted()``: this host has
+        """Probe up to RECHECKS more times, --dlperf-reprobe-pause s apart, while ``wanted()``: this host has
         been seen running 20-50% slower for whole seconds, and the session keeps each node's best."""
         for i in range(RECHECKS):
             if not wanted():
                 return
-            time.sleep(RECHECK_PAUSE)
+            time.sleep(self.options.reprobe_pause)
             with contextlib.suppress(ClusterError), self.cluster.lease():
                 self.probe_hardware(f"{label}{i + 1}")
 
     def probe_hardware(self, label: str) -> None:
         """Fingerprint the nodes (before every case: the best each node showed is its capability)."""
-        self._keep(hardware.measure(self.cluster, self.options.report_dir / "hwprobe" / label))
+        self._keep(hardware.measure(self.cluster, self.options.report_dir / "hwprobe" / label,
+                                    seconds=self.options.probe_seconds))
 
     def _keep(self, fp: hardware.Fingerprints) -> None:
         """Fold fingerprints into the session's: per node, the best probe seen so far."""
