@@ -1,0 +1,34 @@
+"""Run the benchmark suite in a pytest subprocess, as a user would: the one helper every test module uses."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITES = ROOT / "suites"
+
+# The tiny engine (tests/tiny): the harness's mechanisms without importing torch in every launch.
+TINY_ENGINE = ("-p", "tests.tiny.plugin", "--backend", "tiny")
+# One small case of the ddp model names: resnet50 fp32, batch 2, 32 px, one warm-up step.
+SMALL_CASE = ("--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2",
+              "--dlperf-image-size", "32", "--dlperf-warmup-iters", "1")
+# Short hardware probes, and no pause between re-probes, where a test does not judge the hardware.
+QUICK_PROBES = ("--dlperf-probe-seconds", "0.5", "--dlperf-reprobe-pause", "0")
+
+
+def command(*args: str, suite: Path | None = None, prefix: Sequence[str] = ()) -> list[str]:
+    """``python -m pytest SUITE -q -rs ... args`` (the repository's rootdir, no cache)."""
+    return [*prefix, sys.executable, "-m", "pytest", str(suite or SUITES), "-p", "no:cacheprovider", "-q", "-rs",
+            "--rootdir", str(ROOT), *args]
+
+
+def run_suite(*args: str, suite: Path | None = None, env: Mapping[str, str] | None = None,
+              base_env: Mapping[str, str] | None = None, timeout: float = 600,
+              prefix: Sequence[str] = ()) -> subprocess.CompletedProcess:
+    """Run the suite with ``args`` from the repository's root; ``env`` is added to ``base_env``
+    (default: this process's environment)."""
+    return subprocess.run(command(*args, suite=suite, prefix=prefix), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**(os.environ if base_env is None else base_env), **(env or {})})

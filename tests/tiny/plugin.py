@@ -1,0 +1,55 @@
+"""The tiny engine as a plugin registers it (``-p tests.tiny.plugin``): ``--backend tiny``.
+
+It trains the ddp backend's model names and sizes, so case ids are the ones users see, with a
+standard-library workload (workload.py) that starts in milliseconds instead of importing torch
+twice: for tests of the harness's mechanisms (verdicts, exit codes, reports, orders, budgets,
+faults). Every real engine still trains for real in its own tests (docs/testing.md lists them).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_dlperf import Launcher
+from pytest_dlperf.clusters.base import NodeCommand
+from pytest_dlperf.launchers.base import WORKLOADS, RunPlan
+from pytest_dlperf.launchers.torchrun import TorchrunLauncher
+
+WORKLOAD = Path(__file__).resolve().parent / "workload.py"
+
+
+class TinyLauncher(Launcher):
+    """One node process per node, which starts a rank process per device."""
+
+    name = "tiny"
+    framework = ""  # nothing to probe on the nodes: the workload is the standard library
+    models = TorchrunLauncher.models
+    defaults = TorchrunLauncher.defaults
+
+    def frameworks_for(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
+        return ()
+
+    def workload_paths(self) -> list[Path]:
+        return [WORKLOAD, WORKLOADS / "steplog.py"]
+
+    def commands(self, plan: RunPlan) -> list[NodeCommand]:
+        case, m = plan.case, plan.measurement
+        cmds = []
+        for rank, node in enumerate(plan.nodes):
+            argv = [node.python, "-u", plan.workload[node.name], "--nnodes", str(case.topology.nodes),
+                    "--node-rank", str(rank), "--nproc-per-node", str(case.topology.devices_per_node),
+                    "--master-addr", plan.master_addr, "--master-port", str(plan.master_port),
+                    *self.workload_flags(case, m, 1, plan.output_path(node)), *self.variant_flags(case)]
+            cmds.append(NodeCommand(node, argv, Launcher.worker_env(plan, node), cwd=plan.run_dirs[node.name]))
+        return cmds
+
+
+@pytest.hookimpl
+def pytest_dlperf_make_launcher(config, backend):  # noqa: ANN001
+    return TinyLauncher() if backend == "tiny" else None
+
+
+@pytest.hookimpl
+def pytest_dlperf_backends(config):  # noqa: ANN001
+    return ["tiny"]

@@ -1,0 +1,183 @@
+"""The tiny engine's node program: real ranks that exchange gradients over TCP, no framework.
+
+Standard library only, plus the step-log contract (``steplog.py``, copied beside it). It speaks the
+contract as every workload does and honours the same switches: DLPERF_FAULT=rank:step crashes a
+rank, DLPERF_FAULT=nosync keeps each rank's gradient to itself (the digests then disagree),
+DLPERF_PLANT_SLOWDOWN=d slows each window step by d, DLPERF_STEPLOG_FAULT damages the log. A step is
+a fixed amount of pure-Python arithmetic per sample, so its time follows the host's CPU speed, and
+an all-gather through rank 0 (the "all-reduce") per step, so a rank that stops stops the others.
+
+    python workload.py --nnodes N --node-rank R --nproc-per-node D --master-addr A --master-port P \
+        --model resnet50 --precision fp32 --batch-size 2 --image-size 32 --warmup-iters 1 ...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+
+import steplog
+
+VERSION = "1.0"  # in the meta line as "tiny"; no framework: the profile names none
+# Work units per sample at 32 px (or sequence 32): one unit is one multiply-add of the loop below.
+COST = {"resnet50": 800_000, "vgg16": 1_200_000, "bert-base": 600_000, "arcface": 700_000}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for flag in ("--nnodes", "--node-rank", "--nproc-per-node", "--master-port", "--batch-size", "--image-size",
+                 "--warmup-iters", "--max-warmup-iters", "--iters", "--max-iters", "--threads"):
+        p.add_argument(flag, type=int, required=flag in ("--nnodes", "--node-rank", "--master-port"), default=0)
+    p.add_argument("--master-addr", required=True)
+    p.add_argument("--local-rank", type=int, default=-1, help="set by the node process for its ranks")
+    p.add_argument("--model", required=True, choices=sorted(COST))
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--window-seconds", type=float, default=0.0)
+    p.add_argument("--num-classes", type=int, default=0)
+    p.add_argument("--output", required=True)
+    return p.parse_args(argv)
+
+
+def work(units: int) -> float:
+    """A step's compute: ``units`` dependent multiply-adds (about 50-100 ns each in CPython)."""
+    x = 1.0
+    for _ in range(units):
+        x = x * 0.999999 + 1e-6
+    return x
+
+
+class Ring:
+    """Rank 0 holds one connection per other rank; ``allgather`` goes through it (a star, not a ring)."""
+
+    def __init__(self, rank: int, world: int, addr: str, port: int, timeout: float = 120.0) -> None:
+        self.rank, self.world, self.peers = rank, world, []
+        if world == 1:
+            return
+        if rank == 0:
+            server = socket.create_server((addr, port))
+            server.settimeout(timeout)
+            got = {}
+            while len(got) < world - 1:
+                conn, _ = server.accept()
+                f = conn.makefile("rw")
+                got[int(f.readline())] = f
+            server.close()
+            self.peers = [got[r] for r in range(1, world)]
+        else:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    conn = socket.create_connection((addr, port), timeout=timeout)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+            self.peers = [conn.makefile("rw")]
+            self._send(self.peers[0], self.rank)
+
+    @staticmethod
+    def _send(f, value) -> None:  # noqa: ANN001
+        f.write(json.dumps(value) + "\n")
+        f.flush()
+
+    @staticmethod
+    def _recv(f):  # noqa: ANN001, ANN205
+        line = f.readline()
+        if not line:
+            raise ConnectionError("a peer rank stopped")
+        return json.loads(line)
+
+    def allgather(self, value) -> list:  # noqa: ANN001
+        if self.world == 1:
+            return [value]
+        if self.rank == 0:
+            values = [value, *(self._recv(f) for f in self.peers)]
+            for f in self.peers:
+                self._send(f, values)
+            return values
+        self._send(self.peers[0], value)
+        return self._recv(self.peers[0])
+
+
+def rank_main(args: argparse.Namespace) -> int:
+    world = args.nnodes * args.nproc_per_node
+    rank = args.node_rank * args.nproc_per_node + args.local_rank
+    ring = Ring(rank, world, args.master_addr, args.master_port)
+    units = COST[args.model] * args.batch_size * max(1, (args.image_size // 32) ** 2)
+    nosync, plant = steplog.no_sync_fault(), steplog.planted_slowdown()
+    param = 1.0
+
+    def step(i: int) -> None:
+        nonlocal param
+        work(units)
+        grad = ((rank + 1) * (i + 1)) % 7 / 10
+        grads = ring.allgather(grad)
+        param -= 0.01 * (grad if nosync else sum(grads) / world)
+
+    starts, ends, mine = [], [], []
+    least, decide = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0), [0, args.iters]
+    while least > 0:
+        steplog.fault(rank, len(mine))
+        t0 = time.perf_counter()
+        step(len(mine))
+        starts.append(t0)
+        ends.append(time.perf_counter())
+        mine.append(ends[-1] - t0)
+        if rank == 0:
+            decide = [steplog.warmup_done(mine, args.warmup_iters, args.max_warmup_iters),
+                      steplog.window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters)]
+        decide = ring.allgather(decide)[0]
+        if decide[0]:
+            break
+    warmup, iters = len(mine), int(decide[1])
+    ring.allgather(None)  # the window's start barrier
+    stamps = [time.perf_counter()]
+    for k in range(iters):
+        steplog.fault(rank, warmup + k)
+        step(warmup + k)
+        if plant:
+            time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
+        stamps.append(time.perf_counter())
+    ring.allgather(None)  # the end barrier
+    w1 = time.perf_counter()
+    mine += [b - a for a, b in zip(stamps, stamps[1:])]
+    starts += stamps[:-1]
+    ends += stamps[1:-1] + [w1]
+    gathered = ring.allgather({"times": mine, "digest": [param, param * param],
+                               "host": socket.gethostname(), "device": steplog.cpu_model()})
+    if rank == 0:
+        with steplog.Writer(args.output) as log:
+            log.meta(model=args.model, precision=args.precision, batch_size=args.batch_size,
+                     image_size=args.image_size, warmup_iters=warmup, iters=iters,
+                     window_seconds=args.window_seconds, window={"start": stamps[0], "end": w1},
+                     world_size=world, ranks=[{"host": g["host"], "device": g["device"]} for g in gathered],
+                     local_world_size=args.nproc_per_node, nnodes=args.nnodes, engine="tiny",
+                     frameworks={}, tiny=VERSION, python=platform.python_version(), backend="tcp",
+                     wrapper="none" if world == 1 else "allgather")
+            for i in range(warmup + iters):
+                log.step(step=i, warmup=i < warmup, start=starts[i], end=ends[i],
+                         rank_times=[g["times"][i] for g in gathered], samples=args.batch_size * world)
+            log.end([g["digest"] for g in gathered])
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.local_rank >= 0:
+        return rank_main(args)
+    # The node process: one child per local rank (each inherits the run tag), the first failure wins.
+    argv = sys.argv[1:] if argv is None else argv
+    children = [subprocess.Popen([sys.executable, "-u", os.path.abspath(__file__), *argv, "--local-rank", str(i)])
+                for i in range(max(1, args.nproc_per_node))]
+    codes = [c.wait() for c in children]
+    return next((c for c in codes if c != 0), 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
