@@ -180,8 +180,12 @@ def pytest_addoption(parser):
         parser.addoption(name, default="theirs-" + name[2:])
 """
 
+# The cluster kinds' packages themselves load (their options are read in every session), their
+# clusters do not.
 HEAVY = ("paramiko", "scipy", "numpy", "rich", "torch", "filelock", "pytest_dlperf.session",
-         "pytest_dlperf.clusters.ssh", "alibabacloud_ecs20140526")
+         "pytest_dlperf.clusters.ssh.cluster", "pytest_dlperf.clusters.ssh.connect",
+         "pytest_dlperf.clusters.slurm.cluster", "pytest_dlperf.clusters.slurm.allocation",
+         "pytest_dlperf.clusters.aliyun.cluster", "pytest_dlperf.clusters.aliyun.api", "alibabacloud_ecs20140526")
 
 PLAIN_TEST = f"""
 import sys
@@ -233,10 +237,12 @@ def test_flag_aliases_stay_flags_whatever_pytest_argument_attrs_returns(monkeypa
     a GPU machine, 2026-11-25: 'argument --update-baselines: expected one argument')."""
     from _pytest.config import argparsing
 
+    from pytest_dlperf.clusters.slurm.options import add_options as add_slurm_options
     from pytest_dlperf.options import add_options, add_short_names, value_options
 
     parser = argparsing.Parser(_ispytest=True)
     add_options(parser)
+    add_slurm_options(parser)  # a cluster kind's options, in its own group, with its own aliases
     real = argparsing.Argument.attrs
 
     def attrs_91(self):  # pytest 9.1's answer, to the plugin's own calls (pytest's own need the real one here)
@@ -254,7 +260,7 @@ def test_flag_aliases_stay_flags_whatever_pytest_argument_attrs_returns(monkeypa
     alias = parser.optparser._option_string_actions["--update-baselines"]
     assert isinstance(alias, argparse._StoreTrueAction) and alias.dest == "dlperf_update_baselines"
     assert "--update-baselines" not in takes_value and "--dlperf-update-baselines" not in takes_value
-    assert {"--nodes", "--dlperf-nodes", "--cluster"} <= takes_value
+    assert {"--nodes", "--dlperf-nodes", "--cluster", "--slurm-wait", "--dlperf-slurm-wait"} <= takes_value
     ns = parser.parse(["--update-baselines", "--nodes", "2", "x.py"])
     assert ns.dlperf_update_baselines is True and ns.dlperf_nodes == 2
 
