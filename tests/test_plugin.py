@@ -265,6 +265,44 @@ def test_flag_aliases_stay_flags_whatever_pytest_argument_attrs_returns(monkeypa
     assert ns.dlperf_update_baselines is True and ns.dlperf_nodes == 2
 
 
+
+def test_each_cluster_kind_reads_its_own_options_into_its_dataclass(tmp_path):
+    """The kinds' options, parsed as pytest parses them, come back typed from the kind's from_config;
+    a salloc argument string the shell could not split is a usage error naming the option."""
+    from types import SimpleNamespace
+
+    from _pytest.config import argparsing
+
+    from pytest_dlperf.clusters.aliyun import options as aliyun
+    from pytest_dlperf.clusters.slurm import options as slurm
+    from pytest_dlperf.clusters.ssh import options as ssh
+
+    parser = argparsing.Parser(_ispytest=True)
+    for kind in (ssh, aliyun, slurm):
+        kind.pytest_addoption(parser)
+
+    def config(*args: str) -> SimpleNamespace:
+        ns = parser.parse([*args, "x.py"])
+        return SimpleNamespace(getoption=lambda name: getattr(ns, name))
+
+    key = tmp_path / "id_ed25519"
+    key.write_text("k")
+    got = ssh.SSHOptions.from_config(config("--dlperf-hosts", "a:2,b:2", "--dlperf-ssh-port", "2222",
+                                            "--dlperf-ssh-key", str(key), "--dlperf-ssh-retries", "0"))
+    assert (got.hosts, got.port, got.retries, got.config) == ("a:2,b:2", 2222, 0, "~/.ssh/config")
+    assert got.settings().key == str(key) and got.settings().host_key_checking == "strict"
+    with pytest.raises(pytest.UsageError, match="--dlperf-ssh-known-hosts /nonexistent: no such file"):
+        ssh.SSHOptions.from_config(config("--dlperf-ssh-known-hosts", "/nonexistent")).settings()
+    got = aliyun.AliyunOptions.from_config(config("--dlperf-aliyun-spot", "price-limit",
+                                                  "--dlperf-aliyun-spot-price-limit", "0.5"))
+    assert (got.spot_strategy, got.spot_price_limit, got.after, got.wait) == ("SpotWithPriceLimit", 0.5, "stop", 600.0)
+    got = slurm.SlurmOptions.from_config(config("--dlperf-slurm-partition", "gpu", "--dlperf-slurm-salloc-args",
+                                                "--exclusive --comment 'a b'", "--dlperf-slurm-wait", "30"))
+    assert (got.partition, got.salloc_args, got.wait) == ("gpu", ("--exclusive", "--comment", "a b"), 30.0)
+    assert got.allocation_options_given() == ["--dlperf-slurm-partition"]
+    with pytest.raises(pytest.UsageError, match="--dlperf-slurm-salloc-args: No closing quotation"):
+        slurm.SlurmOptions.from_config(config("--dlperf-slurm-salloc-args", "--comment 'a"))
+
 PLUGIN_CLUSTER = """
 import os
 from pytest_dlperf.clusters.local import LocalCluster
