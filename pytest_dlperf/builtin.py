@@ -23,16 +23,21 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
                             base_dir=options.report_dir / "nodes")
     if options.cluster == "ssh":
         from .clusters.ssh.factory import make_ssh_cluster
+        from .clusters.ssh.options import SSHOptions
 
-        return make_ssh_cluster(config, options, _frameworks(config, options))
+        return make_ssh_cluster(options, SSHOptions.from_config(config), _frameworks(config, options))
     if options.cluster == "aliyun":
         from .clusters.aliyun.factory import make_aliyun_cluster
+        from .clusters.aliyun.options import AliyunOptions
+        from .clusters.ssh.options import SSHOptions
 
-        return make_aliyun_cluster(config, options, _frameworks(config, options))
+        return make_aliyun_cluster(config, options, AliyunOptions.from_config(config), SSHOptions.from_config(config),
+                                   _frameworks(config, options))
     if options.cluster == "slurm":
         from .clusters.slurm.factory import make_slurm_cluster
+        from .clusters.slurm.options import SlurmOptions
 
-        return make_slurm_cluster(config, options, _frameworks(config, options))
+        return make_slurm_cluster(config, options, SlurmOptions.from_config(config), _frameworks(config, options))
     return None
 
 

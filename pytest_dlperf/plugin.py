@@ -17,6 +17,11 @@ from .options import add_options, add_short_names, from_config, value_options
 if TYPE_CHECKING:
     from .session import BoundRunner, DLPerfSession
 
+# The built-in cluster kinds' option plugins: each adds its own options (its ``pytest_addoption``) in
+# its own group and reads them back into its typed options when its cluster is made (builtin.py).
+# pytest registers them with this module; each is light (no SSH, Slurm or cloud library).
+pytest_plugins = ("pytest_dlperf.clusters.ssh.options", "pytest_dlperf.clusters.aliyun.options",
+                  "pytest_dlperf.clusters.slurm.options")
 # The options that take a value, as this session's parser has them (short aliases only where added).
 VALUE_OPTIONS = pytest.StashKey[frozenset]()
 
@@ -26,6 +31,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The core's options (options.py); the cluster kinds add theirs through their plugins (pytest_plugins)."""
     add_options(parser)
 
 

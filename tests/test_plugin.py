@@ -1,6 +1,7 @@
 """The plugin through pytester: options, parametrized ids, the ladder, usage errors, dry-run."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -179,8 +180,12 @@ def pytest_addoption(parser):
         parser.addoption(name, default="theirs-" + name[2:])
 """
 
+# The cluster kinds' packages themselves load (their options are read in every session), their
+# clusters do not.
 HEAVY = ("paramiko", "scipy", "numpy", "rich", "torch", "filelock", "pytest_dlperf.session",
-         "pytest_dlperf.clusters.ssh", "alibabacloud_ecs20140526")
+         "pytest_dlperf.clusters.ssh.cluster", "pytest_dlperf.clusters.ssh.connect",
+         "pytest_dlperf.clusters.slurm.cluster", "pytest_dlperf.clusters.slurm.allocation",
+         "pytest_dlperf.clusters.aliyun.cluster", "pytest_dlperf.clusters.aliyun.api", "alibabacloud_ecs20140526")
 
 PLAIN_TEST = f"""
 import sys
@@ -232,10 +237,12 @@ def test_flag_aliases_stay_flags_whatever_pytest_argument_attrs_returns(monkeypa
     a GPU machine, 2026-11-25: 'argument --update-baselines: expected one argument')."""
     from _pytest.config import argparsing
 
+    from pytest_dlperf.clusters.slurm.options import add_options as add_slurm_options
     from pytest_dlperf.options import add_options, add_short_names, value_options
 
     parser = argparsing.Parser(_ispytest=True)
     add_options(parser)
+    add_slurm_options(parser)  # a cluster kind's options, in its own group, with its own aliases
     real = argparsing.Argument.attrs
 
     def attrs_91(self):  # pytest 9.1's answer, to the plugin's own calls (pytest's own need the real one here)
@@ -248,13 +255,53 @@ def test_flag_aliases_stay_flags_whatever_pytest_argument_attrs_returns(monkeypa
         m.setattr(argparsing.Argument, "attrs", attrs_91)
         assert add_short_names(parser) == []
         takes_value = value_options(parser)
-    alias = {name: opt for opt in parser.getgroup("dlperf").options for name in opt.names()}["--update-baselines"]
-    assert alias.attrs()["action"] == "store_true" and alias.dest == "dlperf_update_baselines"
+    # The alias as argparse holds it (pytest 9.2's attrs() is that action's __dict__, with no 'action'
+    # either: asking it failed this test there with KeyError: 'action' while the alias worked).
+    alias = parser.optparser._option_string_actions["--update-baselines"]
+    assert isinstance(alias, argparse._StoreTrueAction) and alias.dest == "dlperf_update_baselines"
     assert "--update-baselines" not in takes_value and "--dlperf-update-baselines" not in takes_value
-    assert {"--nodes", "--dlperf-nodes", "--cluster"} <= takes_value
+    assert {"--nodes", "--dlperf-nodes", "--cluster", "--slurm-wait", "--dlperf-slurm-wait"} <= takes_value
     ns = parser.parse(["--update-baselines", "--nodes", "2", "x.py"])
     assert ns.dlperf_update_baselines is True and ns.dlperf_nodes == 2
 
+
+
+def test_each_cluster_kind_reads_its_own_options_into_its_dataclass(tmp_path):
+    """The kinds' options, parsed as pytest parses them, come back typed from the kind's from_config;
+    a salloc argument string the shell could not split is a usage error naming the option."""
+    from types import SimpleNamespace
+
+    from _pytest.config import argparsing
+
+    from pytest_dlperf.clusters.aliyun import options as aliyun
+    from pytest_dlperf.clusters.slurm import options as slurm
+    from pytest_dlperf.clusters.ssh import options as ssh
+
+    parser = argparsing.Parser(_ispytest=True)
+    for kind in (ssh, aliyun, slurm):
+        kind.pytest_addoption(parser)
+
+    def config(*args: str) -> SimpleNamespace:
+        ns = parser.parse([*args, "x.py"])
+        return SimpleNamespace(getoption=lambda name: getattr(ns, name))
+
+    key = tmp_path / "id_ed25519"
+    key.write_text("k")
+    got = ssh.SSHOptions.from_config(config("--dlperf-hosts", "a:2,b:2", "--dlperf-ssh-port", "2222",
+                                            "--dlperf-ssh-key", str(key), "--dlperf-ssh-retries", "0"))
+    assert (got.hosts, got.port, got.retries, got.config) == ("a:2,b:2", 2222, 0, "~/.ssh/config")
+    assert got.settings().key == str(key) and got.settings().host_key_checking == "strict"
+    with pytest.raises(pytest.UsageError, match="--dlperf-ssh-known-hosts /nonexistent: no such file"):
+        ssh.SSHOptions.from_config(config("--dlperf-ssh-known-hosts", "/nonexistent")).settings()
+    got = aliyun.AliyunOptions.from_config(config("--dlperf-aliyun-spot", "price-limit",
+                                                  "--dlperf-aliyun-spot-price-limit", "0.5"))
+    assert (got.spot_strategy, got.spot_price_limit, got.after, got.wait) == ("SpotWithPriceLimit", 0.5, "stop", 600.0)
+    got = slurm.SlurmOptions.from_config(config("--dlperf-slurm-partition", "gpu", "--dlperf-slurm-salloc-args",
+                                                "--exclusive --comment 'a b'", "--dlperf-slurm-wait", "30"))
+    assert (got.partition, got.salloc_args, got.wait) == ("gpu", ("--exclusive", "--comment", "a b"), 30.0)
+    assert got.allocation_options_given() == ["--dlperf-slurm-partition"]
+    with pytest.raises(pytest.UsageError, match="--dlperf-slurm-salloc-args: No closing quotation"):
+        slurm.SlurmOptions.from_config(config("--dlperf-slurm-salloc-args", "--comment 'a"))
 
 PLUGIN_CLUSTER = """
 import os

@@ -13,11 +13,11 @@ import sys
 
 from . import credentials
 from .api import CloudError, EcsApi, Instance, LaunchSpec
+from .options import SPOT
 from .provision import Provisioner, ProvisionError, settled
 
 CREATE_KEYS = ("name", "machines", "instance_type", "image", "zone", "vswitch", "security_group", "key_pair",
                "system_disk", "data_disk", "spot", "spot_price_limit")
-SPOT = {"no": "NoSpot", "as-price-go": "SpotAsPriceGo", "price-limit": "SpotWithPriceLimit"}
 
 
 class CliError(Exception):

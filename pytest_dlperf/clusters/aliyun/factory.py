@@ -1,20 +1,23 @@
-"""The Aliyun cluster built from the --dlperf-aliyun-* and --dlperf-ssh-* options."""
+"""The Aliyun cluster built from the --dlperf-aliyun-* and --dlperf-ssh-* options (AliyunOptions, SSHOptions)."""
 from __future__ import annotations
 
 import contextlib
 import importlib.util
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 
-from ..ssh.factory import ssh_settings
+from ..ssh.options import SSHOptions
 from . import credentials
 from .api import CloudError, EcsApi, LaunchSpec
 from .cluster import AliyunCluster, build
+from .options import AliyunOptions
 from .provision import Provisioner, ProvisionError
 
-SPOT = {"no": "NoSpot", "as-price-go": "SpotAsPriceGo", "price-limit": "SpotWithPriceLimit"}
+if TYPE_CHECKING:
+    from ...options import RunOptions
 
 
 def shown(config: pytest.Config) -> Callable[[str], None]:
@@ -30,40 +33,41 @@ def shown(config: pytest.Config) -> Callable[[str], None]:
     return say
 
 
-def make_aliyun_cluster(config: pytest.Config, options, frameworks: tuple[str, ...] = ()) -> AliyunCluster:  # noqa: ANN001
-    """Provision (or reuse) the job's instances and reach them over SSH; bad input is a usage error."""
+def _check(config: pytest.Config, aliyun: AliyunOptions) -> None:
+    """What the session must have before any cloud call: the SDK, one provisioner, the instance's type and image."""
     if importlib.util.find_spec("alibabacloud_ecs20140526") is None:  # the SDK is an extra
         raise pytest.UsageError("--dlperf-cluster aliyun needs the ECS SDK: pip install 'pytest-dlperf[aliyun]'")
     if getattr(config, "workerinput", None) is not None:
         raise pytest.UsageError("--dlperf-cluster aliyun provisions once per session: run it without pytest-xdist "
                                 "(-n), which would have every worker create and stop the same job's instances")
-    get = config.getoption
-    need = [f"--dlperf-aliyun-{n}" for n, v in (("instance-type", get("dlperf_aliyun_instance_type")),
-                                                ("image", get("dlperf_aliyun_image"))) if not v]
+    need = [f"--dlperf-aliyun-{n}" for n, v in (("instance-type", aliyun.instance_type),
+                                                ("image", aliyun.image)) if not v]
     if need:
         raise pytest.UsageError(f"--dlperf-cluster aliyun needs {' and '.join(need)}")
-    spot = SPOT[get("dlperf_aliyun_spot")]
-    if (spot == "SpotWithPriceLimit") != (get("dlperf_aliyun_spot_price_limit") is not None):
+    if (aliyun.spot_strategy == "SpotWithPriceLimit") != (aliyun.spot_price_limit is not None):
         raise pytest.UsageError("--dlperf-aliyun-spot price-limit and --dlperf-aliyun-spot-price-limit go together")
+
+
+def make_aliyun_cluster(config: pytest.Config, options: RunOptions, aliyun: AliyunOptions, ssh: SSHOptions,
+                        frameworks: tuple[str, ...] = ()) -> AliyunCluster:
+    """Provision (or reuse) the job's instances and reach them over SSH; bad input is a usage error."""
+    _check(config, aliyun)
     try:
         creds = credentials.load()
-        region = credentials.region(given=get("dlperf_aliyun_region"))
+        region = credentials.region(given=aliyun.region)
     except credentials.CredentialsError as exc:
         raise pytest.UsageError(f"--dlperf-cluster aliyun: {exc}") from None
-    api = EcsApi(creds, region, endpoint=get("dlperf_aliyun_endpoint"), protocol=get("dlperf_aliyun_protocol"))
-    spec = LaunchSpec(instance_type=get("dlperf_aliyun_instance_type"), image=get("dlperf_aliyun_image"),
-                      zone=get("dlperf_aliyun_zone"), vswitch=get("dlperf_aliyun_vswitch"),
-                      security_group=get("dlperf_aliyun_security_group"), key_pair=get("dlperf_aliyun_key_pair"),
-                      system_disk_gb=get("dlperf_aliyun_system_disk"), data_disk_gb=get("dlperf_aliyun_data_disk"),
-                      spot_strategy=spot, spot_price_limit=get("dlperf_aliyun_spot_price_limit"))
-    settings = ssh_settings(config)
-    wait = get("dlperf_aliyun_wait")
-    prov = Provisioner(api, get("dlperf_aliyun_job"), options.nodes or 1, spec, ssh_port=settings.port or 22,
-                       wait_running_s=wait, wait_ssh_s=wait, poll_s=2.0,
+    api = EcsApi(creds, region, endpoint=aliyun.endpoint, protocol=aliyun.protocol)
+    spec = LaunchSpec(instance_type=aliyun.instance_type, image=aliyun.image, zone=aliyun.zone,
+                      vswitch=aliyun.vswitch, security_group=aliyun.security_group, key_pair=aliyun.key_pair,
+                      system_disk_gb=aliyun.system_disk_gb, data_disk_gb=aliyun.data_disk_gb,
+                      spot_strategy=aliyun.spot_strategy, spot_price_limit=aliyun.spot_price_limit)
+    settings = ssh.settings()
+    prov = Provisioner(api, aliyun.job, options.nodes or 1, spec, ssh_port=settings.port or 22,
+                       wait_running_s=aliyun.wait, wait_ssh_s=aliyun.wait, poll_s=2.0,
                        say=shown(config))
     try:
-        return build(api, prov, get("dlperf_aliyun_after"), settings, options.gpus_per_node, frameworks,
-                     say=prov.say,
-                     security_group=spec.security_group, admit=get("dlperf_aliyun_admit"))
+        return build(api, prov, aliyun.after, settings, options.gpus_per_node, frameworks,
+                     say=prov.say, security_group=spec.security_group, admit=aliyun.admit)
     except (CloudError, ProvisionError) as exc:
         raise pytest.UsageError(f"--dlperf-cluster aliyun: {creds.scrub(str(exc))}") from None

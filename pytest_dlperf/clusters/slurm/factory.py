@@ -2,7 +2,8 @@
 runs inside one (SLURM_JOB_ID), else one the harness allocates now and releases at the end."""
 from __future__ import annotations
 
-import shlex
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -11,11 +12,15 @@ from ..base import ClusterError
 from .allocation import Allocation, allocate, from_environment
 from .cluster import SlurmCluster
 from .commands import AllocationSpec, SlurmError, which
+from .options import SlurmOptions
+
+if TYPE_CHECKING:
+    from ...options import RunOptions
 
 
-def make_slurm_cluster(config: pytest.Config, options, frameworks: tuple[str, ...] = ()) -> SlurmCluster:  # noqa: ANN001
+def make_slurm_cluster(config: pytest.Config, options: RunOptions, slurm: SlurmOptions,
+                       frameworks: tuple[str, ...] = ()) -> SlurmCluster:
     """The allocation's nodes as a cluster; bad input or a refused allocation is a usage error."""
-    get = config.getoption
     say = shown(config)
     try:
         for tool in ("srun", "squeue", "scontrol", "scancel"):
@@ -24,8 +29,7 @@ def make_slurm_cluster(config: pytest.Config, options, frameworks: tuple[str, ..
     except SlurmError as exc:
         raise pytest.UsageError(f"--dlperf-cluster slurm: {exc}") from None
     if alloc is not None:
-        asked = [f"--dlperf-slurm-{n}" for n in ("partition", "account", "time", "constraint", "qos")
-                 if get(f"dlperf_slurm_{n}")]
+        asked = slurm.allocation_options_given()
         if asked:
             say(f"slurm: inside allocation {alloc.job_id} (SLURM_JOB_ID): {', '.join(asked)} not used")
         if options.nodes and options.nodes > len(alloc.nodes):
@@ -35,23 +39,21 @@ def make_slurm_cluster(config: pytest.Config, options, frameworks: tuple[str, ..
         if getattr(config, "workerinput", None) is not None:
             raise pytest.UsageError("--dlperf-cluster slurm allocates once per session: run it without pytest-xdist "
                                     "(-n), or inside salloc/sbatch so that the workers share that allocation")
-        spec = AllocationSpec(nodes=options.nodes or 1, partition=get("dlperf_slurm_partition"),
-                              account=get("dlperf_slurm_account"), time=get("dlperf_slurm_time"),
-                              gpus_per_node=get("dlperf_slurm_gpus_per_node"),
-                              constraint=get("dlperf_slurm_constraint"), qos=get("dlperf_slurm_qos"),
-                              extra=tuple(shlex.split(get("dlperf_slurm_salloc_args") or "")))
+        spec = AllocationSpec(nodes=options.nodes or 1, partition=slurm.partition, account=slurm.account,
+                              time=slurm.time, gpus_per_node=slurm.gpus_per_node, constraint=slurm.constraint,
+                              qos=slurm.qos, extra=slurm.salloc_args)
         try:
-            alloc = allocate(spec, get("dlperf_slurm_wait"), say)
+            alloc = allocate(spec, slurm.wait, say)
         except SlurmError as exc:
             raise pytest.UsageError(f"--dlperf-cluster slurm: {exc}") from None
-    return _cluster(config, options, alloc, frameworks, say)
+    return _cluster(options, slurm, alloc, frameworks, say)
 
 
-def _cluster(config: pytest.Config, options, alloc: Allocation, frameworks, say) -> SlurmCluster:  # noqa: ANN001
-    get = config.getoption
-    workdir = get("dlperf_slurm_workdir") or str(options.report_dir / "slurm")
+def _cluster(options: RunOptions, slurm: SlurmOptions, alloc: Allocation, frameworks: tuple[str, ...],
+             say: Callable[[str], None]) -> SlurmCluster:
+    workdir = slurm.workdir or str(options.report_dir / "slurm")
     cluster = SlurmCluster(alloc, workdir=workdir, slots=options.gpus_per_node, frameworks=frameworks,
-                           python=get("dlperf_slurm_python"), say=say, node_dir=get("dlperf_slurm_node_dir"))
+                           python=slurm.python, say=say, node_dir=slurm.node_dir)
     try:
         cluster.nodes()  # preflight now, so a node that cannot run fails the session before any case
     except BaseException as exc:

@@ -31,8 +31,9 @@ from filelock import FileLock
 from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess, SpanAccess, \
     cannot_sweep, ports_printed, swept
 from ..hosts import HostSpec
-from .connect import DEFAULT_CONFIG, DEFAULT_KNOWN_HOSTS, Connection, SSHSettings, Target, connect, \
+from .connect import DEFAULT_KNOWN_HOSTS, Connection, SSHSettings, Target, connect, \
     load_config, resolve
+from .options import DEFAULT_SSH_CONFIG
 from .preflight import PROBE_SRC, make_node, parse_probe, problems
 from .remote import LOST, CommandTimeout, SSHProcess, exec_line, run_channel, watch_line
 
@@ -354,7 +355,7 @@ class SSHCluster(Cluster):
         """``ssh -p PORT [-i KEY] user@host -- <line>``: pasting it runs the node's command."""
         t = self._host(cmd.node).target
         argv = ["ssh"]
-        if t.config and Path(t.config).expanduser() != Path(DEFAULT_CONFIG).expanduser():
+        if t.config and Path(t.config).expanduser() != Path(DEFAULT_SSH_CONFIG).expanduser():
             argv += ["-F", t.config]
         argv += ["-p", str(t.port)]
         if t.keys:

@@ -20,12 +20,11 @@ import paramiko
 
 from ..base import ClusterError
 from ..hosts import HostSpec
+from .options import DEFAULT_SSH_CONFIG
 
 log = logging.getLogger("pytest_dlperf.ssh")
 
-HOST_KEY_CHECKING = ("strict", "accept-new", "off")
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
-DEFAULT_CONFIG = "~/.ssh/config"
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class SSHSettings:
     port: int | None = None
     key: str | None = None
     known_hosts: str | None = None  # None: ~/.ssh/known_hosts or the config's UserKnownHostsFile
-    config: str | None = DEFAULT_CONFIG  # None: read no client config
+    config: str | None = DEFAULT_SSH_CONFIG  # None: read no client config
     host_key_checking: str = "strict"
     python: str = "python3"
     workdir: str | None = None  # None: /tmp/pytest-dlperf-<user> on each node

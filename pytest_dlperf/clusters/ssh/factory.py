@@ -1,18 +1,21 @@
-"""The SSH cluster built from the --dlperf-hosts/--dlperf-hostfile/--dlperf-ssh-* options."""
+"""The SSH cluster built from the --dlperf-hosts/--dlperf-hostfile/--dlperf-ssh-* options (SSHOptions)."""
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ..base import ClusterError
 from ..hosts import HOSTFILE_FORM, HOSTS_FORM, HostSpec, parse_hostfile, parse_hosts
 from .cluster import SSHCluster
-from .connect import SSHSettings
+from .options import SSHOptions
+
+if TYPE_CHECKING:
+    from ...options import RunOptions
 
 
-def _host_specs(config: pytest.Config) -> list[HostSpec]:
-    hosts, hostfile = config.getoption("dlperf_hosts"), config.getoption("dlperf_hostfile")
+def _host_specs(ssh: SSHOptions) -> list[HostSpec]:
+    hosts, hostfile = ssh.hosts, ssh.hostfile
     if hosts and hostfile:
         raise pytest.UsageError("--dlperf-cluster ssh: give either --dlperf-hosts or --dlperf-hostfile, not both")
     if not hosts and not hostfile:
@@ -24,9 +27,9 @@ def _host_specs(config: pytest.Config) -> list[HostSpec]:
         raise pytest.UsageError(str(exc) if not hosts else f"--dlperf-hosts: {exc}") from None
 
 
-def make_ssh_cluster(config: pytest.Config, options, frameworks: tuple[str, ...] = ()) -> SSHCluster:  # noqa: ANN001
+def make_ssh_cluster(options: RunOptions, ssh: SSHOptions, frameworks: tuple[str, ...] = ()) -> SSHCluster:
     """The SSH cluster of the options; bad input raises pytest.UsageError (exit 4) naming it."""
-    specs = _host_specs(config)
+    specs = _host_specs(ssh)
     names = ", ".join(s.name for s in specs)
     if options.nodes and options.nodes > len(specs):
         raise pytest.UsageError(f"--nodes {options.nodes}: only {len(specs)} host(s) given: {names}")
@@ -37,29 +40,10 @@ def make_ssh_cluster(config: pytest.Config, options, frameworks: tuple[str, ...]
         if short:
             raise pytest.UsageError(f"--dlperf-gpus-per-node {slots}: more than the slots given for "
                                     f"{', '.join(short)}")
-    settings = ssh_settings(config)
+    settings = ssh.settings()
     try:
         # The backend's framework: versions that differ between nodes stop the session here; a node
         # without it has its cases skipped by the session (with the install line).
         return SSHCluster(specs, settings, slots=slots, frameworks=frameworks, require_frameworks=False)
     except ClusterError as exc:
         raise pytest.UsageError(f"--dlperf-cluster ssh: {exc}") from None
-
-
-def ssh_settings(config: pytest.Config) -> SSHSettings:
-    """The --dlperf-ssh-* options (every cluster reached over SSH shares them)."""
-    key = config.getoption("dlperf_ssh_key")
-    if key and not Path(key).expanduser().is_file():
-        raise pytest.UsageError(f"--dlperf-ssh-key {key}: no such file")
-    known = config.getoption("dlperf_ssh_known_hosts")
-    if known and not Path(known).expanduser().is_file():
-        raise pytest.UsageError(f"--dlperf-ssh-known-hosts {known}: no such file")
-    return SSHSettings(
-        user=config.getoption("dlperf_ssh_user"), port=config.getoption("dlperf_ssh_port"),
-        key=str(Path(key).expanduser()) if key else None,
-        known_hosts=str(Path(known).expanduser()) if known else None,
-        config=config.getoption("dlperf_ssh_config") or None,
-        host_key_checking=config.getoption("dlperf_ssh_host_key_checking"),
-        python=config.getoption("dlperf_ssh_python"), workdir=config.getoption("dlperf_ssh_workdir"),
-        node_key=config.getoption("dlperf_ssh_node_key"),
-        connect_timeout=config.getoption("dlperf_ssh_connect_timeout"), retries=config.getoption("dlperf_ssh_retries"))

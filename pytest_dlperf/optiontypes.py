@@ -1,0 +1,47 @@
+"""argparse value types of the plugin's options: a bad value is a usage error (exit 4) naming it."""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+
+def _number(kind: type, least: float, strict: bool, what: str) -> Callable[[str], Any]:
+    """An argparse type: ``kind`` at least ``least`` (above it when ``strict``), a clear error otherwise."""
+    bound = f"{what} {'>' if strict else '>='} {least:g}"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {text!r}") from None
+        if not (value > least if strict else value >= least):
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+positive_int = _number(int, 1, False, "a whole number")
+non_negative_int = _number(int, 0, False, "a whole number")
+positive_seconds = _number(float, 0, True, "seconds")
+non_negative_seconds = _number(float, 0, False, "seconds")
+
+
+def csv(text: str) -> list[str]:
+    """A comma-separated list of at least one item."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list, got nothing")
+    return items
+
+
+def fraction(text: str) -> float:
+    """A fraction in [0, 1), e.g. 0.05 for 5%."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05, got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1) such as 0.05 for 5%, got {text!r}")
+    return value
