@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand
+from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, stop_everything
 from .node.fwprobe import MARK
 
 PROBE = Path(__file__).resolve().parent / "node" / "fwprobe.py"
@@ -47,8 +47,6 @@ class FrameworkCheck:
 
 def check(cluster: Cluster, nodes: list[Node], framework: str, log_dir: Path) -> FrameworkCheck:
     """Run the probe on every node at once and read its one JSON line from each node's output."""
-    from .runner import stop_everything
-
     log_dir.mkdir(parents=True, exist_ok=True)
     out = FrameworkCheck(framework)
     tag, run_id = f"dlperf-fw-{uuid.uuid4().hex}", f"frameworks-{uuid.uuid4().hex[:8]}"

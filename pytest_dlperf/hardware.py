@@ -14,8 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, NodeCommand, NodeProcess
-from .runner import stop_everything
+from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, NodeCommand, NodeProcess, stop_everything
+
 
 PROBE = Path(__file__).resolve().parent / "node" / "hwprobe.py"
 PROBE_SECONDS = 1.5

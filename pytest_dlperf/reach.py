@@ -7,7 +7,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand
+from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, stop_everything
 
 TIMEOUT = 60.0
 MARK = "DLPERF-UNREACHABLE "
@@ -27,8 +27,6 @@ def ssh_argv(port: int | None, identity: str | None) -> list[str]:
 
 def check(cluster: Cluster, nodes: list[Node], log_dir: Path) -> tuple[str, str] | None:
     """None when node 0 reaches every other node; else ("fail", why) naming the nodes and the fix."""
-    from .runner import stop_everything
-
     log_dir.mkdir(parents=True, exist_ok=True)
     head, others = nodes[0], nodes[1:]
     tag = f"dlperf-reach-{uuid.uuid4().hex}"

@@ -12,6 +12,7 @@ import re
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -236,3 +237,25 @@ class Cluster(ABC):
             if p.poll() is None:
                 p.kill()
         procs.clear()
+
+
+def stop_everything(cluster: Cluster, nodes: Sequence[Node], tag: str, procs: Sequence[NodeProcess]) -> list[str]:
+    """Kill every launcher tree, then sweep every node by the run tag, all nodes in parallel.
+
+    Returns the nodes that could not be swept (a dead node, say) instead of raising, so that
+    the run's own failure is not replaced by the clean-up's.
+    """
+    def stop(p: NodeProcess) -> None:
+        if p.poll() is None:
+            p.kill()
+
+    def sweep(node: Node) -> str | None:
+        try:
+            cluster.kill_tagged(node, tag)
+        except ClusterError as exc:
+            return str(exc)
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+        list(pool.map(stop, procs))
+        return [e for e in pool.map(sweep, nodes) if e]
