@@ -7,7 +7,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, stop_everything
+from ..clusters.base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, stop_everything
 
 TIMEOUT = 60.0
 MARK = "DLPERF-UNREACHABLE "

@@ -8,10 +8,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, stop_everything
-from .node.fwprobe import MARK
+from ..clusters.base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, stop_everything
+from ..node.fwprobe import MARK
 
-PROBE = Path(__file__).resolve().parent / "node" / "fwprobe.py"
+PROBE = Path(__file__).resolve().parents[1] / "node" / "fwprobe.py"
 TIMEOUT = 60.0
 
 

@@ -14,10 +14,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, NodeCommand, NodeProcess, stop_everything
+from ..clusters.base import RUN_TAG_ENV, Cluster, ClusterError, NodeCommand, NodeProcess, stop_everything
 
 
-PROBE = Path(__file__).resolve().parent / "node" / "hwprobe.py"
+PROBE = Path(__file__).resolve().parents[1] / "node" / "hwprobe.py"
 PROBE_SECONDS = 1.5
 PROBE_TIMEOUT = 120.0
 
@@ -44,7 +44,7 @@ class Fingerprints:
 
     def merge(self, other: Fingerprints) -> None:
         """Keep, per node, the better-performing probe of the two (see ``fingerprint.best_of``)."""
-        from .baselines.fingerprint import best_of
+        from ..baselines.fingerprint import best_of
 
         self.nodes = best_of(self.nodes, other.nodes)
         self.errors.extend(e for e in other.errors if e not in self.errors)
