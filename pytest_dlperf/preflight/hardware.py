@@ -1,25 +1,24 @@
 """Hardware fingerprints of the nodes: run ``node/hwprobe.py`` on every node at once, read back its JSON.
 
 The probe runs on all nodes of the cluster together (on the local cluster: every node's cores
-busy at the same time, as in the widest case), through the cluster's own ``start`` and clean-up,
-so it is pinned like the workloads and leaves no process behind. A node whose probe fails gives
-no fingerprint and a note; the session goes on (the gate then says it could not compare machines).
+busy at the same time, as in the widest case), through ``Cluster.run_everywhere`` (the cluster's
+own ``start`` and clean-up), so it is pinned like the workloads and leaves no process behind. A
+node whose probe fails gives no fingerprint and a note; the session goes on (the gate then says it
+could not compare machines).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..clusters.base import RUN_TAG_ENV, Cluster, ClusterError, NodeCommand, NodeProcess, stop_everything
-
+from ..clusters.base import Cluster, Node, NodeCommand, NodeOutput
 
 PROBE = Path(__file__).resolve().parents[1] / "node" / "hwprobe.py"
 PROBE_SECONDS = 1.5
 PROBE_TIMEOUT = 120.0
+OUTPUT = "hwprobe.json"  # the probe's file in its run directory
 
 
 @dataclass
@@ -50,53 +49,40 @@ class Fingerprints:
         self.errors.extend(e for e in other.errors if e not in self.errors)
 
 
-def probe_command(node, run_dir: str, script: str, tag: str, seconds: float = PROBE_SECONDS) -> NodeCommand:
+def probe_command(node: Node, run_dir: str, script: str, seconds: float = PROBE_SECONDS) -> NodeCommand:
     """The probe's command on one node (shown by the dry-run like any other)."""
-    argv = [node.python, script, "--seconds", f"{seconds:g}", "--output", str(Path(run_dir) / "hwprobe.json")]
-    return NodeCommand(node, argv, {RUN_TAG_ENV: tag}, cwd=run_dir)
+    argv = [node.python, script, "--seconds", f"{seconds:g}", "--output", str(Path(run_dir) / OUTPUT)]
+    return NodeCommand(node, argv, cwd=run_dir)
 
 
 def measure(cluster: Cluster, log_dir: Path, seconds: float = PROBE_SECONDS,
             timeout: float = PROBE_TIMEOUT) -> Fingerprints:
     """Probe every node of the cluster at once; never raises for a node's failure (see ``errors``)."""
-    log_dir.mkdir(parents=True, exist_ok=True)
     nodes = cluster.nodes()
-    tag = f"dlperf-probe-{uuid.uuid4().hex}"
-    run_id = f"hwprobe-{uuid.uuid4().hex[:8]}"
+    runs = cluster.run_everywhere(nodes, lambda node, run_dir, script: probe_command(node, run_dir, script, seconds),
+                                  log_dir, timeout, name="hwprobe", tag="dlperf-probe", script=PROBE)
     out = Fingerprints()
-    procs: list[tuple[NodeCommand, NodeProcess]] = []
-    try:
-        cmds = []
-        for node in nodes:
-            run_dir = cluster.make_run_dir(node, run_id)
-            script = cluster.upload(node, PROBE, run_dir)
-            cmds.append(probe_command(node, run_dir, script, tag, seconds))
-        (log_dir / "commands.sh").write_text("\n".join(cluster.render(c) for c in cmds) + "\n")
-        for cmd in cmds:
-            procs.append((cmd, cluster.start(cmd, log_dir / f"{cmd.node.name}.log")))
-        deadline = time.monotonic() + timeout
-        while any(p.poll() is None for _, p in procs) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        for cmd, p in procs:
-            name = cmd.node.name
-            code = p.poll()
-            if code != 0:
-                state = "timed out" if code is None else f"exit code {code}"
-                out.errors.append(f"{name}: hardware probe {state}: {p.tail(5)}")
-                continue
-            local = log_dir / f"{name}.json"
-            try:
-                cluster.download(cmd.node, str(Path(cmd.cwd or "") / "hwprobe.json"), local)
-                doc = json.loads(local.read_text())
-            except (OSError, ValueError) as exc:
-                out.errors.append(f"{name}: hardware probe output unreadable: {exc}")
-                continue
-            if not isinstance(doc, dict) or "probe_version" not in doc:
-                out.errors.append(f"{name}: hardware probe output is not a fingerprint")
-                continue
+    if runs.error:
+        out.errors.append(f"hardware probe not run: {runs.error}")
+    for name, got in runs.outputs.items():
+        doc, error = _fingerprint(cluster, got, log_dir / f"{name}.json")
+        if error:
+            out.errors.append(f"{name}: {error}")
+        else:
             out.nodes[name] = doc
-    except ClusterError as exc:
-        out.errors.append(f"hardware probe not run: {exc}")
-    finally:
-        out.errors.extend(stop_everything(cluster, nodes, tag, [p for _, p in procs]))
+    out.errors.extend(runs.sweep_errors)
     return out
+
+
+def _fingerprint(cluster: Cluster, got: NodeOutput, local: Path) -> tuple[dict, str]:
+    """(the node's fingerprint, "") copied to ``local``, or ({}, what went wrong)."""
+    if got.returncode != 0:
+        return {}, f"hardware probe {got.state}: {got.tail(5)}"
+    try:
+        cluster.download(got.node, str(Path(got.run_dir) / OUTPUT), local)
+        doc = json.loads(local.read_text())
+    except (OSError, ValueError) as exc:
+        return {}, f"hardware probe output unreadable: {exc}"
+    if not isinstance(doc, dict) or "probe_version" not in doc:
+        return {}, "hardware probe output is not a fingerprint"
+    return doc, ""
