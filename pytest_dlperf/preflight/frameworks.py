@@ -1,5 +1,5 @@
 """Does every node have the backend's framework, in one version? Asked of the nodes by a probe
-(``node/fwprobe.py``); the harness never imports a framework itself."""
+(``node/workloads/nodefacts.py --frameworks``); the harness never imports a framework itself."""
 from __future__ import annotations
 
 import json
@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clusters.base import Cluster, Node, NodeCommand
-from ..node.fwprobe import MARK
+from ..node.workloads.nodefacts import MARK
 
-PROBE = Path(__file__).resolve().parents[1] / "node" / "fwprobe.py"
+PROBE = Path(__file__).resolve().parents[1] / "node" / "workloads" / "nodefacts.py"
 TIMEOUT = 60.0
 
 
@@ -46,7 +46,7 @@ class FrameworkCheck:
 def check(cluster: Cluster, nodes: list[Node], framework: str, log_dir: Path) -> FrameworkCheck:
     """Run the probe on every node at once and read its one JSON line from each node's output."""
     runs = cluster.run_everywhere(nodes, lambda node, run_dir, script: NodeCommand(
-        node, [node.python, script, framework], cwd=run_dir), log_dir, TIMEOUT, name="frameworks",
+        node, [node.python, script, "--frameworks", framework], cwd=run_dir), log_dir, TIMEOUT, name="frameworks",
         tag="dlperf-fw", script=PROBE, expect=MARK)
     out = FrameworkCheck(framework)
     if runs.error:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -63,18 +62,6 @@ def window_iters(step_seconds: float, iters: int, window_seconds: float, max_ite
     if window_seconds > 0 and step_seconds > 0:
         n = max(iters, math.ceil(window_seconds / step_seconds))
     return min(n, max_iters) if max_iters > 0 else n
-
-
-def cpu_model() -> str:
-    """The processor's model name (platform.processor() is empty on Linux): a CPU rank's device."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 # ---------------------------------------------------------------- live progress (optional)

@@ -39,7 +39,8 @@ os.environ["TMPDIR"] = tempfile.tempdir = PRIVATE_TMP
 import tensorflow as tf  # noqa: E402
 
 import steplog  # noqa: E402  (the step-log contract, copied beside this file)
-from steplog import cpu_model, warmup_done, window_iters  # noqa: E402
+from nodefacts import cpu_model  # noqa: E402  (copied beside this file, as steplog.py)
+from steplog import warmup_done, window_iters  # noqa: E402
 
 MODELS = ("resnet50", "vgg16", "bert-base")
 
