@@ -74,14 +74,15 @@ def local_addresses() -> list[str]:
 
 
 def gpu_names() -> list[str]:
-    """The GPUs nvidia-smi lists (none without it, or when it fails)."""
+    """GPU names from nvidia-smi, or [] when there is none (or it fails): the preflight's and the
+    local cluster's."""
     smi = shutil.which("nvidia-smi")
     if not smi:
         return []
     try:
         out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20).stdout
-    except Exception:
+                             text=True, timeout=20, check=False).stdout
+    except (OSError, ValueError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in out.splitlines() if line.strip()]
 
