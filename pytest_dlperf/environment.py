@@ -1,23 +1,13 @@
-"""The environment a result was measured in: versions, processor, devices, hosts."""
+"""The environment a result was measured in: versions, processor (``node/workloads/nodefacts.cpu_model``),
+devices, hosts."""
 from __future__ import annotations
 
 import os
 import platform
 from importlib import metadata
 
+from .node.workloads.nodefacts import cpu_model
 from .results import ResultSet
-
-
-def cpu_model() -> str:
-    """The processor's model name from /proc/cpuinfo (platform.processor() is empty on Linux)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _version(dist: str) -> str | None:

@@ -21,7 +21,7 @@ from .baselines.fingerprint import FingerprintComparison, compare, robust_cv
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, catch_rate, pace_hides
 from .baselines.store import SittingsError, add_sitting, check_software
 from .clusters.base import Node
-from .hardware import Fingerprints
+from .preflight.hardware import Fingerprints
 from .results import CaseResult, ResultSet
 from .specs import CaseSpec, Topology, profile_of
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from . import metrics, pace
-from .runner import RunRecord, StepRecord
+from .records import RunRecord, StepRecord
 from .specs import CaseSpec, Measurement, Topology
 
 

@@ -12,13 +12,12 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import pace
-from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess
+from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, stop_everything
 from .launchers.base import Launcher, RunPlan
+from .records import RunRecord, StepRecord
 from .specs import CaseSpec, Measurement
 from .node.workloads import steplog
 
@@ -27,33 +26,6 @@ TAIL_LINES = 40
 
 class RunFailed(Exception):
     """A run did not finish: names the node(s), the exit code or timeout and the last output."""
-
-
-@dataclass
-class StepRecord:
-    step: int
-    warmup: bool
-    start: float
-    end: float
-    rank_times: list[float]
-    samples: int
-
-
-@dataclass
-class RunRecord:
-    """What one run produced: the workload's meta line, every step, commands and log files."""
-
-    repeat: int
-    meta: dict
-    steps: list[StepRecord]
-    commands: list[str]
-    logs: dict[str, str]
-    wall_seconds: float
-    run_dir: str = ""
-    started_at: float = 0.0  # Unix time the launch began: results.json shows the session's order
-    pace: float | None = None  # the pace probes' GB/s over the window, geometric mean of the nodes' (pace.py)
-    pace_error: str = ""  # why a probed run has no pace
-    node_paces: dict[str, float] = field(default_factory=dict)  # each probed node's pace
 
 
 def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
@@ -149,28 +121,6 @@ def _describe_failure(procs: list[NodeProcess], codes: dict[str, int | None], wh
         state = "still running" if code is None else f"exit code {code}"
         parts.append(f"--- {p.node.name} ({state}), last lines of {p.log_path}:\n{p.tail(TAIL_LINES)}")
     return "\n".join(parts)
-
-
-def stop_everything(cluster: Cluster, nodes: list[Node], tag: str, procs: list[NodeProcess]) -> list[str]:
-    """Kill every launcher tree, then sweep every node by the run tag, all nodes in parallel.
-
-    Returns the nodes that could not be swept (a dead node, say) instead of raising, so that
-    the run's own failure is not replaced by the clean-up's.
-    """
-    def stop(p: NodeProcess) -> None:
-        if p.poll() is None:
-            p.kill()
-
-    def sweep(node) -> str | None:
-        try:
-            cluster.kill_tagged(node, tag)
-        except ClusterError as exc:
-            return str(exc)
-        return None
-
-    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-        list(pool.map(stop, procs))
-        return [e for e in pool.map(sweep, nodes) if e]
 
 
 def last_progress(path: Path) -> dict | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from . import environment, frameworks, hardware, reach, reporting
+from . import environment, reporting
 from .baselines import BaselineError, verdict_table
 from .baselines.store import SittingsError
 from .budget import Budget, session_seconds
@@ -28,6 +28,7 @@ from .gating import Gate, GateOptions, verdict_from_dict
 from .launchers.base import Launcher
 from .reporting.live import LiveLine
 from .options import RunOptions
+from .preflight import frameworks, hardware, reach
 from .results import CaseResult, ResultSet, result_from_dict, summarize
 from .runner import RunFailed, plan_run, run_case
 from .specs import CaseSpec, Measurement, Profile, Topology, ladder, profile_of

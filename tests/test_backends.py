@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dlperf.frameworks import FrameworkCheck
+from pytest_dlperf.preflight.frameworks import FrameworkCheck
 
 from .frameworks import ensure
 from .procs import tagged_processes

@@ -1,10 +1,12 @@
-"""The workload's own timing rules: when warm-up ends and how long the measured window is.
+"""The workload's own timing rules: when warm-up ends and how long the measured window is, and the
+one warm-up/window loop every workload runs them in (``steplog.time_steps``).
 
 They run on the nodes (the workload imports nothing from the harness), so they are tested here by
 loading the workload file itself.
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import sys
 from pathlib import Path
@@ -23,7 +25,7 @@ def wl():
         spec.loader.exec_module(mod)
     finally:
         sys.path.remove(str(WORKLOAD.parent))
-    return mod
+    return mod.steplog  # the rules it runs by: steplog.time_steps applies them for every workload
 
 
 def test_warmup_runs_until_two_steps_agree_within_its_bounds(wl):
@@ -45,3 +47,92 @@ def test_window_fills_the_seconds_at_the_warmup_pace_between_its_bounds(wl):
     assert n(2.0, 4, 3.0, 40) == 4  # a slow machine still measures iters steps
     assert n(0.01, 4, 3.0, 40) == 40  # capped
     assert n(0.01, 4, 3.0, 0) == 300  # no cap
+
+
+class FakeClock:
+    """perf_counter and sleep for steplog.time_steps: each step takes the next of ``step_seconds``."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.now += s
+
+
+def run_loop(monkeypatch, step_seconds, rank=0, **flags):
+    from pytest_dlperf.node.workloads import steplog
+
+    clock = FakeClock()
+    monkeypatch.setattr(steplog, "time", clock)
+    seconds = iter(step_seconds)
+    calls = []
+
+    def step():
+        clock.now += next(seconds)
+        return 2.5
+
+    def agree(done, iters):
+        calls.append(("agree", done, iters))
+        return done, iters
+
+    args = argparse.Namespace(**{"warmup_iters": 2, "max_warmup_iters": 6, "iters": 3, "window_seconds": 0.0,
+                                 "max_iters": 0, **flags})
+    timed = steplog.time_steps(step, args, rank, 8, agree=agree, barrier=lambda: calls.append(("barrier",)),
+                               sync=lambda: calls.append(("sync",)))
+    return timed, calls, clock
+
+
+def test_the_loop_warms_up_until_two_steps_agree_then_times_the_window(monkeypatch):
+    # VGG-like first steps (5 s, 1.8 s), then 0.66 and 0.62 agree: four warm-up steps, three measured
+    timed, calls, _ = run_loop(monkeypatch, [5.0, 1.8, 0.66, 0.62, 0.6, 0.5, 0.4])
+    assert (timed.warmup, timed.iters) == (4, 3)
+    assert timed.seconds == pytest.approx([5.0, 1.8, 0.66, 0.62, 0.6, 0.5, 0.4])
+    assert timed.starts[0] == 100.0 and timed.ends[3] == pytest.approx(100 + 5 + 1.8 + 0.66 + 0.62)
+    w0, w1 = timed.window
+    assert timed.starts[4] == w0 and timed.ends[-1] == w1 and w1 - w0 == pytest.approx(1.5)
+    assert timed.starts[5:] == timed.ends[4:-1]  # inside the window one stamp ends a step and starts the next
+    assert timed.losses == [2.5] * 7
+    assert [c for c in calls if c[0] == "agree"] == [("agree", False, 3), ("agree", False, 3),
+                                                      ("agree", False, 3), ("agree", True, 3)]
+    after_warmup = calls[calls.index(("agree", True, 3)) + 1:]
+    assert after_warmup == [("sync",), ("barrier",), ("sync",), ("barrier",)]  # no sync inside the window
+
+
+def test_the_loop_sizes_the_window_in_seconds_at_the_warmup_pace(monkeypatch):
+    timed, calls, _ = run_loop(monkeypatch, [0.5] * 12, warmup_iters=0, max_warmup_iters=0, window_seconds=3.0,
+                               max_iters=40)
+    assert (timed.warmup, timed.iters) == (1, 6)  # one step for the pace, then 3 s / 0.5 s
+    no_warmup, _, _ = run_loop(monkeypatch, [0.5] * 3, warmup_iters=0, max_warmup_iters=0)
+    assert (no_warmup.warmup, no_warmup.iters) == (0, 3) and len(no_warmup.ends) == 3
+
+
+def test_the_loop_writes_the_step_lines_the_workloads_wrote(monkeypatch, tmp_path):
+    from pytest_dlperf.node.workloads import steplog
+
+    timed, _, _ = run_loop(monkeypatch, [1.0, 1.0, 0.5, 0.5, 0.5])
+    with steplog.Writer(str(tmp_path / "s.jsonl")) as log:
+        log.meta(model="m", precision="fp32", batch_size=4, world_size=2, warmup_iters=timed.warmup,
+                 iters=timed.iters, window={"start": timed.window[0], "end": timed.window[1]}, frameworks={})
+        log.steps(timed, [timed.seconds, [2 * s for s in timed.seconds]], 8)
+        log.end([[1.0, 1.0], [1.0, 1.0]])
+    steps = steplog.parse((tmp_path / "s.jsonl").read_text(), "s").steps
+    assert [(s["step"], s["warmup"]) for s in steps] == [(0, True), (1, True), (2, False), (3, False), (4, False)]
+    assert steps[3]["rank_times"] == [0.5, 1.0] and steps[3]["samples"] == 8 and steps[3]["loss"] == 2.5
+    assert steps[2]["start"] == timed.window[0] and steps[4]["end"] == timed.window[1]
+
+
+def test_the_loop_keeps_the_fault_and_slowdown_hooks(monkeypatch):
+    monkeypatch.setenv("DLPERF_PLANT_SLOWDOWN", "0.2")
+    timed, _, clock = run_loop(monkeypatch, [1.0, 1.0, 1.0, 1.0, 1.0])
+    assert clock.slept == pytest.approx([0.25] * 3)  # d/(1-d) x each window step: throughput x 0.8
+    assert timed.seconds[2:] == pytest.approx([1.25] * 3)
+    monkeypatch.delenv("DLPERF_PLANT_SLOWDOWN")
+    monkeypatch.setenv("DLPERF_FAULT", "1:3")
+    with pytest.raises(RuntimeError, match="injected fault on rank 1 at step 3"):
+        run_loop(monkeypatch, [1.0] * 5, rank=1)
+    run_loop(monkeypatch, [1.0] * 5, rank=0)  # another rank's fault is not this one's

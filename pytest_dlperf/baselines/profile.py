@@ -69,7 +69,7 @@ def node_descriptor(node: Node, cpu_model: str | None = None) -> str:
         return f"gpu-{node.gpus}x-{slug(features or node.extra.get('gpu_name', '') or 'unknown-gpu')}"
     model = features or cpu_model or node.extra.get("cpu_model", "")
     if not model:
-        from ..environment import cpu_model as local_cpu_model
+        from ..node.workloads.nodefacts import cpu_model as local_cpu_model
 
         model = local_cpu_model()
     return f"cpu-{slug(model)}-{node.cpus}c"

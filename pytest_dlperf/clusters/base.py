@@ -10,8 +10,11 @@ from __future__ import annotations
 import contextlib
 import re
 import shlex
+import time
+import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,6 +131,42 @@ def tail_with_first_fatal(lines: list[str], n: int, context: int = 8) -> str:
     return "\n".join(head + gap + lines[start:])
 
 
+@dataclass
+class NodeOutput:
+    """What a node script run by ``Cluster.run_everywhere`` did on one node."""
+
+    node: Node
+    run_dir: str  # the script's run directory on the node: files it wrote are there
+    log_path: Path  # its stdout and stderr, on this machine
+    returncode: int | None  # None: still running at the deadline (then stopped)
+    text: str = ""  # the output, read once every node had finished or the deadline passed
+
+    @property
+    def state(self) -> str:
+        """'exit code N' or 'timed out', for a message."""
+        return "timed out" if self.returncode is None else f"exit code {self.returncode}"
+
+    def tail(self, n: int = 20) -> str:
+        """The output's last lines, after its first fatal line (as ``NodeProcess.tail``)."""
+        return tail_with_first_fatal(self.text.splitlines(), n)
+
+
+@dataclass
+class NodeRuns:
+    """A node script's outputs by node name, in node order. ``error``: why it did not run at all (a
+    node unreachable, an upload failed; ``outputs`` then empty); ``sweep_errors``: nodes the clean-up
+    could not sweep."""
+
+    outputs: dict[str, NodeOutput] = field(default_factory=dict)
+    error: str = ""
+    sweep_errors: list[str] = field(default_factory=list)
+
+
+# A node's command for a node script: (node, its run directory, the script's path there or "") -> the
+# command, or None when nothing is to run on that node.
+CommandFor = Callable[[Node, str, str], "NodeCommand | None"]
+
+
 class NodeProcess(ABC):
     """A launcher running on a node; output goes to a log file on this machine."""
 
@@ -229,6 +268,50 @@ class Cluster(ABC):
         """Release connections and anything still running."""
         self.kill_started()
 
+    def run_everywhere(self, nodes: Sequence[Node], command: CommandFor, log_dir: Path, timeout: float, *,
+                       name: str, tag: str, script: Path | None = None, expect: str = "",
+                       linger: float = 0.0) -> NodeRuns:
+        """Run a node script on every node at once, wait for all (``timeout`` s at most), read each
+        node's output, then stop what still runs and sweep the nodes by the run's tag. Never raises
+        for a node: its ``NodeOutput`` (exit code, output), ``NodeRuns.error`` or ``sweep_errors`` say.
+
+        ``script`` goes into each node's run directory (``<name>-<id>``) first; ``command`` then
+        gives the node's command, to which the run tag (``<tag>-<id>``) is added. The commands are
+        written to ``log_dir/commands.sh``, each node's output to ``log_dir/<node>.log``. A remote
+        node's output may land a moment after its exit code: ``expect`` is text an exited node's
+        output will hold (waited for up to a second), ``linger`` seconds are waited in any case."""
+        log_dir.mkdir(parents=True, exist_ok=True)
+        run_tag, run_id = f"{tag}-{uuid.uuid4().hex}", f"{name}-{uuid.uuid4().hex[:8]}"
+        out, started = NodeRuns(), []
+        try:
+            planned = self._plan_everywhere(nodes, command, run_id, run_tag, script)
+            if planned:
+                (log_dir / "commands.sh").write_text("".join(self.render(cmd) + "\n" for cmd, _ in planned))
+            for cmd, run_dir in planned:
+                started.append((run_dir, self.start(cmd, log_dir / f"{cmd.node.name}.log")))
+            deadline = time.monotonic() + timeout
+            while any(p.poll() is None for _, p in started) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(linger)
+            out.outputs = {p.node.name: NodeOutput(p.node, run_dir, p.log_path, p.poll(), _settled(p, expect))
+                           for run_dir, p in started}
+        except (ClusterError, OSError) as exc:
+            out.error = str(exc)
+        finally:
+            out.sweep_errors = stop_everything(self, nodes, run_tag, [p for _, p in started])
+        return out
+
+    def _plan_everywhere(self, nodes: Sequence[Node], command: CommandFor, run_id: str, run_tag: str,
+                         script: Path | None) -> list[tuple[NodeCommand, str]]:
+        """Each node's run directory, the script uploaded there, and its tagged command."""
+        planned = []
+        for node in nodes:
+            run_dir = self.make_run_dir(node, run_id)
+            cmd = command(node, run_dir, self.upload(node, script, run_dir) if script else "")
+            if cmd is not None:
+                planned.append((NodeCommand(cmd.node, cmd.argv, {RUN_TAG_ENV: run_tag, **cmd.env}, cmd.cwd), run_dir))
+        return planned
+
     def kill_started(self) -> None:
         """Kill every launcher this cluster started that still runs (``self._procs``)."""
         procs: list[NodeProcess] = getattr(self, "_procs", [])
@@ -236,3 +319,39 @@ class Cluster(ABC):
             if p.poll() is None:
                 p.kill()
         procs.clear()
+
+
+def stop_everything(cluster: Cluster, nodes: Sequence[Node], tag: str, procs: Sequence[NodeProcess]) -> list[str]:
+    """Kill every launcher tree, then sweep every node by the run tag, all nodes in parallel.
+
+    Returns the nodes that could not be swept (a dead node, say) instead of raising, so that
+    the run's own failure is not replaced by the clean-up's.
+    """
+    def stop(p: NodeProcess) -> None:
+        if p.poll() is None:
+            p.kill()
+
+    def sweep(node: Node) -> str | None:
+        try:
+            cluster.kill_tagged(node, tag)
+        except ClusterError as exc:
+            return str(exc)
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+        list(pool.map(stop, procs))
+        return [e for e in pool.map(sweep, nodes) if e]
+
+
+def _settled(proc: NodeProcess, expect: str) -> str:
+    """The process's output; when it has exited without ``expect`` yet, read again for up to a second."""
+    text = ""
+    for _ in range(20):
+        try:
+            text = proc.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            text = ""
+        if not expect or expect in text or proc.poll() is None:
+            break
+        time.sleep(0.05)
+    return text

@@ -22,22 +22,10 @@ from filelock import FileLock
 
 from ..node.killtag import kill_tag
 from ..node.localsh import NODES_ENV
+from ..node.workloads.nodefacts import gpu_names as detect_gpus
 from .base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, NodeProcess, SpanAccess
 
 LOCALSH = Path(__file__).resolve().parent.parent / "node" / "localsh.py"
-
-
-def detect_gpus() -> list[str]:
-    """GPU names from nvidia-smi, or [] when there is none."""
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return []
-    try:
-        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [line.strip() for line in out.splitlines() if line.strip()]
 
 
 def _split(items: list[int], parts: int) -> list[list[int]]:

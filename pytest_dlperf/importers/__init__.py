@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..results import CaseResult, ResultSet, summarize
-from ..runner import RunRecord
+from ..records import RunRecord
 from ..specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
 from .parsers import FORMATS, Hints, ParsedRun
 

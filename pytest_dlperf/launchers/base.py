@@ -65,7 +65,7 @@ class Launcher(ABC):
     models: tuple[str, ...] = ()
     precisions: tuple[str, ...] = PRECISIONS  # what the backend can train; the profile's are cut to these
     # Files of pytest_dlperf/node/workloads copied into every run directory; the first is the one run.
-    # steplog.py (the output contract) goes with every workload.
+    # steplog.py (the output contract) and nodefacts.py (cpu_model) go with every workload.
     workload_files: tuple[str, ...] = ()
     spans_nodes: bool = False  # True: one command on node 0 starts every node (mpirun style)
     # None: the workload writes the step log (the contract). Else the importers' format whose parser
@@ -102,7 +102,7 @@ class Launcher(ABC):
         return self.install_hint()
 
     def workload_paths(self) -> list[Path]:
-        files = list(dict.fromkeys([*self.workload_files, "steplog.py"]))
+        files = list(dict.fromkeys([*self.workload_files, "steplog.py", "nodefacts.py"]))
         return [WORKLOADS / f for f in files]
 
     def model_defaults(self, profile: str, model: str) -> ModelDefaults:

@@ -1,7 +1,7 @@
 """Preflight of SSH nodes: what each node has (Python, frameworks, CPUs, GPUs) and whether they agree.
 
-PROBE_SRC runs on every node (``python3 -c PROBE_SRC torch ...``) and prints one JSON line (the
-frameworks are import names; none is imported); ``problems`` compares the nodes, so that a node
+PROBE_SRC (``node/workloads/nodefacts.py``) runs on every node (``python3 -c PROBE_SRC torch ...``) and prints
+one JSON line (the frameworks are import names; none is imported); ``problems`` compares the nodes, so that a node
 with another version fails before any training. The CPU model is reported too: a CPU node's
 profile is named after the node's processor, not the harness machine's. The node's own IPv4
 addresses (/proc/net/fib_trie) tell a cloud cluster whether an instance's VPC address is real there.
@@ -10,59 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..base import ClusterError, Node
 
-PROBE_SRC = r"""
-import json, os, platform, shutil, socket, subprocess, sys
-from importlib import metadata
-def version(name):
-    try:
-        return metadata.version(name)
-    except Exception:
-        pass
-    for dist in metadata.packages_distributions().get(name, []):  # tensorflow from tensorflow-cpu
-        try:
-            return metadata.version(dist)
-        except Exception:
-            pass
-    return None
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-def local_addresses():
-    found, last = set(), None
-    try:
-        with open("/proc/net/fib_trie", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                text = line.strip()
-                if text.startswith("|--"):
-                    last = text[3:].strip()
-                elif "/32 host LOCAL" in text and last:
-                    found.add(last)
-    except OSError:
-        pass
-    return sorted(found)
-gpus = []
-smi = shutil.which("nvidia-smi")
-if smi:
-    try:
-        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20).stdout
-        gpus = [line.strip() for line in out.splitlines() if line.strip()]
-    except Exception:
-        gpus = []
-print(json.dumps({"python": platform.python_version(), "executable": sys.executable,
-                  "frameworks": {d: version(d) for d in sys.argv[1:]}, "hostname": socket.gethostname(),
-                  "cpus": len(os.sched_getaffinity(0)), "gpus": gpus, "cpu_model": cpu_model(),
-                  "addresses": local_addresses()}))
-"""
+# node/workloads/nodefacts.py, run as ``python3 -c PROBE_SRC torch ...``: nothing of ours is on the node yet.
+PROBE_SRC = (Path(__file__).resolve().parents[2] / "node" / "workloads" / "nodefacts.py").read_text(encoding="utf-8")
 
 
 def parse_probe(returncode: int, stdout: str, tail: str, python: str) -> dict:

@@ -16,7 +16,6 @@ import os
 import platform
 import socket
 import sys
-import time
 
 import paddle
 import paddle.distributed as dist
@@ -24,7 +23,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 import steplog  # the step-log contract, copied beside this file
-from steplog import cpu_model, warmup_done, window_iters
+from nodefacts import cpu_model  # copied beside this file, as steplog.py
 
 MODELS = ("resnet50", "vgg16", "arcface")
 
@@ -127,50 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         if world > 1:
             dist.barrier()
 
+    def agree(done: bool, iters: int) -> tuple[bool, int]:  # rank 0 decides for everyone
+        decide = gather([float(done), float(iters)])[0]
+        return decide[0] > 0, int(decide[1])
 
-    plant = steplog.planted_slowdown()
-    progress = steplog.Progress(rank == 0, args.batch_size * world)  # the live line, rank 0 only
-    starts, ends, losses, mine = [], [], [], []
-    least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)
-    iters = args.iters
-    while least > 0:
-        steplog.fault(rank, len(losses))
-        t0 = time.perf_counter()
-        losses.append(float(step()))
-        sync()
-        starts.append(t0)
-        ends.append(time.perf_counter())
-        mine.append(ends[-1] - t0)
-        progress("warmup", len(losses))
-        decide = gather([float(warmup_done(mine, args.warmup_iters, args.max_warmup_iters)),
-                         float(window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters))])[0]
-        iters = int(decide[1])
-        if decide[0] > 0:
-            break
-    warmup = len(losses)
-
-    sync()
-    barrier()
-    w0 = time.perf_counter()
-    stamps, step_losses = [w0], []
-    for k in range(iters):
-        steplog.fault(rank, warmup + k)
-        step_losses.append(step())
-        if plant:
-            sync()
-            time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
-        stamps.append(time.perf_counter())
-        progress("window", k + 1, iters)
-    sync()
-    barrier()
-    w1 = time.perf_counter()
-    losses += [float(v) for v in step_losses]
-    mine += [b - a for a, b in zip(stamps, stamps[1:])]
-    starts += stamps[:-1]
-    ends += stamps[1:-1] + [w1]
-    total = warmup + iters
-
-    gathered = gather(mine)
+    timed = steplog.time_steps(step, args, rank, args.batch_size * world, agree=agree, barrier=barrier, sync=sync)
+    gathered = gather(timed.seconds)
     with paddle.no_grad():
         # trainable parameters only: BatchNorm's running statistics are parameters in Paddle, and
         # each rank keeps its own (DataParallel does not synchronise them)
@@ -193,16 +154,13 @@ def main(argv: list[str] | None = None) -> int:
         with steplog.Writer(args.output) as log:
             log.meta(model=args.model, precision=args.precision, batch_size=args.batch_size,
                      image_size=args.image_size, num_classes=args.num_classes,
-                     warmup_iters=warmup, iters=iters, window_seconds=args.window_seconds,
-                     window={"start": w0, "end": w1}, world_size=world, ranks=ranks,
+                     warmup_iters=timed.warmup, iters=timed.iters, window_seconds=args.window_seconds,
+                     window={"start": timed.window[0], "end": timed.window[1]}, world_size=world, ranks=ranks,
                      nnodes=int(os.environ.get("PADDLE_NNODES", "1") or 1),
                      frameworks={"paddle": paddle.__version__}, python=platform.python_version(),
                      backend="nccl" if cuda else "gloo",
                      parameters=int(sum(int(p.numel()) for p in model.parameters())))
-            for i in range(total):
-                log.step(step=i, warmup=i < warmup, start=starts[i], end=ends[i],
-                         rank_times=[row[i] for row in gathered], samples=args.batch_size * world,
-                         loss=losses[i])
+            log.steps(timed, gathered, args.batch_size * world)
             log.end(digests)
     barrier()
     return 0

@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 VERSION = 1
 FILE_NAME = "steps.jsonl"
@@ -63,18 +64,6 @@ def window_iters(step_seconds: float, iters: int, window_seconds: float, max_ite
     if window_seconds > 0 and step_seconds > 0:
         n = max(iters, math.ceil(window_seconds / step_seconds))
     return min(n, max_iters) if max_iters > 0 else n
-
-
-def cpu_model() -> str:
-    """The processor's model name (platform.processor() is empty on Linux): a CPU rank's device."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 # ---------------------------------------------------------------- live progress (optional)
@@ -125,6 +114,98 @@ def planted_slowdown() -> float:
     return d
 
 
+# ---------------------------------------------------------------- the warm-up and the window
+# One loop for every workload: warm-up steps each timed on their own (synchronised; nothing here is
+# measured) until rank 0 says so, then the measured window: a barrier at each end (after a device
+# sync), a timestamp per step on every rank, no sync inside a step.
+@dataclass
+class Timed:
+    """One rank's timing of a run: each step's start and end (this rank's clock), own seconds and
+    loss, warm-up first; how many steps warmed up and were measured; the window's two barriers."""
+
+    warmup: int
+    iters: int
+    starts: list[float]
+    ends: list[float]
+    seconds: list[float]
+    losses: list[float]
+    window: tuple[float, float]
+
+
+class DeviceClock(Protocol):
+    """Device-side timestamps of the window (CUDA events): ``record(k)`` after step k (0: its
+    start), ``seconds()`` each step's device time."""
+
+    def record(self, k: int) -> None: ...
+
+    def seconds(self) -> list[float]: ...
+
+
+def _nothing() -> None:
+    pass
+
+
+def time_steps(step: Callable[[], Any], args: Any, rank: int, samples_per_step: int, *,
+               agree: Callable[[bool, int], tuple[bool, int]], barrier: Callable[[], None],
+               sync: Callable[[], None] = _nothing,
+               device_clock: Callable[[int], DeviceClock] | None = None) -> Timed:
+    """Run the warm-up and the window with the workload's ``step`` (returns its loss: a tensor, or
+    a float where the float is the step's host sync) under the flags every workload takes (``args``:
+    warmup_iters, max_warmup_iters, iters, window_seconds, max_iters). ``agree(done, window steps)``
+    returns rank 0's decision on every rank; ``barrier`` is a collective; ``sync`` waits for the
+    device; ``device_clock(steps)`` times the window's steps on the device (GPUs)."""
+    plant = planted_slowdown()
+    progress = Progress(rank == 0, samples_per_step)  # the live line, rank 0 only
+    t = Timed(0, args.iters, [], [], [], [], (0.0, 0.0))
+    least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)  # sizing needs one step's pace
+    while least > 0:
+        fault(rank, len(t.losses))
+        t0 = time.perf_counter()
+        t.losses.append(float(step()))  # a host sync: the time is the step's
+        sync()
+        t.starts.append(t0)
+        t.ends.append(time.perf_counter())
+        t.seconds.append(t.ends[-1] - t0)
+        progress("warmup", len(t.losses))
+        done, t.iters = agree(warmup_done(t.seconds, args.warmup_iters, args.max_warmup_iters),
+                              window_iters(min(t.seconds[-2:]), args.iters, args.window_seconds, args.max_iters))
+        if done:
+            break
+    t.warmup = len(t.losses)
+    _window(t, step, rank, plant, progress, barrier, sync, device_clock(t.iters) if device_clock else None)
+    return t
+
+
+def _window(t: Timed, step: Callable[[], Any], rank: int, plant: float, progress: Progress,
+            barrier: Callable[[], None], sync: Callable[[], None], clock: DeviceClock | None) -> None:
+    """The measured window, appended to ``t``: a barrier at each end, per-rank timestamps inside."""
+    step_losses = []
+    sync()
+    barrier()
+    w0 = time.perf_counter()
+    stamps = [w0]
+    if clock is not None:
+        clock.record(0)
+    for k in range(t.iters):
+        fault(rank, t.warmup + k)
+        step_losses.append(step())
+        if plant:  # sleep d/(1-d) x this step's time: throughput x (1-d); a device step is synced first
+            sync()
+            time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
+        if clock is not None:
+            clock.record(k + 1)
+        stamps.append(time.perf_counter())
+        progress("window", k + 1, t.iters)
+    sync()
+    barrier()
+    w1 = time.perf_counter()
+    t.seconds += clock.seconds() if clock is not None else [b - a for a, b in zip(stamps, stamps[1:])]
+    t.losses += [float(v) for v in step_losses]
+    t.starts += stamps[:-1]
+    t.ends += stamps[1:-1] + [w1]
+    t.window = (w0, w1)
+
+
 class StepLogError(ValueError):
     """The step log cannot be used; the message names the file and what is wrong with it."""
 
@@ -167,6 +248,13 @@ class Writer:
                 return
         self._write(record)
         self._steps += 1
+
+    def steps(self, timed: Timed, rank_times: list, samples: int) -> None:
+        """A ``step`` line for every step of ``timed``, warm-up first; ``rank_times[r][i]``: rank
+        r's seconds for step i."""
+        for i in range(timed.warmup + timed.iters):
+            self.step(step=i, warmup=i < timed.warmup, start=timed.starts[i], end=timed.ends[i],
+                      rank_times=[r[i] for r in rank_times], samples=samples, loss=timed.losses[i])
 
     def end(self, param_digests: list[list[float]]) -> None:
         if not self._fh.closed:

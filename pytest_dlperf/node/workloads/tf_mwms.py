@@ -26,7 +26,6 @@ import shutil
 import socket
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # A temporary directory of this worker's own, beside the workload (a run directory of the harness):
@@ -39,7 +38,7 @@ os.environ["TMPDIR"] = tempfile.tempdir = PRIVATE_TMP
 import tensorflow as tf  # noqa: E402
 
 import steplog  # noqa: E402  (the step-log contract, copied beside this file)
-from steplog import cpu_model, warmup_done, window_iters  # noqa: E402
+from nodefacts import cpu_model  # noqa: E402  (copied beside this file, as steplog.py)
 
 MODELS = ("resnet50", "vgg16", "bert-base")
 
@@ -233,45 +232,14 @@ def main(argv: list[str] | None = None) -> int:
 
     gather = comm.gather
 
-    plant = steplog.planted_slowdown()
-    progress = steplog.Progress(rank == 0, args.batch_size * world)  # the live line, rank 0 only
-    starts, ends, losses, mine = [], [], [], []
-    least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)
-    iters = args.iters
-    while least > 0:
-        steplog.fault(rank, len(losses))
-        t0 = time.perf_counter()
-        losses.append(float(train_step()))
-        starts.append(t0)
-        ends.append(time.perf_counter())
-        mine.append(ends[-1] - t0)
-        progress("warmup", len(losses))
-        # worker 0 decides for everyone: [done, window steps]
-        decide = gather([float(warmup_done(mine, args.warmup_iters, args.max_warmup_iters)),
-                         float(window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters))])[0]
-        iters = int(decide[1])
-        if decide[0] > 0:
-            break
-    warmup = len(losses)
+    def agree(done: bool, iters: int) -> tuple[bool, int]:  # worker 0 decides for everyone
+        decide = gather([float(done), float(iters)])[0]
+        return decide[0] > 0, int(decide[1])
 
-    gather([0.0])  # start barrier
-    w0 = time.perf_counter()
-    stamps = [w0]
-    for k in range(iters):
-        steplog.fault(rank, warmup + k)
-        losses.append(float(train_step()))
-        if plant:
-            time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
-        stamps.append(time.perf_counter())
-        progress("window", k + 1, iters)
-    gather([0.0])  # end barrier
-    w1 = time.perf_counter()
-    mine += [b - a for a, b in zip(stamps, stamps[1:])]
-    starts += stamps[:-1]
-    ends += stamps[1:-1] + [w1]
-    total = warmup + iters
-
-    gathered = gather(mine)
+    # float(): the step's host sync, inside the step's time (TensorFlow has no device sync to call)
+    timed = steplog.time_steps(lambda: float(train_step()), args, rank, global_batch, agree=agree,
+                               barrier=lambda: gather([0.0]))
+    gathered = gather(timed.seconds)
     digest = [0.0, 0.0]
     for v in model.trainable_variables:  # in float64 slices: a copy of it all is 1.1 GB for VGG-16
         flat = tf.reshape(v, [-1])
@@ -287,15 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0:
         with steplog.Writer(args.output) as log:
             log.meta(model=args.model, precision=args.precision, batch_size=args.batch_size,
-                     image_size=args.image_size, xla=args.xla, warmup_iters=warmup, iters=iters,
-                     window_seconds=args.window_seconds, window={"start": w0, "end": w1},
+                     image_size=args.image_size, xla=args.xla, warmup_iters=timed.warmup, iters=timed.iters,
+                     window_seconds=args.window_seconds, window={"start": timed.window[0], "end": timed.window[1]},
                      world_size=world, ranks=hosts, frameworks={"tensorflow": tf.__version__, **comm.versions},
                      python=platform.python_version(), backend=comm.name, engine=args.engine,
                      nnodes=comm.nnodes,
                      parameters=int(sum(int(tf.size(v)) for v in model.trainable_variables)))
-            for i in range(total):
-                log.step(step=i, warmup=i < warmup, start=starts[i], end=ends[i],
-                         rank_times=[row[i] for row in gathered], samples=global_batch, loss=losses[i])
+            log.steps(timed, gathered, global_batch)
             log.end(digests)
     try:
         gather([0.0])  # no worker leaves before rank 0 has written the log

@@ -30,7 +30,6 @@ import os
 import platform
 import socket
 import sys
-import time
 
 import torch
 import torch.distributed as dist
@@ -39,7 +38,7 @@ import torch.nn.functional as F
 from torch.distributed.elastic.multiprocessing.errors import record
 
 import steplog  # the step-log contract, copied beside this file
-from steplog import cpu_model, warmup_done, window_iters
+from nodefacts import cpu_model  # copied beside this file, as steplog.py
 
 MODELS = ("resnet50", "vgg16", "bert-base", "arcface")
 ENGINES = ("ddp", "acspeed", "horovod", "perseus")
@@ -296,6 +295,19 @@ class HorovodComm:
         self.hvd.shutdown()
 
 
+class CudaClock:
+    """CUDA events around the window's steps (steplog.DeviceClock): a GPU step's time on the device."""
+
+    def __init__(self, steps: int) -> None:
+        self.events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+
+    def record(self, k: int) -> None:
+        self.events[k].record()
+
+    def seconds(self) -> list[float]:
+        return [a.elapsed_time(b) / 1e3 for a, b in zip(self.events, self.events[1:])]
+
+
 def model_on_cuda(model: nn.Module) -> bool:
     return next(model.parameters()).is_cuda
 
@@ -362,68 +374,21 @@ def main(argv: list[str] | None = None) -> int:
         scaler.update()
         return loss.detach()
 
-    plant = steplog.planted_slowdown()
-    progress = steplog.Progress(rank == 0, args.batch_size * world)  # the live line, rank 0 only
     decide = torch.zeros(2, dtype=torch.float64, device=device)  # rank 0's [warm-up done, window steps]
+
+    def agree(done: bool, iters: int) -> tuple[bool, int]:
+        if rank == 0:
+            decide[0], decide[1] = float(done), iters
+        comm.broadcast_(decide)
+        return bool(decide[0] > 0), int(decide[1])
 
     def sync() -> None:
         if cuda:
             torch.cuda.synchronize(device)
 
-    # Warm-up: each step timed on its own (synchronised; nothing here is measured), rank 0 decides.
-    starts, ends, losses, mine = [], [], [], []
-    least = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0)  # sizing needs one step's pace
-    decide[1] = args.iters
-    while least > 0:
-        steplog.fault(rank, len(losses))
-        t0 = time.perf_counter()
-        losses.append(float(step()))  # a host sync: the time is the step's
-        sync()
-        starts.append(t0)
-        ends.append(time.perf_counter())
-        mine.append(ends[-1] - t0)
-        progress("warmup", len(losses))
-        if rank == 0:
-            done = warmup_done(mine, args.warmup_iters, args.max_warmup_iters)
-            decide[0] = float(done)
-            decide[1] = window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters)
-        comm.broadcast_(decide)
-        if decide[0] > 0:
-            break
-    warmup, iters = len(losses), int(decide[1])
-
-    # The measured window: a barrier at each end, per-rank timestamps inside, no per-step sync.
-    events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)] if cuda else []
-    step_losses = []
-    sync()
-    comm.barrier()
-    w0 = time.perf_counter()
-    stamps = [w0]
-    if cuda:
-        events[0].record()
-    for k in range(iters):
-        steplog.fault(rank, warmup + k)
-        step_losses.append(step())
-        if plant:  # sleep d/(1-d) x this step's time: throughput x (1-d); a GPU step is synced first
-            sync()
-            time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
-        if cuda:
-            events[k + 1].record()
-        stamps.append(time.perf_counter())
-        progress("window", k + 1, iters)
-    sync()
-    comm.barrier()
-    w1 = time.perf_counter()
-    if cuda:
-        mine += [events[k].elapsed_time(events[k + 1]) / 1e3 for k in range(iters)]
-    else:
-        mine += [b - a for a, b in zip(stamps, stamps[1:])]
-    losses += [float(v) for v in step_losses]
-    starts += stamps[:-1]
-    ends += stamps[1:-1] + [w1]
-    total = warmup + iters
-
-    mine = torch.tensor(mine, dtype=torch.float64, device=device)
+    timed = steplog.time_steps(step, args, rank, args.batch_size * world, agree=agree, barrier=comm.barrier,
+                               sync=sync, device_clock=CudaClock if cuda else None)
+    mine = torch.tensor(timed.seconds, dtype=torch.float64, device=device)
     gathered = comm.all_gather(mine)
     info = {"host": socket.gethostname(), "local_rank": local_rank,
             "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
@@ -443,8 +408,8 @@ def main(argv: list[str] | None = None) -> int:
             log.meta(
                 model=args.model, precision=args.precision,
                 batch_size=args.batch_size, image_size=args.image_size,
-                warmup_iters=warmup, iters=iters, window_seconds=args.window_seconds,
-                window={"start": w0, "end": w1},
+                warmup_iters=timed.warmup, iters=timed.iters, window_seconds=args.window_seconds,
+                window={"start": timed.window[0], "end": timed.window[1]},
                 world_size=world, ranks=hosts,
                 local_world_size=comm.local_size, nnodes=world // comm.local_size, engine=args.engine,
                 frameworks={"torch": torch.__version__, **comm.versions}, python=platform.python_version(),
@@ -452,10 +417,7 @@ def main(argv: list[str] | None = None) -> int:
                 nccl=".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
                 parameters=sum(p.numel() for p in model.parameters()),
             )
-            for i in range(total):
-                log.step(step=i, warmup=i < warmup, start=starts[i], end=ends[i],
-                         rank_times=[float(g[i]) for g in gathered], samples=args.batch_size * world,
-                         loss=losses[i])
+            log.steps(timed, gathered, args.batch_size * world)
             log.end([d.tolist() for d in digests])
     comm.shutdown()
     return 0

@@ -1,17 +1,15 @@
 """Does every node have the backend's framework, in one version? Asked of the nodes by a probe
-(``node/fwprobe.py``); the harness never imports a framework itself."""
+(``node/workloads/nodefacts.py --frameworks``); the harness never imports a framework itself."""
 from __future__ import annotations
 
 import json
-import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .clusters.base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand
-from .node.fwprobe import MARK
+from ..clusters.base import Cluster, Node, NodeCommand
+from ..node.workloads.nodefacts import MARK
 
-PROBE = Path(__file__).resolve().parent / "node" / "fwprobe.py"
+PROBE = Path(__file__).resolve().parents[1] / "node" / "workloads" / "nodefacts.py"
 TIMEOUT = 60.0
 
 
@@ -47,35 +45,20 @@ class FrameworkCheck:
 
 def check(cluster: Cluster, nodes: list[Node], framework: str, log_dir: Path) -> FrameworkCheck:
     """Run the probe on every node at once and read its one JSON line from each node's output."""
-    from .runner import stop_everything
-
-    log_dir.mkdir(parents=True, exist_ok=True)
+    runs = cluster.run_everywhere(nodes, lambda node, run_dir, script: NodeCommand(
+        node, [node.python, script, "--frameworks", framework], cwd=run_dir), log_dir, TIMEOUT, name="frameworks",
+        tag="dlperf-fw", script=PROBE, expect=MARK)
     out = FrameworkCheck(framework)
-    tag, run_id = f"dlperf-fw-{uuid.uuid4().hex}", f"frameworks-{uuid.uuid4().hex[:8]}"
-    procs = []
+    if runs.error:
+        out.errors.append(runs.error)
     try:
-        for node in nodes:
-            run_dir = cluster.make_run_dir(node, run_id)
-            script = cluster.upload(node, PROBE, run_dir)
-            cmd = NodeCommand(node, [node.python, script, framework], {RUN_TAG_ENV: tag}, cwd=run_dir)
-            procs.append((node, cluster.start(cmd, log_dir / f"{node.name}.log")))
-        deadline = time.monotonic() + TIMEOUT
-        while any(p.poll() is None for _, p in procs) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for node, p in procs:
-            lines: list[str] = []
-            for _ in range(20):  # a remote node's output may land a moment after its exit code
-                lines = [ln for ln in (log_dir / f"{node.name}.log").read_text(errors="replace").splitlines()
-                         if ln.startswith(MARK)]
-                if lines or p.poll() is None:
-                    break
-                time.sleep(0.05)
-            if p.poll() != 0 or not lines:
-                out.errors.append(f"{node.name}: the framework probe failed ({p.tail(5)})")
+        for name, got in runs.outputs.items():
+            lines = [ln for ln in got.text.splitlines() if ln.startswith(MARK)]
+            if got.returncode != 0 or not lines:
+                out.errors.append(f"{name}: the framework probe failed ({got.tail(5)})")
                 continue
-            out.found[node.name] = json.loads(lines[-1][len(MARK):]).get(framework)
-    except (ClusterError, OSError, ValueError) as exc:
+            out.found[name] = json.loads(lines[-1][len(MARK):]).get(framework)
+    except ValueError as exc:
         out.errors.append(str(exc))
-    finally:
-        out.errors.extend(stop_everything(cluster, nodes, tag, [p for _, p in procs]))
+    out.errors.extend(runs.sweep_errors)
     return out

@@ -1,0 +1,102 @@
+"""What a node has: its frameworks (without importing them: they take seconds to import), its CPU
+model, GPUs, cores and addresses. Runs on the nodes and imports nothing from the harness (standard
+library only); the harness imports it too, for this machine's CPU model.
+
+Three ways it is used:
+
+- ``python3 -c "$(cat nodefacts.py)" torch ...``: the SSH and Slurm clusters' preflight, before
+  anything is copied to the node, prints one JSON line of facts (``facts``);
+- ``python3 nodefacts.py --frameworks paddle``: the framework preflight prints ``MARK`` and one JSON
+  line: import name -> {"dist": distribution, "version": ...} or null (not importable);
+- ``from nodefacts import cpu_model``: the workloads name a CPU rank's device (copied beside them).
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+
+MARK = "DLPERF-FRAMEWORKS "
+
+
+def cpu_model() -> str:
+    """The processor's model name from /proc/cpuinfo (platform.processor() is empty on Linux)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def frameworks(names: list[str]) -> dict[str, dict | None]:
+    """Per import name: the distribution that provides it and its version (the one of the same name
+    first: tensorflow before tensorflow-cpu), {"dist": None, ...} when none says, None when not importable."""
+    dists = importlib.metadata.packages_distributions()
+    out: dict[str, dict | None] = {}
+    for name in names:
+        if importlib.util.find_spec(name) is None:
+            out[name] = None
+            continue
+        found = None
+        for dist in sorted(dists.get(name, []), key=lambda d: d != name):
+            try:
+                found = {"dist": dist, "version": importlib.metadata.version(dist)}
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        out[name] = found or {"dist": None, "version": None}
+    return out
+
+
+def local_addresses() -> list[str]:
+    """The node's own IPv4 addresses (/proc/net/fib_trie's local host routes)."""
+    found, last = set(), None
+    try:
+        with open("/proc/net/fib_trie", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                text = line.strip()
+                if text.startswith("|--"):
+                    last = text[3:].strip()
+                elif "/32 host LOCAL" in text and last:
+                    found.add(last)
+    except OSError:
+        pass
+    return sorted(found)
+
+
+def gpu_names() -> list[str]:
+    """GPU names from nvidia-smi, or [] when there is none (or it fails): the preflight's and the
+    local cluster's."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20, check=False).stdout
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def facts(names: list[str]) -> dict:
+    """The preflight's facts: Python, the frameworks' versions (None: not installed), CPUs, GPUs."""
+    versions = {name: (f or {}).get("version") for name, f in frameworks(names).items()}
+    return {"python": platform.python_version(), "executable": sys.executable, "frameworks": versions,
+            "hostname": socket.gethostname(), "cpus": len(os.sched_getaffinity(0)), "gpus": gpu_names(),
+            "cpu_model": cpu_model(), "addresses": local_addresses()}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--frameworks"]:
+        print(MARK + json.dumps(frameworks(sys.argv[2:])), flush=True)
+    else:
+        print(json.dumps(facts(sys.argv[1:])), flush=True)
