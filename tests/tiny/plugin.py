@@ -31,7 +31,7 @@ class TinyLauncher(Launcher):
         return ()
 
     def workload_paths(self) -> list[Path]:
-        return [WORKLOAD, WORKLOADS / "steplog.py"]
+        return [WORKLOAD, WORKLOADS / "steplog.py", WORKLOADS / "nodefacts.py"]
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement

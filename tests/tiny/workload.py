@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+import nodefacts
 import steplog
 
 VERSION = "1.0"  # in the meta line as "tiny"; no framework: the profile names none
@@ -110,59 +111,33 @@ def rank_main(args: argparse.Namespace) -> int:
     rank = args.node_rank * args.nproc_per_node + args.local_rank
     ring = Ring(rank, world, args.master_addr, args.master_port)
     units = COST[args.model] * args.batch_size * max(1, (args.image_size // 32) ** 2)
-    nosync, plant = steplog.no_sync_fault(), steplog.planted_slowdown()
-    param = 1.0
+    nosync = steplog.no_sync_fault()
+    param, done = 1.0, [0]
 
-    def step(i: int) -> None:
+    def step() -> float:
         nonlocal param
         work(units)
-        grad = ((rank + 1) * (i + 1)) % 7 / 10
-        grads = ring.allgather(grad)
+        grad = ((rank + 1) * (done[0] + 1)) % 7 / 10
+        grads = ring.allgather(grad)  # the step's all-reduce: a rank that stopped stops the others
         param -= 0.01 * (grad if nosync else sum(grads) / world)
+        done[0] += 1
+        return param  # the "loss"
 
-    starts, ends, mine = [], [], []
-    least, decide = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0), [0, args.iters]
-    while least > 0:
-        steplog.fault(rank, len(mine))
-        t0 = time.perf_counter()
-        step(len(mine))
-        starts.append(t0)
-        ends.append(time.perf_counter())
-        mine.append(ends[-1] - t0)
-        if rank == 0:
-            decide = [steplog.warmup_done(mine, args.warmup_iters, args.max_warmup_iters),
-                      steplog.window_iters(min(mine[-2:]), args.iters, args.window_seconds, args.max_iters)]
-        decide = ring.allgather(decide)[0]
-        if decide[0]:
-            break
-    warmup, iters = len(mine), int(decide[1])
-    ring.allgather(None)  # the window's start barrier
-    stamps = [time.perf_counter()]
-    for k in range(iters):
-        steplog.fault(rank, warmup + k)
-        step(warmup + k)
-        if plant:
-            time.sleep((time.perf_counter() - stamps[-1]) * plant / (1 - plant))
-        stamps.append(time.perf_counter())
-    ring.allgather(None)  # the end barrier
-    w1 = time.perf_counter()
-    mine += [b - a for a, b in zip(stamps, stamps[1:])]
-    starts += stamps[:-1]
-    ends += stamps[1:-1] + [w1]
-    gathered = ring.allgather({"times": mine, "digest": [param, param * param],
-                               "host": socket.gethostname(), "device": steplog.cpu_model()})
+    timed = steplog.time_steps(step, args, rank, args.batch_size * world,
+                               agree=lambda ok, n: tuple(ring.allgather((ok, n))[0]),
+                               barrier=lambda: ring.allgather(None))
+    gathered = ring.allgather({"times": timed.seconds, "digest": [param, param * param],
+                               "host": socket.gethostname(), "device": nodefacts.cpu_model()})
     if rank == 0:
         with steplog.Writer(args.output) as log:
             log.meta(model=args.model, precision=args.precision, batch_size=args.batch_size,
-                     image_size=args.image_size, warmup_iters=warmup, iters=iters,
-                     window_seconds=args.window_seconds, window={"start": stamps[0], "end": w1},
+                     image_size=args.image_size, warmup_iters=timed.warmup, iters=timed.iters,
+                     window_seconds=args.window_seconds, window={"start": timed.window[0], "end": timed.window[1]},
                      world_size=world, ranks=[{"host": g["host"], "device": g["device"]} for g in gathered],
                      local_world_size=args.nproc_per_node, nnodes=args.nnodes, engine="tiny",
                      frameworks={}, tiny=VERSION, python=platform.python_version(), backend="tcp",
                      wrapper="none" if world == 1 else "allgather")
-            for i in range(warmup + iters):
-                log.step(step=i, warmup=i < warmup, start=starts[i], end=ends[i],
-                         rank_times=[g["times"][i] for g in gathered], samples=args.batch_size * world)
+            log.steps(timed, [g["times"] for g in gathered], args.batch_size * world)
             log.end([g["digest"] for g in gathered])
     return 0
 
