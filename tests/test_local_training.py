@@ -12,18 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from . import suite
 from .procs import signal_once_running, tagged_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
          "--dlperf-warmup-iters", "1", "--dlperf-iters", "3", "--dlperf-repeats", "2"]
+TINY = [*suite.TINY_ENGINE, *suite.QUICK_PROBES]
 
 
-def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           f"--dlperf-report={report}", *SMALL, *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float = 300,
+              tiny: bool = False) -> subprocess.CompletedProcess:
+    """The suite on SMALL; ``tiny``: on the tiny engine (tests/tiny), for the harness's mechanisms."""
+    return suite.run_suite(f"--dlperf-report={report}", *SMALL, *(TINY if tiny else ()), *args, env=env,
+                           timeout=timeout)
 
 
 def test_two_nodes_really_train_and_leave_nothing(tmp_path):
@@ -82,7 +84,7 @@ def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_p
 
 def test_a_budget_too_small_keeps_one_launch_and_says_which_cases(tmp_path):
     report = tmp_path / "report"
-    r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "3", "--dlperf-budget", "1")
+    r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "3", "--dlperf-budget", "1", tiny=True)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((report / "results.json").read_text())
     (case,) = doc["cases"]
@@ -103,17 +105,17 @@ def launch_order(report: Path) -> list[str]:
 
 def test_cases_launch_in_rounds_by_default_and_back_to_back_when_asked(tmp_path):
     """Rounds: a case's repeats fall apart in time, so a slow spell of the host is not one case's alone."""
-    r = run_suite(tmp_path / "rounds", "--dlperf-iters", "2")
+    r = run_suite(tmp_path / "rounds", "--dlperf-iters", "2", tiny=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert launch_order(tmp_path / "rounds") == ["1n1g/0", "2n1g/0", "1n1g/1", "2n1g/1"]
-    r = run_suite(tmp_path / "case", "--dlperf-iters", "2", "--dlperf-order", "case")
+    r = run_suite(tmp_path / "case", "--dlperf-iters", "2", "--dlperf-order", "case", tiny=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert launch_order(tmp_path / "case") == ["1n1g/0", "1n1g/1", "2n1g/0", "2n1g/1"]
 
 
 def test_in_rounds_a_failing_case_stops_alone_and_fails_in_its_own_test(tmp_path):
     report = tmp_path / "report"
-    r = run_suite(report, "--dlperf-iters", "2", "-rA", env={"DLPERF_FAULT": "1:1"})  # rank 1: 2n1g only
+    r = run_suite(report, "--dlperf-iters", "2", "-rA", env={"DLPERF_FAULT": "1:1"}, tiny=True)  # rank 1: 2n1g only
     assert r.returncode == 1, r.stdout + r.stderr
     assert "1 failed, 1 skipped" in r.stdout, r.stdout  # 1n1g: no baseline here
     assert "FAILED suites/test_train.py::test_train[resnet50-fp32-bs2-32px-2n1g]" in r.stdout, r.stdout
@@ -134,7 +136,7 @@ def test_cases_measured_in_rounds_but_never_judged_are_reported_so(tmp_path):
     report, none = tmp_path / "report", tmp_path / "no-baselines"
     none.mkdir()
     r = run_suite(report, "--dlperf-iters", "2", "--dlperf-repeats", "1", "-x", "--dlperf-baseline-missing", "fail",
-                  f"--dlperf-baseline-dir={none}")
+                  f"--dlperf-baseline-dir={none}", tiny=True)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "1 failed" in r.stdout and "passed" not in r.stdout, r.stdout
     cases = {c["case"]["topology"]: c for c in json.loads((report / "results.json").read_text())["cases"]}
@@ -158,7 +160,7 @@ def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
                                         ("garble", "is not JSON")])
 def test_a_broken_step_log_fails_the_case_naming_node_and_file(tmp_path, fault, why):
     report = tmp_path / "report"
-    r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "1", env={"DLPERF_STEPLOG_FAULT": fault})
+    r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "1", env={"DLPERF_STEPLOG_FAULT": fault}, tiny=True)
     assert r.returncode == 1, r.stdout + r.stderr
     failure = json.loads((report / "results.json").read_text())["failures"]["resnet50-fp32-bs2-32px-1n1g"]
     assert "no usable step log from node local0" in failure and "steps.jsonl" in failure, failure
@@ -196,7 +198,7 @@ def test_interrupt_leaves_no_process(tmp_path, sig):
 
 def test_xdist_workers_report_into_one_results_file(tmp_path):
     report = tmp_path / "report"
-    r = run_suite(report, "-n", "2", "--dlperf-repeats", "1")
+    r = run_suite(report, "-n", "2", "--dlperf-repeats", "1", tiny=True)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((report / "results.json").read_text())
     ids = sorted(c["case"]["id"] for c in doc["cases"])
@@ -252,7 +254,7 @@ def test_the_pace_probe_runs_beside_every_node_and_the_gate_judges_at_the_baseli
     (their geometric mean) in results.json and the recorded entry, and the next session's throughput
     judged at the baseline's pace."""
     store = tmp_path / "store"
-    args = ["-k", "2n1g", "--dlperf-window-seconds", "1", "--dlperf-pace-probe", f"--dlperf-baseline-dir={store}"]
+    args = ["-k", "2n1g", "--dlperf-window-seconds", "1", "--dlperf-pace-probe", f"--dlperf-baseline-dir={store}", *TINY]
     r = run_suite(tmp_path / "dry", *args, "--dlperf-dryrun")
     lines = [line for line in r.stdout.splitlines() if line.startswith(("local0:", "local1:"))]
     assert r.returncode == 0 and len(lines) == 2, r.stdout + r.stderr
