@@ -12,17 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from .suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, run_suite
+
 ROOT = Path(__file__).resolve().parent.parent
-TINY = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2",
-        "--dlperf-image-size", "32", "--dlperf-warmup-iters", "1", "--dlperf-iters", "3", "--dlperf-repeats", "3",
-        "--dlperf-timeout", "240"]
+# The tiny engine (tests/tiny): reports of real launches, without torch's start-up in each
+TINY = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-iters", "3", "--dlperf-repeats", "3", "--dlperf-timeout", "240"]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def run(report: Path, store: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-rs",
-           f"--dlperf-report={report}", f"--dlperf-baseline-dir={store}", *TINY, *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+    return run_suite(f"--dlperf-report={report}", f"--dlperf-baseline-dir={store}", *TINY, *args, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +33,11 @@ def gated(tmp_path_factory) -> Path:
     assert r.returncode == 0, r.stdout + r.stderr
     (path,) = store.glob("*.json")
     doc = json.loads(path.read_text())
-    e = doc["entries"]["ddp/resnet50-fp32-bs2-32px-2n1g"]
+    e = doc["entries"]["tiny/resnet50-fp32-bs2-32px-2n1g"]
     e["throughputs"] = [2 * t for t in e["throughputs"]]
     e["median"] *= 2
     e["mean"] *= 2
-    e["versions"]["torch"] = "2.12.0"  # as if recorded before a torch upgrade
+    e["versions"]["python"] = "3.9.0"  # as if recorded before a Python upgrade
     path.write_text(json.dumps(doc, indent=1))
     summary = tmp / "step-summary.md"
     summary.write_text("earlier step\n")
@@ -50,9 +49,9 @@ def gated(tmp_path_factory) -> Path:
 
 def test_a_regression_names_what_changed_since_the_baseline(gated):
     out = (gated / "gated.out").read_text()
-    torch_now = json.loads((gated / "gated" / "results.json").read_text())["cases"][0]["runs"][0]["meta"]["frameworks"]["torch"]
-    assert f"changed since the baseline was recorded: torch 2.12.0 -> {torch_now}" in out, out
-    assert f"Changed since the baseline: torch 2.12.0 -> {torch_now}" in (gated / "gated" / "summary.md").read_text()
+    now = json.loads((gated / "gated" / "results.json").read_text())["cases"][0]["runs"][0]["meta"]["python"]
+    assert f"changed since the baseline was recorded: python 3.9.0 -> {now}" in out, out
+    assert f"Changed since the baseline: python 3.9.0 -> {now}" in (gated / "gated" / "summary.md").read_text()
     recorded = json.loads(next((gated / "store").glob("*.json")).read_text())
     assert all("git" in e["versions"] for e in recorded["entries"].values())  # the commit is stored with a recording
 
@@ -61,13 +60,13 @@ def test_summary_md_puts_the_regression_first_with_plots(gated):
     text = (gated / "gated" / "summary.md").read_text()
     assert text.startswith("# dlperf results\n")
     assert "2 case(s) measured, " in text and " 0 failed" in text  # 1n1g is judged against itself: either way
-    table = text.split("## ddp: resnet50 fp32, batch 2/device, 32px", 1)[1]
+    table = text.split("## tiny: resnet50 fp32, batch 2/device, 32px", 1)[1]
     (row,) = [ln for ln in table.splitlines() if ln.startswith("| 2n1g")]
     assert "| REGRESSION (-" in row, row
     assert "**REGRESSION**" in text.split("## Gate notes", 1)[1]
     names = [ln.split("(plots/", 1)[1].rstrip(")") for ln in text.splitlines() if ln.startswith("![")]
-    assert sorted(names) == ["ddp-resnet50-fp32-bs2-32px-baseline.png", "ddp-resnet50-fp32-bs2-32px-efficiency.png",
-                             "ddp-resnet50-fp32-bs2-32px-throughput.png"]
+    assert sorted(names) == ["tiny-resnet50-fp32-bs2-32px-baseline.png", "tiny-resnet50-fp32-bs2-32px-efficiency.png",
+                             "tiny-resnet50-fp32-bs2-32px-throughput.png"]
     for name in names:
         data = (gated / "gated" / "plots" / name).read_bytes()
         assert data.startswith(PNG) and len(data) > 10_000, name
@@ -112,7 +111,7 @@ def test_dlperf_report_rerenders_and_compare_prints_ratios(gated, tmp_path):
     assert r.returncode == 0, r.stderr
     a = {c["case"]["id"]: c["median"] for c in json.loads((gated / "recorded" / "results.json").read_text())["cases"]}
     b = {c["case"]["id"]: c["median"] for c in json.loads((gated / "gated" / "results.json").read_text())["cases"]}
-    line = next(ln for ln in r.stdout.splitlines() if "ddp/resnet50-fp32-bs2-32px-2n1g" in ln)
+    line = next(ln for ln in r.stdout.splitlines() if "tiny/resnet50-fp32-bs2-32px-2n1g" in ln)
     assert line.split()[-1] == f"{a['resnet50-fp32-bs2-32px-2n1g'] / b['resnet50-fp32-bs2-32px-2n1g']:.3f}"
     r = subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", "report", str(tmp_path / "nope.json")],
                        capture_output=True, text=True)
