@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install, once, everything the project's tests need: the project with its test tools and the
+# other engines' frameworks (pip), the daemons the cluster tests start (Debian's openssh-server,
+# slurm-wlm; OpenMPI for Horovod over MPI: apt, as root), and Horovod built from source (about
+# 5 minutes on 2 cores the first time, then a cached wheel). Quick when all is there already.
+# The README's test command: bash tests/setup.sh && python3 -m pytest tests/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install -q -e ".[test,tf,paddle,aliyun]"
+missing=()
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v slurmctld >/dev/null || missing+=(slurm-wlm)
+command -v mpicxx >/dev/null || missing+=(openmpi-bin libopenmpi-dev)
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+    echo "tests/setup.sh: ${missing[*]} missing and cannot be installed here (needs root and apt-get): install them" >&2
+    exit 1
+  fi
+  echo "tests/setup.sh: apt-get install ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+python3 -m pytest_dlperf.node.install_horovod --mpi
