@@ -5,8 +5,8 @@ The controller listens on a bridge (10.231.<block>.1) that every node's namespac
 veth pair; node i is ``n<i>`` at 10.231.<block>.<10+i>, reached by srun and slurmctld at that
 address as on a real cluster. Nodes may also get a private ``/tmp`` (a mount namespace with a
 directory of its own bound there), so that a work directory under /tmp is not shared and files
-must travel with sbcast. ``AuthType=auth/none``: the tests run as root on one machine. slurm-wlm is
-installed with apt when slurmctld is missing (under a file lock, as sshd is).
+must travel with sbcast. ``AuthType=auth/none``: the tests run as root on one machine. slurm-wlm comes
+from tests/setup.sh.
 """
 from __future__ import annotations
 
@@ -26,28 +26,16 @@ from pathlib import Path
 
 import psutil
 import pytest
-from filelock import FileLock
 
+from .installed import require_program
 from .sshd import DIE_WITH_PARENT, address_block
 
 SLURMCTLD = Path("/usr/sbin/slurmctld")
-INSTALL_LOCK = Path(tempfile.gettempdir()) / "pytest-dlperf-install-slurm.lock"
 
 
 def ensure_slurm() -> None:
-    """Install Debian's slurm-wlm (slurmctld, slurmd, the client commands) when it is missing."""
-    if SLURMCTLD.exists():
-        return
-    with FileLock(str(INSTALL_LOCK)):
-        if SLURMCTLD.exists():
-            return
-        if os.geteuid() != 0 or not shutil.which("apt-get"):
-            raise RuntimeError("slurm-wlm is missing and cannot be installed here (needs root and apt-get)")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for argv in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "slurm-wlm"]):
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    """slurmctld, slurmd and the client commands (Debian's slurm-wlm, installed by tests/setup.sh)."""
+    require_program(SLURMCTLD, "slurm-wlm")
 
 
 def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:

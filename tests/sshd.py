@@ -4,8 +4,7 @@ Node i of a set listens on 127.0.<block>.<i+2> (127.0.0.2, 127.0.0.3, ... for th
 each pytest-xdist worker gets a block of its own), every node of a set on the same port, with a
 generated host key per node, one generated client key, a ``known_hosts`` holding every node's
 ``[address]:port`` entry and an OpenSSH client config with one alias per node. Debian's
-openssh-server is installed when ``/usr/sbin/sshd`` is missing (under a file lock, so parallel
-workers do not run apt together).
+openssh-server comes from tests/setup.sh.
 """
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ import contextlib
 import getpass
 import os
 import random
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,29 +26,14 @@ import psutil
 import pytest
 from filelock import FileLock, Timeout
 
+from .installed import require_program
+
 SSHD = Path("/usr/sbin/sshd")
-INSTALL_LOCK = Path(tempfile.gettempdir()) / "pytest-dlperf-install-sshd.lock"
 
 
 def ensure_sshd() -> Path:
-    """Install Debian's openssh-server when sshd is missing; return sshd's path."""
-    if SSHD.exists():
-        return SSHD
-    with FileLock(str(INSTALL_LOCK)):
-        if SSHD.exists():
-            return SSHD
-        if os.geteuid() != 0 or not shutil.which("apt-get"):
-            raise RuntimeError(f"{SSHD} is missing and cannot be installed here (needs root and apt-get); "
-                               "install openssh-server")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for argv in (["apt-get", "update"],
-                     ["apt-get", "install", "-y", "--no-install-recommends", "openssh-server"]):
-            done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    if not SSHD.exists():
-        raise RuntimeError(f"openssh-server installed but {SSHD} is still missing")
-    return SSHD
+    """sshd's path (Debian's openssh-server, installed by tests/setup.sh)."""
+    return require_program(SSHD, "openssh-server")
 
 
 def keygen(path: Path, comment: str) -> str:
