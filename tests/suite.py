@@ -20,8 +20,8 @@ QUICK_PROBES = ("--dlperf-probe-seconds", "0.5", "--dlperf-reprobe-pause", "0")
 
 
 def command(*args: str, suite: Path | None = None, prefix: Sequence[str] = ()) -> list[str]:
-    """``python -m pytest SUITE -q -rs ... args`` (the repository's rootdir, no cache)."""
-    return [*prefix, sys.executable, "-m", "pytest", str(suite or SUITES), "-p", "no:cacheprovider", "-q", "-rs",
+    """``python -m pytest SUITE -q -rfEs ... args`` (the repository's rootdir, no cache)."""
+    return [*prefix, sys.executable, "-m", "pytest", str(suite or SUITES), "-p", "no:cacheprovider", "-q", "-rfEs",
             "--rootdir", str(ROOT), *args]
 
 

@@ -5,30 +5,33 @@ import json
 import shlex
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from . import suite
 from .procs import signal_once_running, tagged_processes
 from .sshd import address_block
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = suite.ROOT
 SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
          "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "180"]
+# The tiny engine (tests/tiny) for the SSH cluster's mechanisms (a node lost mid-run, xdist turns,
+# interrupts); DDP trains over SSH for real in the first test and in the pasted dry-run.
+TINY = [*suite.TINY_ENGINE, *suite.QUICK_PROBES]
+RANK = "--local-rank"  # in the command line of each of the tiny engine's rank processes
 
 
-def suite_cmd(sshd, report: Path, *args: str, hosts: str | None = None) -> list[str]:
-    return [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-            f"--dlperf-report={report}", "--dlperf-cluster", "ssh", "--dlperf-hosts", hosts or sshd.hosts(), *sshd.cli(),
-            *SMALL, *args]
+def suite_cmd(sshd, report: Path, *args: str, hosts: str | None = None, tiny: bool = False) -> list[str]:
+    return suite.command(f"--dlperf-report={report}", "--dlperf-cluster", "ssh", "--dlperf-hosts",
+                         hosts or sshd.hosts(), *sshd.cli(), *SMALL, *(TINY if tiny else ()), *args)
 
 
-def run_suite(sshd, report: Path, *args: str, hosts: str | None = None,
-              timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(suite_cmd(sshd, report, *args, hosts=hosts), cwd=ROOT, capture_output=True,
+def run_suite(sshd, report: Path, *args: str, hosts: str | None = None, timeout: float = 300,
+              tiny: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run(suite_cmd(sshd, report, *args, hosts=hosts, tiny=tiny), cwd=suite.ROOT, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -112,12 +115,12 @@ def test_node_whose_sshd_dies_mid_run_fails_naming_it_and_leaves_nothing(fresh_s
     sshd = fresh_ssh_nodes(2)
     workdir = tmp_path / "remote"
     report = tmp_path / "report"
-    cmd = suite_cmd(sshd, report, f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g", "--dlperf-iters", "500")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cmd = suite_cmd(sshd, report, f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g", "--dlperf-iters", "500", tiny=True)
+    proc = subprocess.Popen(cmd, cwd=suite.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline:  # both nodes' workers are training
-            if len([p for p in tagged_processes(str(workdir)) if "torch_ddp.py" in p[1]]) >= 2:
+            if len([p for p in tagged_processes(str(workdir)) if RANK in p[1]]) >= 2:
                 break
             time.sleep(0.2)
         else:
@@ -143,7 +146,7 @@ def test_node_whose_sshd_dies_mid_run_fails_naming_it_and_leaves_nothing(fresh_s
 
 def test_xdist_workers_take_turns_on_the_nodes(ssh_nodes, tmp_path):
     report = tmp_path / "report"
-    r = run_suite(ssh_nodes, report, "-n", "2", "-vv")  # -q -vv: one line per test, with its worker
+    r = run_suite(ssh_nodes, report, "-n", "2", "-vv", tiny=True)  # -q -vv: one line per test, with its worker
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[gw0]" in r.stdout and "[gw1]" in r.stdout  # both workers ran a case
     doc = json.loads((report / "results.json").read_text())
@@ -163,8 +166,8 @@ def test_interrupted_or_killed_harness_leaves_nothing_on_the_nodes(ssh_nodes, tm
     each node's watchdog stops its launcher on its own."""
     workdir = tmp_path / "remote"
     cmd = suite_cmd(ssh_nodes, tmp_path / "report", f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g",
-                    "--dlperf-iters", "500")
-    code, out = signal_once_running(cmd, ROOT, str(workdir), "torch_ddp.py", 2, sig, start_timeout=150)
+                    "--dlperf-iters", "500", tiny=True)
+    code, out = signal_once_running(cmd, suite.ROOT, str(workdir), RANK, 2, sig, start_timeout=150)
     if sig == signal.SIGINT:
         assert code == pytest.ExitCode.INTERRUPTED, out
         assert tagged_processes(str(workdir)) == []
