@@ -16,6 +16,7 @@ import pytest
 from .ecs_emulator import Emulator
 from .frameworks import ensure
 from .procs import signal_when, tagged_processes
+from .suite import QUICK_PROBES, TINY_ENGINE
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY_ID, SECRET = "LTAI5tDLPERFTESTKEY01", "dLpErFsEcReT0123456789abcdefXYZ"
@@ -203,9 +204,10 @@ def test_interrupted_or_timed_out_waits_leave_nothing_running(emu):
 
 
 # ---------------------------------------------------------------- a whole session
-def suite(emu, sshd, report: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def suite(emu, sshd, report: Path, *args: str, env: dict | None = None, tiny: bool = False) -> subprocess.CompletedProcess:
+    """A session on the aliyun kind; ``tiny``: on the tiny engine (tests/tiny), where instances are the point."""
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-rs",
-           f"--dlperf-report={report}", "--dlperf-cluster", "aliyun", "--nodes", "2",
+           *(TINY_ENGINE if tiny else ()), *QUICK_PROBES, f"--dlperf-report={report}", "--dlperf-cluster", "aliyun", "--nodes", "2",
            "--dlperf-aliyun-instance-type", TYPE, "--dlperf-aliyun-image", IMAGE,
            "--dlperf-aliyun-region", emu.region, "--dlperf-aliyun-endpoint", emu.endpoint,
            "--dlperf-aliyun-protocol", "http", "--dlperf-aliyun-security-group", "sg-dlperf",
@@ -242,7 +244,7 @@ def test_a_session_provisions_trains_over_ssh_gates_by_instance_type_and_stops_t
     # the next session reuses the stopped pair, and --dlperf-aliyun-after release deletes it (its own,
     # empty baseline store: this is about the instances, not the gate)
     r = suite(emu, ssh_nodes, tmp_path / "again", "-k", "2n1g", "--dlperf-aliyun-after", "release",
-              "--dlperf-baseline-missing", "skip")
+              "--dlperf-baseline-missing", "skip", tiny=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "aliyun: reusing task0.ci, task1.ci; starting 2" in r.stderr and emu.live() == []
     assert sum(a == "RunInstances" for a, _ in emu.calls) == 2

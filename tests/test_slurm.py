@@ -17,11 +17,13 @@ import pytest
 from pytest_dlperf.clusters.slurm.cluster import gres_gpus
 from pytest_dlperf.clusters.slurm.commands import AllocationSpec, StepSpec
 
+from . import suite
 from .frameworks import ensure_horovod
 from .procs import _live_tagged, signal_when
 from .slurmctl import slurm_cluster  # noqa: F401  (the fixture)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = suite.ROOT
+TINY = [*suite.TINY_ENGINE, *suite.QUICK_PROBES]
 SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2",
          "--dlperf-image-size", "32", "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1",
          "--dlperf-timeout", "180"]
@@ -40,10 +42,11 @@ def _no_job_carries_over(request):
         cluster.wait_idle()
 
 
-def suite_cmd(report: Path, *args: str, small: bool = True) -> list[str]:
-    return [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-            f"--dlperf-report={report}", f"--dlperf-baseline-dir={report / 'baselines'}",
-            "--dlperf-cluster", "slurm", f"--dlperf-slurm-python={sys.executable}", *(SMALL if small else []), *args]
+def suite_cmd(report: Path, *args: str, small: bool = True, tiny: bool = False) -> list[str]:
+    """The suite on the Slurm kind; ``tiny``: on the tiny engine (tests/tiny), for the kind's mechanisms."""
+    return suite.command(f"--dlperf-report={report}", f"--dlperf-baseline-dir={report / 'baselines'}",
+                         "--dlperf-cluster", "slurm", f"--dlperf-slurm-python={sys.executable}",
+                         *(SMALL if small else []), *(TINY if tiny else ()), *args)
 
 
 def run_suite(cluster, report: Path, *args: str, env: dict | None = None, timeout: float = 300,
@@ -154,7 +157,7 @@ def test_interrupted_mid_run_nothing_is_left(slurm_cluster, tmp_path, sig):
     """Ctrl-C (or a CI runner's SIGTERM) while a 2-node run trains: the allocation is cancelled
     and no job, step or process is left."""
     cmd = suite_cmd(tmp_path / "report", "--nodes", "2", "-k", "2n1g", "--dlperf-iters", "500",
-                    "--dlperf-timeout", "300")
+                    "--dlperf-timeout", "300", tiny=True)
 
     def training() -> bool:
         return training_steps(slurm_cluster) != []
@@ -169,7 +172,7 @@ def test_interrupted_mid_run_nothing_is_left(slurm_cluster, tmp_path, sig):
 
 def test_a_node_that_goes_down_fails_the_run_naming_it(slurm_cluster, tmp_path):
     cmd = suite_cmd(tmp_path / "report", "--nodes", "2", "-k", "2n1g", "--dlperf-iters", "500",
-                    "--dlperf-timeout", "300")
+                    "--dlperf-timeout", "300", tiny=True)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=slurm_cluster.env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
