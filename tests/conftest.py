@@ -9,3 +9,34 @@ from .sshd import fresh_ssh_nodes, ssh_nodes  # noqa: F401  (pytest fixtures)
 # imported twice in one process: import them here, once, before any pytester run.
 import pytest_dlperf.builtin  # noqa: E402,F401
 import pytest_dlperf.session  # noqa: E402,F401
+
+
+# --- pytest-xdist: tests that judge the machine's speed run alone ------------------------------
+# Under `-n N` every test holds a shared lock on one file of the run; a test marked
+# ``@pytest.mark.exclusive`` (it judges a hardware probe's or a run's speed, which another worker's
+# start-up or plotting would disturb) holds it exclusively, so no other test runs beside it. The
+# product's own leases already keep two measurements from overlapping on one cluster.
+import fcntl  # noqa: E402
+import os  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "exclusive: runs with no other test beside it under pytest-xdist")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
+    """The share is held over the test's whole protocol: its fixtures' set-up (a module's recording) too."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # not under xdist: nothing runs beside anything
+        return (yield)
+    path = Path(tempfile.gettempdir()) / f"dlperf-tests-{os.environ.get('PYTEST_XDIST_TESTRUNUID', 'run')}.share"
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX if item.get_closest_marker("exclusive") else fcntl.LOCK_SH)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -64,6 +64,7 @@ def cpuinfo_model_name() -> str:
 
 # --- the probe script, run for real --------------------------------------------------------------
 
+@pytest.mark.exclusive  # judges a probe's or a run's speed: nothing beside it under xdist
 def test_probe_output_is_plausible(probes: list[dict]) -> None:
     for fp in probes:
         assert fp["probe_version"] == 1 and fp["errors"] == []
@@ -86,6 +87,7 @@ def test_probe_output_is_plausible(probes: list[dict]) -> None:
         assert 0.2 < fp["seconds"] < 10
 
 
+@pytest.mark.exclusive  # judges a probe's or a run's speed: nothing beside it under xdist
 def test_probe_on_a_shared_cpu_sees_low_cpu_wall() -> None:
     if not shutil.which("taskset"):
         pytest.skip("taskset is not installed")
@@ -121,6 +123,7 @@ def test_same_machine(base: dict) -> None:
     assert (result.status, result.differences) == ("same", [])
 
 
+@pytest.mark.exclusive  # judges a probe's or a run's speed: nothing beside it under xdist
 def test_two_real_runs_in_a_row_do_not_differ(probes: list[dict]) -> None:
     # As a session keeps them: each side the best of its probes, and before a verdict on probe
     # figures alone up to RECHECKS more probes, RECHECK_PAUSE s apart (session._look_again). The

@@ -20,6 +20,8 @@ from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, run_suite
 # The tiny engine (tests/tiny): the gate's mechanisms on real launches that start in milliseconds.
 TINY = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-iters", "3", "--dlperf-repeats", "3", "--dlperf-timeout", "240"]
 CASE = "resnet50-fp32-bs2-32px-1n1g"
+# Its verdicts rest on the speed of real runs and the hardware probe: nothing beside them under xdist.
+pytestmark = pytest.mark.exclusive
 KEY = f"tiny/{CASE}"
 
 

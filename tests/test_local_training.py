@@ -57,6 +57,7 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
     assert tagged_processes(str(report)) == []
 
 
+@pytest.mark.exclusive  # judges a probe's or a run's speed: nothing beside it under xdist
 def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "1", "--dlperf-window-seconds", "1.5")
@@ -249,6 +250,7 @@ def test_dryrun_commands_pasted_into_shells_run_the_case(tmp_path):
     assert sum(1 for x in records if x["kind"] == "step") == 4
 
 
+@pytest.mark.exclusive  # judges a probe's or a run's speed: nothing beside it under xdist
 def test_the_pace_probe_runs_beside_every_node_and_the_gate_judges_at_the_baselines_pace(tmp_path):
     """--dlperf-pace-probe: each node's launch behind node/paceprobe.py, a pace per node and per run
     (their geometric mean) in results.json and the recorded entry, and the next session's throughput
