@@ -623,8 +623,7 @@ def junit_properties(result: CaseResult) -> list[tuple[str, object]]:
     props: list[tuple[str, object]] = [
         ("dlperf_backend", c.backend), ("dlperf_case", c.id), ("dlperf_topology", c.topology.name),
         ("dlperf_samples_per_s", round(result.median, 4)), ("dlperf_repeats", len(result.throughputs)),
-        ("dlperf_step_p50_s", round(result.step_time["p50"], 6)), ("dlperf_step_p95_s", round(result.step_time["p95"], 6)),
-    ]
+    ] + [(f"dlperf_step_{p}_s", round(result.step_time[p], 6)) for p in ("p50", "p95") if p in result.step_time]
     for name in ("speedup", "efficiency", "multi_node_efficiency"):
         value = getattr(result, name)
         if value is not None:

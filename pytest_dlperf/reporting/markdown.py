@@ -55,7 +55,7 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
             shown = verdict.upper() + (f" ({change:+.1%})" if change is not None else "") if verdict else "-"
             lines.append(f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_fmt(r.efficiency, '.2f')} | "
                          f"{_fmt(r.multi_node_efficiency, '.2f')} | {_fmt(r.speedup, '.2f')} | "
-                         f"{r.step_time['p50']:.3f} s | {r.step_time['p95']:.3f} s | {shown} |")
+                         f"{_fmt(r.step_time.get('p50'), '.3f', ' s')} | {_fmt(r.step_time.get('p95'), '.3f', ' s')} | {shown} |")
         lines.append("")
     header, body = engine_grid(results)
     if body:
