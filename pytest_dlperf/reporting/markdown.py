@@ -6,7 +6,7 @@ from ..results import CaseResult, ResultSet
 from . import _fmt, engine_grid
 
 # Worst first: a group's rank in the file is its worst case's.
-SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "improvement", "pass", "")
+SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "unjudged", "improvement", "pass", "")
 
 
 def case_verdict(result: CaseResult) -> str:
@@ -65,7 +65,7 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
         lines += ["| " + " | ".join(cells) + " |" for cells in body]
         lines.append("")
     notes = [(r, v) for r in results.results for v in (r.verdict or {}).values()
-             if v.get("status") in ("regression", "hardware", "noisy")]
+             if v.get("status") in ("regression", "hardware", "noisy", "unjudged")]
     missing = [r for r in results.results if case_verdict(r) == "missing"]
     if notes or missing:
         lines += ["## Gate notes", ""]
