@@ -27,6 +27,7 @@ from .clusters.base import Cluster, ClusterError
 from .gating import Gate, GateOptions, verdict_from_dict
 from .launchers.base import Launcher
 from .reporting.live import LiveLine
+from .reporting import skips
 from .options import RunOptions
 from .results import CaseResult, ResultSet, result_from_dict, summarize
 from .runner import RunFailed, plan_run, run_case
@@ -332,6 +333,7 @@ class DLPerfSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        skips.write(terminalreporter, self.config.invocation_params.args)
         if not (self.results.results or self.dryrun or self.failures):
             return
         tr = terminalreporter
