@@ -31,12 +31,13 @@ class ParsedRun:
 @dataclass(frozen=True)
 class Hints:
     """What the layout says about a log: its directory's device count and nodes, the model asked for,
-    the row asked for (ddp-bench: a row's label such as "no ddp" or "1M/8G")."""
+    the row asked for (ddp-bench: a row's label such as "no ddp" or "1M/8G"), the log's case name."""
 
     devices: int | None = None
     model: str | None = None
     nodes: int | None = None
     row: str | None = None
+    name: str | None = None  # "resnet101" of resnet101_1.log
 
 
 def our_model(name: str) -> str:

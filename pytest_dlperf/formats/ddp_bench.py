@@ -43,6 +43,11 @@ def _block(text: str, hints: Hints) -> tuple[str | None, int | None, int, int]:
         if not chosen:
             raise ValueError(f"no 'Benchmark: {hints.model} with batch size B' block; the log has {names}: "
                              "pass --model (or name the log's file) after one of those")
+    elif len(heads) > 1 and hints.name:  # a block whose model the log's file name names
+        tokens = re.split(r"[_\-.]", hints.name)
+        chosen = [h for h in heads if any(same_model(h[1], t) for t in tokens)]
+        if len(chosen) != 1:
+            raise ValueError(f"the log has blocks for {names}: name one model in the log's file name or pass --model")
     elif len(heads) > 1:
         raise ValueError(f"the log has blocks for {names}: name the model in the log's file name or pass --model")
     else:

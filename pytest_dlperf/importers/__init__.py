@@ -55,7 +55,7 @@ def _from_name(name: str) -> dict:
 def _parse(log: LogFile, fmt: str, warmup: int | None, over: Overrides) -> ParsedRun:
     t = log.topology
     hints = Hints(devices=t.world_size, nodes=t.nodes, model=over.model or _from_name(log.name).get("model"),
-                  row=over.row)
+                  row=over.row, name=log.name)
     try:
         parsed = FORMATS[fmt](layout.read(log), warmup, hints)
     except ValueError as exc:
