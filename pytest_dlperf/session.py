@@ -27,6 +27,7 @@ from .clusters.base import Cluster, ClusterError
 from .gating import Gate, GateOptions, verdict_from_dict
 from .launchers.base import Launcher
 from .reporting.live import LiveLine
+from .reporting import skips
 from .options import RunOptions
 from .preflight import frameworks, hardware, reach
 from .results import CaseResult, ResultSet, result_from_dict, summarize
@@ -332,6 +333,7 @@ class DLPerfSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        skips.write(terminalreporter, self.config.invocation_params.args)
         if not (self.results.results or self.dryrun or self.failures):
             return
         tr = terminalreporter
@@ -624,8 +626,7 @@ def junit_properties(result: CaseResult) -> list[tuple[str, object]]:
     props: list[tuple[str, object]] = [
         ("dlperf_backend", c.backend), ("dlperf_case", c.id), ("dlperf_topology", c.topology.name),
         ("dlperf_samples_per_s", round(result.median, 4)), ("dlperf_repeats", len(result.throughputs)),
-        ("dlperf_step_p50_s", round(result.step_time["p50"], 6)), ("dlperf_step_p95_s", round(result.step_time["p95"], 6)),
-    ]
+    ] + [(f"dlperf_step_{p}_s", round(result.step_time[p], 6)) for p in ("p50", "p95") if p in result.step_time]
     for name in ("speedup", "efficiency", "multi_node_efficiency"):
         value = getattr(result, name)
         if value is not None:

@@ -30,7 +30,12 @@ Rule for throughput (the repeats of both sides are judged, not one number):
   verdict says that only drops beyond its bounds can be told from that noise.
 - IMPROVEMENT when ratio > 1 + tolerance: passes, "faster than baseline by N%: consider
   --update-baselines".
-- With one run on each side there is no spread: the tolerance alone decides, and the note says so.
+- UNJUDGED when neither side has a spread (one launch against a baseline of one run or one
+  figure): no test can tell the change from run-to-run noise, so a drop beyond the tolerance is not
+  called a regression; the verdict says so and how many launches it needs (NEEDED_LAUNCHES). It
+  does not fail. Until 2026-11-27 the tolerance alone decided, and sessions of one launch per case
+  against one-launch baselines recorded minutes before on the same machine failed at -4% to -16%.
+  (A published baseline without per-run figures judged against several runs keeps its test.)
 - Pace (the pace probe, CPU nodes): where every run of both sides carries the probe's figure
   (``node/paceprobe.py``: the host's memory-system speed on each node's launch core) and this
   session's host ran slower than the recording's (median pace below the baseline runs'), both
@@ -91,7 +96,10 @@ PACE_HOST_ALPHA = 0.01
 PACE_HOST_MARGIN = 0.10
 # "hardware": not judged, the baseline was recorded on other hardware (gating.hardware_verdict), or
 # this session's host ran slower than the recording's by the pace probe (host_slower)
-STATUSES = ("pass", "regression", "improvement", "noisy", "missing", "hardware")
+STATUSES = ("pass", "regression", "improvement", "noisy", "missing", "hardware", "unjudged")
+# Launches per case that give the gate a spread against a single baseline figure (the one-sample t
+# test); 3, the default, on both sides lets the rank test decide alone.
+NEEDED_LAUNCHES = 2
 UNITS = {"throughput": "samples/s", "speedup": "x", "efficiency": ""}
 
 
@@ -348,9 +356,8 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
         rule = (f"median below baseline x (1 - {tol:g}) and the drop is significant "
                 f"({test.name} p={test.p:.3g} <= {alpha:g})")
     elif below and test is None:
-        status = "regression"
-        rule = (f"median below baseline x (1 - {tol:g}); no spread to judge (a single run against a single "
-                f"figure): the tolerance alone decides")
+        status = "unjudged"
+        rule = _unjudged_rule(change, len(xs))
     elif noisy_side and ratio < 1 and (lo is None or lo < 1 - tol):
         status = "noisy"
         rule = (f"too noisy to judge: {cvs}, and the bounds do not "
@@ -386,7 +393,7 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
         stats_txt += (f", one-sided {test.confidence:.0%} bounds {lo:.3f}..{hi:.3f} ({test.name}); "
                       + ", ".join(f"{t.name} p={t.p:.3g}" for t in (rank, tt) if t is not None))
     head = {"pass": "OK", "regression": "REGRESSION", "improvement": "IMPROVEMENT", "noisy": "NOISY",
-            "hardware": "HARDWARE"}[status]
+            "hardware": "HARDWARE", "unjudged": "NOT JUDGED"}[status]
     message = (f"{head} {name} {metric}: "
                f"{_side('measured', m_med, m_cv, m_rcv, len(xs), metric)} vs "
                f"{_side('baseline', b_med, b_cv, b_rcv, len(b_raw) or 1, metric, b_extra)}: "
@@ -399,6 +406,14 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
                    mannwhitney_p=rank.p if rank else None, t_p=tt.p if tt else None,
                    interval=(lo, hi) if test else None, confidence=test.confidence if test else None,
                    pace=pace_info)
+
+
+def _unjudged_rule(change: float, launches: int) -> str:
+    """Why a drop beyond the tolerance with no spread on either side is not judged, and what would judge it."""
+    return (f"cannot judge: {change:+.1%} from {launches} launch(es) against a single baseline figure, and neither side "
+            f"has a spread to tell it from run-to-run noise; not called a regression. It needs at least "
+            f"{NEEDED_LAUNCHES} launches per case (--dlperf-repeats {NEEDED_LAUNCHES} or more; 3, the default, on both "
+            "sides lets the rank test decide), or a baseline recorded from several runs (--update-baselines)")
 
 
 def catch_rate(baseline: Entry, drop: float, repeats: int, tolerance: float | Tolerances, *,
@@ -435,7 +450,10 @@ def judge_scalar(measured: float | None, baseline: float | None, tolerance: floa
     change = ratio - 1
     test = (scaling_test(runs.case, runs.reference, runs.baseline_case, runs.baseline_reference, alpha)
             if runs is not None else None)
-    if ratio < 1 - tol and test is None:
+    if ratio < 1 - tol and test is None and runs is not None and all(
+            (runs.case, runs.reference, runs.baseline_case, runs.baseline_reference)):
+        status, rule = "unjudged", _unjudged_rule(change, len(runs.case))  # runs on every side, too few for a spread
+    elif ratio < 1 - tol and test is None:
         status, rule = "regression", (f"{metric} below baseline x (1 - {tol:g}); the runs behind it are not known "
                                       f"on both sides: the tolerance alone decides")
     elif ratio < 1 - tol and significant(test, alpha):
@@ -448,7 +466,7 @@ def judge_scalar(measured: float | None, baseline: float | None, tolerance: floa
         status, rule = "improvement", f"faster than baseline by {change:.1%}: consider --update-baselines"
     else:
         status, rule = "pass", f"within tolerance: {metric} at or above baseline x (1 - {tol:g})"
-    head = {"pass": "OK", "regression": "REGRESSION", "improvement": "IMPROVEMENT"}[status]
+    head = {"pass": "OK", "regression": "REGRESSION", "improvement": "IMPROVEMENT", "unjudged": "NOT JUDGED"}[status]
     if test is not None:
         spread = (f"case / 1n1g from {len(runs.case)} and {len(runs.reference)} runs vs "
                   f"{len(runs.baseline_case)} and {len(runs.baseline_reference)}; one-sided {test.confidence:.0%} "

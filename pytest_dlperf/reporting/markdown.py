@@ -6,7 +6,7 @@ from ..results import CaseResult, ResultSet
 from . import _fmt, engine_grid
 
 # Worst first: a group's rank in the file is its worst case's.
-SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "improvement", "pass", "")
+SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "unjudged", "improvement", "pass", "")
 
 
 def case_verdict(result: CaseResult) -> str:
@@ -55,7 +55,7 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
             shown = verdict.upper() + (f" ({change:+.1%})" if change is not None else "") if verdict else "-"
             lines.append(f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_fmt(r.efficiency, '.2f')} | "
                          f"{_fmt(r.multi_node_efficiency, '.2f')} | {_fmt(r.speedup, '.2f')} | "
-                         f"{r.step_time['p50']:.3f} s | {r.step_time['p95']:.3f} s | {shown} |")
+                         f"{_fmt(r.step_time.get('p50'), '.3f', ' s')} | {_fmt(r.step_time.get('p95'), '.3f', ' s')} | {shown} |")
         lines.append("")
     header, body = engine_grid(results)
     if body:
@@ -65,7 +65,7 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
         lines += ["| " + " | ".join(cells) + " |" for cells in body]
         lines.append("")
     notes = [(r, v) for r in results.results for v in (r.verdict or {}).values()
-             if v.get("status") in ("regression", "hardware", "noisy")]
+             if v.get("status") in ("regression", "hardware", "noisy", "unjudged")]
     missing = [r for r in results.results if case_verdict(r) == "missing"]
     if notes or missing:
         lines += ["## Gate notes", ""]
