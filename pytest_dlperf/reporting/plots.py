@@ -78,15 +78,15 @@ def write_all(out_dir: Path, results: ResultSet) -> list[str]:
         written.append(_save(fig, out_dir / f"{slug}-efficiency.png"))
 
         gated = [(r, r.verdict["throughput"]) for r in rows
-                 if r.verdict and r.verdict.get("throughput", {}).get("baseline_median")]
+                 if r.verdict and r.verdict.get("throughput") is not None and r.verdict["throughput"].baseline_median]
         if gated:
             fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
             x = list(range(len(gated)))
-            base = [v["baseline_median"] for _, v in gated]
-            tol = [v.get("tolerance") or 0.0 for _, v in gated]
+            base = [v.baseline_median for _, v in gated]
+            tol = [v.tolerance or 0.0 for _, v in gated]
             ax.bar([i - 0.2 for i in x], base, width=0.4, color="lightgrey", label="baseline (median)")
             palette = {"regression": "tab:red", "noisy": "tab:orange", "hardware": "tab:grey"}
-            colors = [palette.get(v.get("status"), "tab:green") for _, v in gated]
+            colors = [palette.get(v.status, "tab:green") for _, v in gated]
             ax.bar([i + 0.2 for i in x], [r.median for r, _ in gated], width=0.4, color=colors,
                    label="measured (median; red: regression, orange: noisy)")
             for i, b, t in zip(x, base, tol):  # the gate fails a median below baseline x (1 - tolerance)
