@@ -1,8 +1,9 @@
 """The baseline gate inside a pytest session: its options, the profile, judging and recording.
 
 The statistics live in ``baselines.gate`` and the files in ``baselines.store``; this module
-decides, per case, what a verdict means for the test (pass, fail, skip) and which measurements
-``--update-baselines`` writes (only cases whose test passed; at the end, under the file lock).
+resolves each case's baseline context once and decides, per case, what a verdict means for the
+test (pass, fail, skip) and which measurements ``--update-baselines`` keeps (``recording``: only
+cases whose test passed are written, at the end, under the file lock).
 """
 from __future__ import annotations
 
@@ -15,20 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from . import metrics
 from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, Verdict,
                         VerdictStatus, detect_profile, judge, judge_scalar, resolve_tolerances)
 from .baselines import verdict_from_dict  # noqa: F401 - importable from here as before
-from .baselines.fingerprint import FingerprintComparison, compare, robust_cv
-from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, catch_rate, pace_hides
-from .baselines.store import SittingsError, add_sitting, check_software
+from .baselines.fingerprint import FingerprintComparison, compare
+from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, pace_hides
+from .baselines.store import SittingsError, check_software
 from .clusters.base import Node
 from .preflight.hardware import Fingerprints
+from .recording import BaselineRecorder
 from .results import CaseResult, ResultSet
-from .specs import CaseSpec, Topology, profile_of
+from .specs import CaseSpec
 
-CATCH_DROP = 0.10  # at recording, the slow-down a baseline should let a default session catch ...
-CATCH_TARGET = 0.95  # ... at least this often (the gate's target: 19 in 20), else the recording says so
 
 
 def in_ci() -> bool:
@@ -197,14 +196,37 @@ class Gate:
         self.options = options
         self.store = BaselineStore(options.directory)
         self.notes: list[str] = []
-        # nodeid -> (profile, key, entry, the session's fingerprints)
-        self.pending: dict[str, tuple[str, str, Entry, Fingerprints | None]] = {}
-        self.written: dict[str, int] = {}
-        self.recorded: dict[str, Entry] = {}  # case key -> the entry this session records for it
+        self.recorder = BaselineRecorder(self.store, options.sittings, options.cv_bound, self.note)
         self._files: dict[str, BaselineFile] = {}
         self._contexts: dict[tuple, BaselineContext] = {}  # (backend, case key, versions, nodes) -> context
         self._git: str | None = None
         self._git_read = False
+
+    @property
+    def pending(self) -> dict[str, tuple[str, str, Entry, Fingerprints | None]]:
+        """nodeid -> (profile, key, entry, the session's fingerprints): what --update-baselines will write."""
+        return self.recorder.pending
+
+    @property
+    def recorded(self) -> dict[str, Entry]:
+        return self.recorder.recorded
+
+    @property
+    def written(self) -> dict[str, int]:
+        return self.recorder.written
+
+    def test_finished(self, nodeid: str, passed: bool) -> None:
+        self.recorder.test_finished(nodeid, passed)
+
+    def flush(self) -> None:
+        self.recorder.flush()
+
+    def fill_scaling(self, results: ResultSet) -> int:
+        return self.recorder.fill_scaling(results)
+
+    def _add_sitting(self, old: Entry, new: Entry, comp: FingerprintComparison | None,
+                     reference: CaseResult | None) -> Entry:
+        return self.recorder.add_sitting(old, new, comp, reference)
 
     @property
     def git(self) -> str | None:
@@ -363,14 +385,10 @@ class Gate:
         """Keep the entry this session records for the case (written at the end if its test passes);
         a sitting that cannot be added fails the case (the Judgement returned)."""
         new = Entry.from_result(result, tol, _versions(result, self.git))
-        if self.options.sittings > 1 and ctx.entry is not None:
-            try:
-                new = self._add_sitting(ctx.entry, new, comp, reference)
-            except SittingsError as exc:
-                return Judgement(Outcome.FAIL, f"{result.case.id}: not recorded: {exc}")
-        self.pending[nodeid] = (ctx.profile, result.case.key, new, fingerprints)
-        self.recorded[result.case.key] = new
-        self._noisy_recording(result, new, tol, nodes)
+        try:
+            self.recorder.keep(nodeid, ctx.profile, result, new, ctx.entry, comp, reference, fingerprints, tol, nodes)
+        except SittingsError as exc:
+            return Judgement(Outcome.FAIL, f"{result.case.id}: not recorded: {exc}")
         return None
 
     def _judge_other_hardware(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
@@ -389,45 +407,6 @@ class Gate:
         if self.options.update:
             return Judgement(Outcome.PASS, v.message, [v])
         return Judgement(Outcome.FAIL if self.options.hardware_fails else Outcome.SKIP, v.message, [v])
-
-    def _add_sitting(self, old: Entry, new: Entry, comp: FingerprintComparison | None,
-                     reference: CaseResult | None) -> Entry:
-        """--dlperf-record-sittings K: this session's runs added to the recorded entry's last K-1 sittings,
-        speedup and efficiency from the merged medians of the case and of its 1n1g recorded in this session
-        (else left to ``fill_scaling``). SittingsError where the runs would not be of one machine and software."""
-        if comp is not None and comp.status == "differs":
-            slow = (" If this is the recording machine and only its probe figures differ, it probed at a slow "
-                    "moment: record again at a quieter one." if comp.performance_only else "")
-            raise SittingsError(f"the recorded runs were taken on other hardware ({comp.summary()}): adding this "
-                                "session's would mix two machines in one baseline. Record it without "
-                                f"--dlperf-record-sittings to start over on this machine.{slow}")
-        merged = add_sitting(old, new, self.options.sittings)
-        if merged.case.topology.world_size == 1:
-            merged.speedup, merged.efficiency = new.speedup, new.efficiency
-        else:
-            _scale_sittings(merged, self.recorded.get(reference.case.key) if reference is not None else None)
-        return merged
-
-    def _noisy_recording(self, result: CaseResult, entry: Entry, tol: Tolerances, nodes: list[Node]) -> None:
-        """Say so when the runs a baseline is recorded from disagree, or spread so much that a later 10%
-        slow-down would often pass: later drops must clear that spread to be called significant, so the
-        baseline gates less closely than its tolerance says. How often is modelled with the gate's own test
-        (``catch_rate``) for a session of the node kind's default repeats."""
-        rcv = robust_cv(result.throughputs)
-        repeats = profile_of(nodes).repeats
-        rate = catch_rate(entry, CATCH_DROP, repeats, tol.throughput, cv_bound=self.options.cv_bound)
-        disagree, weak = rcv > self.options.cv_bound, rate is not None and rate < CATCH_TARGET
-        if not (disagree or weak):
-            return
-        runs = ", ".join(f"{t:.4g}" for t in result.throughputs)
-        head = (f"recorded from runs that disagree (robust CV {rcv:.1%} above the bound {self.options.cv_bound:.0%}: "
-                f"{runs} samples/s): a later drop must clear that spread to be called a regression." if disagree
-                else f"recorded from runs of robust CV {rcv:.1%} ({runs} samples/s).")
-        catch = (f" Against them a session of {repeats} runs as spread would catch a {CATCH_DROP:.0%} slow-down "
-                 f"in about {rate:.0%} of sessions (the gate's own test on 200 modelled sessions)."
-                 if rate is not None else "")
-        self.note(f"{result.case.id}: {head}{catch} Record it again at a quieter moment, or with more "
-                  "--dlperf-repeats.")
 
     def _judge_entry(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
                      reference: CaseResult | None, record: bool) -> Judgement:
@@ -498,69 +477,6 @@ class Gate:
                       f"The case {mode}s (--dlperf-hardware {mode}).")
             return Judgement(Outcome(mode), first.message, verdicts)
         return Judgement(Outcome.PASS, "\n".join(v.message for v in verdicts), verdicts)
-
-    def test_finished(self, nodeid: str, passed: bool) -> None:
-        """Only a case whose test passed is recorded (and gives a later case of its group its speedup)."""
-        if not passed:
-            dropped = self.pending.pop(nodeid, None)
-            if dropped is not None:
-                self.recorded.pop(dropped[1], None)
-
-    def flush(self) -> None:
-        """Write what --update-baselines collected, one locked atomic update per profile."""
-        by_profile: dict[str, dict[str, Entry]] = {}
-        machines: dict[str, dict[str, dict[str, dict]]] = {}
-        for profile, key, entry, fingerprints in self.pending.values():
-            if fingerprints is not None and fingerprints.nodes:
-                entry.machine = fingerprints.machine_id
-                machines.setdefault(profile, {})[entry.machine] = fingerprints.nodes
-            by_profile.setdefault(profile, {})[key] = entry
-        self.pending.clear()
-        for profile, entries in by_profile.items():
-            self.store.update(profile, entries, description=None if self.store.exists(profile) else
-                              f"recorded with pytest-dlperf on profile {profile}",
-                              machines=machines.get(profile))
-            self.written[profile] = len(entries)
-
-    def fill_scaling(self, results: ResultSet) -> int:
-        """Under xdist each worker recorded its cases without the others' 1n1g, so without a
-        speedup; the controller, which has every result, adds speedup and efficiency to the entries
-        this session wrote (the same per-run throughputs; of several sittings, the last sitting's) that
-        lack them: the session's own, or of several sittings from the merged medians. Returns how many."""
-        filled = 0
-        for profile in self.written:
-            current = self.store.load(profile)
-            add: dict[str, Entry] = {}
-            for r in results.results:
-                e = current.get(r.case.key)
-                if e is None or e.speedup is not None or r.speedup is None:
-                    continue
-                last = e.throughputs[-e.sittings[-1]["runs"]:] if e.sittings else e.throughputs
-                if [float(x) for x in last] != [float(x) for x in r.throughputs]:
-                    continue
-                if len(e.sittings) > 1:
-                    base = results.find(r.case, Topology(1, 1))
-                    if not _scale_sittings(e, current.get(base.case.key) if base is not None else None):
-                        continue
-                else:
-                    e.speedup, e.efficiency = r.speedup, r.efficiency
-                add[r.case.key] = e
-            if add:
-                self.store.update(profile, add)
-                filled += len(add)
-        return filled
-
-
-def _scale_sittings(entry: Entry, reference: Entry | None) -> bool:
-    """Speedup and efficiency of an entry of several sittings from its merged median and its 1n1g's,
-    where that 1n1g holds as many sittings; else none (False)."""
-    if reference is None or max(1, len(reference.sittings)) != len(entry.sittings):
-        entry.speedup = entry.efficiency = None
-        return False
-    entry.speedup = metrics.speedup(entry.median, reference.median)
-    entry.efficiency = metrics.efficiency(entry.speedup, entry.case.topology.world_size)
-    return True
-
 
 def _scaling_runs(result: CaseResult, entry: Entry, reference: CaseResult | None,
                   bfile: BaselineFile) -> ScalingRuns | None:
