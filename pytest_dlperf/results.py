@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from . import metrics, pace
+from .baselines.gate import Verdict, verdict_from_dict
 from .records import RunRecord, StepRecord
 from .specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
 
@@ -24,7 +25,7 @@ class CaseResult:
     speedup: float | None = None
     efficiency: float | None = None
     multi_node_efficiency: float | None = None
-    verdict: dict | None = None  # filled by the baseline gate
+    verdict: dict[str, Verdict] | None = None  # metric -> the baseline gate's verdict, filled when judged
 
     @property
     def paces(self) -> list[float]:
@@ -63,7 +64,7 @@ class CaseResult:
             "efficiency": self.efficiency,
             "multi_node_efficiency": self.multi_node_efficiency,
             "acspeed": self.acspeed_line,
-            "verdict": self.verdict,
+            "verdict": {m: v.to_dict() for m, v in self.verdict.items()} if self.verdict is not None else None,
         }
         if raw:
             d["runs"] = [
@@ -94,7 +95,7 @@ def result_from_dict(d: dict) -> CaseResult:
         case=case_from_dict(d["case"]), measurement=Measurement(**d["measurement"]), runs=runs,
         throughputs=d["throughputs"], mean=d["mean"], median=d["median"], step_time=d["step_time"],
         per_device=d["per_device_samples_per_s"], world_size_seen=d["world_size_seen"],
-        verdict=d.get("verdict"),
+        verdict={m: verdict_from_dict(v) for m, v in d["verdict"].items()} if d.get("verdict") is not None else None,
     )
 
 

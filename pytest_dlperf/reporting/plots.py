@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..baselines.gate import Verdict
 from ..results import CaseResult, ResultSet, device_unit
 from ..specs import CaseSpec
 
@@ -61,7 +62,7 @@ def write_all(out_dir: Path, results: ResultSet) -> list[str]:
 
         written.append(_efficiency(plt, rows, labels, out_dir / f"{slug}-efficiency.png"))
         gated = [(r, r.verdict["throughput"]) for r in rows
-                 if r.verdict and r.verdict.get("throughput", {}).get("baseline_median")]
+                 if r.verdict and r.verdict.get("throughput") is not None and r.verdict["throughput"].baseline_median]
         if gated:
             written.append(_baseline(plt, gated, out_dir / f"{slug}-baseline.png"))
     return written
@@ -97,25 +98,25 @@ def _efficiency(plt, rows: list[CaseResult], labels: list[str], path: Path) -> s
 AT_PACE, AS_MEASURED = "at the baseline runs' pace (as judged)", "as measured"
 
 
-def baseline_scale(result: CaseResult, verdict: dict) -> tuple[float, float, str]:
+def baseline_scale(result: CaseResult, verdict: Verdict) -> tuple[float, float, str]:
     """(measured, baseline, scale) as the gate judged them: both at the baseline runs' pace where the
     verdict brought them there, else both as measured; one scale, never one side of each."""
-    if (verdict.get("pace") or {}).get("applied") and verdict.get("measured_median"):
-        return verdict["measured_median"], verdict["baseline_median"], AT_PACE
-    return result.median, verdict["baseline_median"], AS_MEASURED
+    if (verdict.pace or {}).get("applied") and verdict.measured_median:
+        return verdict.measured_median, verdict.baseline_median, AT_PACE
+    return result.median, verdict.baseline_median, AS_MEASURED
 
 
-def _baseline(plt, gated: list[tuple[CaseResult, dict]], path: Path) -> str:  # noqa: ANN001 - pyplot
+def _baseline(plt, gated: list[tuple[CaseResult, Verdict]], path: Path) -> str:  # noqa: ANN001 - pyplot
     """Measured against baseline, with the tolerance band, both on the scale the gate judged."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
     x = list(range(len(gated)))
     figures = [baseline_scale(r, v) for r, v in gated]
     scales = sorted({s for _, _, s in figures})
     base = [b for _, b, _ in figures]
-    tol = [v.get("tolerance") or 0.0 for _, v in gated]
+    tol = [v.tolerance or 0.0 for _, v in gated]
     ax.bar([i - 0.2 for i in x], base, width=0.4, color="lightgrey", label="baseline (median)")
     palette = {"regression": "tab:red", "noisy": "tab:orange", "hardware": "tab:grey"}
-    colors = [palette.get(v.get("status"), "tab:green") for _, v in gated]
+    colors = [palette.get(v.status, "tab:green") for _, v in gated]
     ax.bar([i + 0.2 for i in x], [m for m, _, _ in figures], width=0.4, color=colors,
            label="measured (median; red: regression, orange: noisy)")
     for i, b, t in zip(x, base, tol):  # the gate fails a median below baseline x (1 - tolerance)
