@@ -84,7 +84,7 @@ def _cases(path: Path, doc: dict) -> ResultSet:
         try:
             r = result_from_dict(d)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ResultsFileError(f"{what}: its runs or verdicts are not pytest-dlperf's ({type(exc).__name__}: {exc}): "
+            raise ResultsFileError(f"{what}: its runs are not pytest-dlperf's ({type(exc).__name__}: {exc}): "
                                    f"{FIX}") from None
         if r.case in seen:
             raise ResultsFileError(f"{what}: the same case as cases[{seen[r.case]}] ({r.case.key}): keep one of them")
