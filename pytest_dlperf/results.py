@@ -27,6 +27,10 @@ class CaseResult:
     multi_node_efficiency: float | None = None
     verdict: dict[str, Verdict] | None = None  # metric -> the baseline gate's verdict, filled when judged
 
+    def __post_init__(self) -> None:
+        if self.verdict:  # a verdict given as results.json writes it (a plugin's or a test's result): the object
+            self.verdict = {m: v if isinstance(v, Verdict) else verdict_from_dict(v) for m, v in self.verdict.items()}
+
     @property
     def paces(self) -> list[float]:
         """The pace probe's figure of every repeat, in the order of ``throughputs``; [] unless every

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_dlperf import formats
-from pytest_dlperf.baselines.gate import judge
+from pytest_dlperf.baselines.gate import Verdict, judge
 from pytest_dlperf.baselines.store import BaselineStore, Entry
 from pytest_dlperf.importers import Overrides, load
 from pytest_dlperf.reporting import plots, skips, write_results
@@ -246,15 +246,16 @@ def test_9_baseline_plot_draws_one_scale_and_names_it(tmp_path, monkeypatch):
                 "dlperf-tf2").results
     # vgg16 1n1g's verdict of the issue: judged 6.86 vs 7.00 at the baseline's pace, measured 6.665 vs 7.338
     r.median = 6.665
-    r.verdict = {"throughput": {"status": "pass", "tolerance": 0.05, "measured_median": 6.86, "baseline_median": 7.0,
-                                "pace": {"applied": True, "measured_as_run": 6.665, "baseline_as_run": 7.338}}}
+    r.verdict = {"throughput": Verdict(status="pass", case=r.case.id, metric="throughput", tolerance=0.05, message="",
+                                       rule="", measured_median=6.86, baseline_median=7.0,
+                                       pace={"applied": True, "measured_as_run": 6.665, "baseline_as_run": 7.338})}
     assert plots.baseline_scale(r, r.verdict["throughput"]) == (6.86, 7.0, plots.AT_PACE)
     labels: list[str] = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: labels.extend(a.get_ylabel() for a in fig.axes) or path.name)
     from pytest_dlperf.results import ResultSet
     plots.write_all(tmp_path / "plots", ResultSet([r]))
     assert "throughput (samples/s), at the baseline runs' pace (as judged)" in labels
-    r.verdict["throughput"]["pace"] = {"applied": False}
+    r.verdict["throughput"].pace = {"applied": False}
     assert plots.baseline_scale(r, r.verdict["throughput"]) == (6.665, 7.0, plots.AS_MEASURED)
 
 

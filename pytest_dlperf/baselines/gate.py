@@ -343,6 +343,7 @@ class _Spread:
     m_rcv: float | None
     noisy: bool  # the measured runs disagree beyond cv_bound and more than the baseline's
     cvs: str  # that, in words ("" when not noisy)
+    measured_n: int = 0  # the session's launches
 
     @property
     def test(self) -> Significance | None:
@@ -398,7 +399,7 @@ def _spread(sides: _Sides, cv_bound: float, alpha: float) -> _Spread:
     wider = f" and wider than the baseline runs' (F test p={spread_p:.3g})" if spread_p is not None else ""
     cvs = f"measured robust CV {m_rcv:.1%} above the bound {cv_bound:.0%}{wider}" if noisy else ""
     return _Spread(rank=rank_test(xs, b_raw, alpha) if b_raw else None, tt=t_test(xs, b_raw, sides.b_med, alpha),
-                   b_cv=_cv(b_raw), b_rcv=_robust_cv(b_raw), m_rcv=m_rcv, noisy=noisy, cvs=cvs)
+                   b_cv=_cv(b_raw), b_rcv=_robust_cv(b_raw), m_rcv=m_rcv, noisy=noisy, cvs=cvs, measured_n=len(xs))
 
 
 def _status(ratio: float, tol: float, spread: _Spread, alpha: float) -> tuple[VerdictStatus, str]:
