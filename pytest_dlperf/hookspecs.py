@@ -15,7 +15,7 @@ def pytest_dlperf_make_cluster(config, options):
 
 @pytest.hookspec(firstresult=True)
 def pytest_dlperf_cluster_shape(config, options):
-    """Return the shape (``pytest_dlperf.clusters.shape.ClusterShape``) the ``options.cluster`` kind's
+    """Return the shape (``pytest_dlperf.ClusterShape``) the ``options.cluster`` kind's
     nodes will have, or None when this plugin does not provide the kind.
 
     Answered from the options alone, with no side effect (no connection, no allocation, no instance):

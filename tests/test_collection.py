@@ -241,3 +241,44 @@ def test_mismatch_names_what_was_assumed_what_is_there_and_the_fix():
     over = [Node("g0", "10.0.0.1", slots=4, cpus=8, gpus=2)]
     with pytest.raises(pytest.UsageError, match="--dlperf-gpus-per-node 4: node g0 has 2 GPU"):
         of_nodes(over, None, "ssh")
+
+
+PLUGIN_KINDS = """
+import os
+from pytest_dlperf import ClusterShape
+from pytest_dlperf.clusters.local import LocalCluster
+
+
+def pytest_dlperf_cluster_kinds(config):
+    return ["shaped", "unshaped"]
+
+
+def pytest_dlperf_cluster_shape(config, options):
+    if options.cluster == "shaped":
+        return ClusterShape(nodes=3, slots=2, gpus=False, source="the plugin")
+
+
+def pytest_dlperf_make_cluster(config, options):
+    if options.cluster in ("shaped", "unshaped"):
+        open(os.environ["BUILT_MARK"], "a").write(options.cluster + "\\n")
+        return LocalCluster(nodes=options.nodes or 3, slots=2, base_dir=options.report_dir / "nodes")
+"""
+
+
+def test_a_plugin_kind_with_a_shape_is_built_at_run_time_one_without_at_collection(tmp_path):
+    (tmp_path / "conftest.py").write_text(PLUGIN_KINDS)
+    (tmp_path / "test_ids.py").write_text("def test_ids(dlperf_case):\n    pass\n")
+    mark = tmp_path / "built"
+    for kind, built in (("shaped", False), ("unshaped", True)):  # unshaped: the matrix from its built nodes
+        r = run_suite("--collect-only", "--dlperf-cluster", kind, "--dlperf-model", "resnet50",
+                      f"--dlperf-report={tmp_path / kind}", suite=tmp_path / "test_ids.py",
+                      env={"BUILT_MARK": str(mark)}, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        ids = [line.split("[", 1)[1].rstrip("]") for line in r.stdout.splitlines() if "::test_ids[" in line]
+        assert ids == [f"resnet50-fp32-bs8-64px-{t}" for t in ("1n1g", "1n2g", "2n2g", "3n2g")]
+        assert mark.exists() == built, kind
+    mark.unlink()
+    r = run_suite("--dlperf-cluster", "shaped", "-k", "resnet50 and 1n1g", f"--dlperf-report={tmp_path / 'run'}",
+                  suite=tmp_path / "test_ids.py", env={"BUILT_MARK": str(mark)}, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert mark.read_text() == "shaped\n"  # built once, when the case ran
