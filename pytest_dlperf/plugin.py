@@ -75,6 +75,7 @@ class DLPerfFront:
         self.options = from_config(config)  # validates the values given (exit 4 on a bad one)
         self.session: DLPerfSession | None = None
         self._usage_error: pytest.UsageError | None = None
+        self._build_error: str | None = None  # an xdist worker's: the cluster could not be built (pytest_runtestloop)
 
     def ensure_session(self) -> DLPerfSession:
         if self.session is None:
@@ -127,8 +128,21 @@ class DLPerfFront:
 
         try:
             self.ensure_session().cluster  # noqa: B018 - built, and checked against the matrix's shape
+            return
         except ClusterError as exc:
-            raise pytest.UsageError(f"--dlperf-cluster {self.options.cluster}: {exc}") from None
+            error = pytest.UsageError(f"--dlperf-cluster {self.options.cluster}: {exc}")
+        except pytest.UsageError as exc:
+            error = exc
+        if getattr(self.config, "workerinput", None) is None:
+            raise error
+        # An xdist worker's usage error would only crash the worker (its line lost): each benchmark fails with it.
+        self._build_error = str(error)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Under xdist, a cluster that could not be built fails each benchmark with the one line."""
+        if self._build_error is not None and _benchmark(item):
+            pytest.fail(self._build_error, pytrace=False)
 
     @pytest.fixture
     def dlperf(self, request: pytest.FixtureRequest) -> BoundRunner:

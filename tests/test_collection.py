@@ -162,6 +162,16 @@ def test_nodes_unlike_the_declared_shape_stop_the_session_in_one_line(tmp_path):
     assert not (report / "runs").exists()
 
 
+def test_under_xdist_each_benchmark_fails_with_the_line_instead_of_crashing_its_worker(tmp_path):
+    r = run_suite(*TINY_ENGINE, "-n", "2", "--dlperf-devices", "gpu", "-k", "resnet50 and fp32",
+                  f"--dlperf-report={tmp_path / 'report'}", timeout=180)
+    out = r.stdout + r.stderr
+    assert r.returncode == pytest.ExitCode.TESTS_FAILED, out
+    assert "INTERNALERROR" not in out and "Traceback" not in out
+    assert out.count("but the nodes have 2 CPU node(s) x 1 slot(s): run with --dlperf-devices cpu") >= 2, out
+    assert "2 errors" in r.stdout and not (tmp_path / "report" / "runs").exists()
+
+
 def test_gpus_detected_at_collection_must_still_be_there_when_the_cluster_is_built(tmp_path):
     """Local GPU detection (nvidia-smi) that finds 4 GPUs while collecting and 2 when the cluster is
     built: the ladder was cut to 2 slots per node, the nodes have 1; the line names the fix."""
