@@ -7,7 +7,6 @@ xdist parts (``xdist``) and the summary (``summary``).
 """
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import NoReturn
 
 import pytest
 
-from .. import environment, reporting
+from .. import environment, matrix, reporting
 from ..baselines import BaselineError
 from ..budget import Budget, session_seconds
 from ..clusters.base import Cluster
@@ -26,7 +25,7 @@ from ..reporting.junit import junit_properties
 from ..reporting.live import LiveLine
 from ..results import CaseResult, ResultSet, summarize
 from ..runner import plan_run
-from ..specs import CaseSpec, Measurement, Profile, Topology, ladder, profile_of
+from ..specs import CaseSpec, Measurement, Profile, Topology
 from . import summary, xdist
 from .orders import MeasuringOrder, make_order
 from .preflight import CasePreflight
@@ -85,7 +84,9 @@ class DLPerfSession:
 
     @property
     def cluster(self) -> Cluster:
-        """Built on first use, so that a session that runs no benchmark touches no node."""
+        """Built on first use (when the first case runs: the matrix is built from the kind's declared
+        shape, not from the cluster), so that collecting touches no node; then checked against that
+        shape (matrix.check_built: a mismatch is a one-line usage error, on every use)."""
         if self._cluster is None:
             hook = self.config.pluginmanager.hook
             kinds = sorted({k for names in hook.pytest_dlperf_cluster_kinds(config=self.config) for k in names})
@@ -107,10 +108,12 @@ class DLPerfSession:
                                         "kind made no cluster")
             self._restore_sigterm = restore
             self._cluster = cluster
+        matrix.check_built(self.config, self.options, self._cluster)
         return self._cluster
 
     def profile(self) -> Profile:
-        return profile_of(self.cluster.nodes())
+        """The profile of the shape the matrix is built from (the cluster is not built for it)."""
+        return matrix.profile_of_shape(matrix.session_shape(self.config, self.options, lambda: self.cluster))
 
     def measurement(self) -> Measurement:
         p, o = self.profile(), self.options
@@ -155,35 +158,11 @@ class DLPerfSession:
         return [c.topology.name if isinstance(c, CaseSpec) else "" for c in cases]
 
     def cases(self) -> list[CaseSpec]:
-        """model x precision x topology, the ladder cut to what the cluster has."""
-        if self._cases is not None:
-            return self._cases
-        o, nodes = self.options, self.cluster.nodes()
-        want = o.nodes or len(nodes)
-        if want > len(nodes):
-            raise pytest.UsageError(f"--nodes {want}: the {self.cluster.kind} cluster has "
-                                    f"{len(nodes)} node(s): {', '.join(n.name for n in nodes)}")
-        slots = min(n.slots for n in nodes[:want])
-        for n in nodes[:want]:
-            if n.gpus and n.slots > n.gpus:
-                raise pytest.UsageError(f"--dlperf-gpus-per-node {n.slots}: node {n.name} has {n.gpus} GPU(s)")
-        profile = self.profile()
-        cases = []
-        for launcher in self.launchers.values():
-            models = [m for m in o.models or launcher.models if m in launcher.models]
-            precisions = [p for p in o.precisions or profile.precisions if p in launcher.precisions]
-            for model, precision in itertools.product(models, precisions):
-                try:
-                    d = launcher.model_defaults(profile.name, model)
-                except (KeyError, ValueError) as exc:
-                    raise pytest.UsageError(f"--backend {launcher.name}: {exc}") from None
-                for variant, topo in itertools.product(launcher.variants(profile.name, model), ladder(want, slots)):
-                    cases.append(CaseSpec(model=model, precision=precision,
-                                          batch_size=o.batch_size or d.batch_size,
-                                          image_size=o.image_size or d.image_size,
-                                          topology=topo, backend=launcher.name, variant=variant))
-        self._cases = cases
-        return cases
+        """model x precision x topology, the ladder cut to the cluster's declared shape (matrix.py)."""
+        if self._cases is None:
+            shape = matrix.session_shape(self.config, self.options, lambda: self.cluster)
+            self._cases = matrix.cases(self.launchers.values(), self.options, shape)
+        return self._cases
 
     # ------------------------------------------------------------------ pytest hooks
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
