@@ -14,7 +14,7 @@ _PUBLIC = {
     "CaseResult": "results", "ResultSet": "results",
     "CaseSpec": "specs", "Measurement": "specs", "Topology": "specs", "ladder": "specs",
     "Cluster": "clusters.base", "ClusterError": "clusters.base", "Node": "clusters.base",
-    "NodeCommand": "clusters.base",
+    "NodeCommand": "clusters.base", "ClusterShape": "clusters.shape",
     "Launcher": "launchers.base", "RunPlan": "launchers.base",
 }
 
@@ -22,6 +22,7 @@ __all__ = [*sorted(_PUBLIC), "__version__"]
 
 if TYPE_CHECKING:
     from .clusters.base import Cluster, ClusterError, Node, NodeCommand
+    from .clusters.shape import ClusterShape
     from .launchers.base import Launcher, RunPlan
     from .results import CaseResult, ResultSet
     from .specs import CaseSpec, Measurement, Topology, ladder

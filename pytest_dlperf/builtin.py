@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from .clusters.base import Cluster
+from .clusters.shape import ClusterShape
 from .launchers.base import Launcher
 from .launchers.horovod import HorovodLauncher, PerseusLauncher
 from .launchers.paddle import PaddleLauncher
@@ -38,6 +39,29 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
         from .clusters.slurm.options import SlurmOptions
 
         return make_slurm_cluster(config, options, SlurmOptions.from_config(config), _frameworks(config, options))
+    return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_dlperf_cluster_shape(config, options) -> ClusterShape | None:
+    """The built-in kinds' shapes, from their options alone (local: and this machine's GPUs)."""
+    if options.cluster == "local":
+        from .clusters.local import local_shape
+
+        return local_shape(options.nodes or 2, options.gpus_per_node)
+    if options.cluster == "ssh":
+        from .clusters.ssh.given import ssh_shape
+        from .clusters.ssh.options import SSHOptions
+
+        return ssh_shape(options, SSHOptions.from_config(config))
+    if options.cluster == "aliyun":  # the job's instances (--nodes, default 1); GPUs: --dlperf-devices says
+        return ClusterShape(nodes=options.nodes or 1, slots=options.gpus_per_node or 1, gpus=False,
+                            source="the instances asked for: --nodes (default 1), --dlperf-gpus-per-node")
+    if options.cluster == "slurm":
+        from .clusters.slurm.options import SlurmOptions
+        from .clusters.slurm.shape import slurm_shape
+
+        return slurm_shape(options, SlurmOptions.from_config(config))
     return None
 
 

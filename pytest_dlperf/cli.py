@@ -13,30 +13,39 @@ import sys
 from pathlib import Path
 
 
-def _load(path: Path):  # noqa: ANN202 - (ResultSet, document)
-    from .results import ResultSet, result_from_dict
+def _load(path: Path, command: str):  # noqa: ANN202 - (ResultSet, document)
+    from .results_file import ResultsFileError, load
 
     try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise SystemExit(f"dlperf: {path}: no such file (give a results.json of a run's report directory)") from None
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"dlperf: {path}: not JSON ({exc})") from None
-    if not isinstance(doc, dict) or "cases" not in doc:
-        raise SystemExit(f"dlperf: {path}: not a pytest-dlperf results.json (no 'cases')")
-    results = ResultSet()
-    for case in doc["cases"]:
-        results.add(result_from_dict(case))
-    return results, doc
+        return load(path)
+    except ResultsFileError as exc:
+        raise SystemExit(f"dlperf {command}: {exc}") from None
+
+
+def _warmup(text: str) -> int:
+    """--warmup-iters: a whole number, 0 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n}: a count of steps or intervals to drop, 0 or more")
+    return n
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from . import reporting
 
-    results, doc = _load(args.results)
+    results, doc = _load(args.results, "report")
     out = args.output or args.results.parent
-    out.mkdir(parents=True, exist_ok=True)
-    path = reporting.write_readable(out, results, doc.get("environment") or {}, doc.get("failures") or {})
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        path = reporting.write_readable(out, results, doc.get("environment") or {}, doc.get("failures") or {})
+    except (FileExistsError, NotADirectoryError):
+        raise SystemExit(f"dlperf report: {out}: not a directory (-o names the directory to write into)") from None
+    except OSError as exc:
+        raise SystemExit(f"dlperf report: cannot write into {out} ({exc.strerror or exc}): give -o a "
+                         "writable directory") from None
     print(f"dlperf: wrote {path}, {out / 'plots'}/ and {out / 'benchmark.json'}")
     return 0
 
@@ -49,14 +58,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     from .importers import Overrides, load
 
     over = Overrides(backend=args.backend, model=args.model, precision=args.precision, batch_size=args.batch_size,
-                     image_size=args.image_size, per_device_rates=args.per_device_rates)
+                     image_size=args.image_size, per_device_rates=args.per_device_rates, row=args.row)
+    if args.output.is_dir():
+        raise SystemExit(f"dlperf import: -o {args.output}: a directory; give the file to write, e.g. "
+                         f"{args.output / 'results.json'}")
+    notes: list[str] = []
     try:
-        results = load(args.logdir, args.format, args.warmup_iters, over)
+        results = load(args.logdir, args.format, args.warmup_iters, over, notes)
     except ValueError as exc:
         raise SystemExit(f"dlperf import: {exc}") from None
+    for note in notes:
+        print(f"dlperf import: {note}", file=sys.stderr)
     env = {"imported_from": str(args.logdir.resolve()), "format": args.format}
     doc = reporting.results_document(results, env, {"format": args.format, "warmup_iters": args.warmup_iters}, {})
-    atomic_write_text(args.output, json.dumps(doc, indent=1, default=str) + "\n")
+    try:
+        atomic_write_text(args.output, json.dumps(doc, indent=1, default=str, allow_nan=False) + "\n")
+    except OSError as exc:
+        raise SystemExit(f"dlperf import: cannot write {args.output} ({exc.strerror or exc}): give -o a "
+                         "writable file path") from None
     for r in sorted(results.results, key=lambda r: (r.case.key.rsplit("-", 1)[0], r.case.topology)):
         sp = "-" if r.speedup is None else f"{r.speedup:.2f}"
         print(f"{r.case.backend}/{r.case.id}: median {r.median:.2f} samples/s, mean {r.mean:.2f}, speedup {sp}, "
@@ -79,22 +98,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def compare_rows(a, b) -> list[tuple[str, float | None, float | None, float | None]]:  # noqa: ANN001 - ResultSets
-    """(case key, A samples/s, B samples/s, A/B) for every case of either run, A's order first."""
-    amap = {r.case.key: r.median for r in a.results}
-    bmap = {r.case.key: r.median for r in b.results}
-    keys = list(dict.fromkeys([*amap, *bmap]))
-    return [(k, amap.get(k), bmap.get(k),
-             amap[k] / bmap[k] if k in amap and k in bmap and bmap[k] > 0 else None) for k in keys]
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    a, _ = _load(args.a)
-    b, _ = _load(args.b)
+    from .reporting.compare import compare_rows, unmatched_notes
+
+    a, _ = _load(args.a, "compare")
+    b, _ = _load(args.b, "compare")
     console = Console(width=200, color_system=None)
     console.print(f"A = {args.a}\nB = {args.b}\nsamples/s, medians of repeats; A/B > 1: A is faster")
     table = Table(box=box.SIMPLE_HEAD)
@@ -104,11 +116,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         table.add_row(key, "-" if va is None else f"{va:.2f}", "-" if vb is None else f"{vb:.2f}",
                       "-" if ratio is None else f"{ratio:.3f}")
     console.print(table)
+    for note in unmatched_notes(a, b):
+        console.print(note)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .importers.parsers import FORMATS
+    from .formats import FORMATS
 
     p = argparse.ArgumentParser(prog="dlperf", description="pytest-dlperf's saved results and ECS instances")
     sub = p.add_subparsers(dest="command", required=True)
@@ -116,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("logdir", type=Path)
     i.add_argument("--format", required=True, choices=sorted(FORMATS))
     i.add_argument("-o", "--output", type=Path, default=Path("results.json"))
-    i.add_argument("--warmup-iters", type=int, default=None,
+    i.add_argument("--warmup-iters", type=_warmup, default=None,
                    help="steps (dlperf-tf2: default 100) or logged records/intervals to drop as warm-up")
     i.add_argument("--backend", default=None, help="the backend name the cases get (default: after the format)")
     i.add_argument("--model", default=None)
@@ -125,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("--image-size", type=int, default=None)
     i.add_argument("--per-device-rates", action="store_true",
                    help="the log's rates are per device (PaddleClas' ips): multiply by the devices")
+    i.add_argument("--row", default=None, metavar="LABEL",
+                   help="ddp-bench: the row to read by its label, e.g. 'no ddp' or '1M/8G' (default: the DDP row "
+                        "of the directory's GPUs)")
     i.add_argument("--record", metavar="PROFILE", default=None, help="also store the cases as this baseline profile")
     i.add_argument("--baseline-dir", type=Path, default=Path("baselines"))
     i.set_defaults(fn=cmd_import)

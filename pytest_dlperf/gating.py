@@ -1,32 +1,33 @@
 """The baseline gate inside a pytest session: its options, the profile, judging and recording.
 
 The statistics live in ``baselines.gate`` and the files in ``baselines.store``; this module
-decides, per case, what a verdict means for the test (pass, fail, skip) and which measurements
-``--update-baselines`` writes (only cases whose test passed; at the end, under the file lock).
+resolves each case's baseline context once and decides, per case, what a verdict means for the
+test (pass, fail, skip) and which measurements ``--update-baselines`` keeps (``recording``: only
+cases whose test passed are written, at the end, under the file lock).
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-from . import metrics
 from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, Verdict,
-                        detect_profile, judge, judge_scalar, resolve_tolerances)
-from .baselines.fingerprint import FingerprintComparison, compare, robust_cv
-from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, catch_rate, pace_hides
-from .baselines.store import SittingsError, add_sitting, check_software
+                        VerdictStatus, detect_profile, judge, judge_scalar, resolve_tolerances)
+from .baselines import verdict_from_dict  # noqa: F401 - importable from here as before
+from .baselines.fingerprint import FingerprintComparison, compare
+from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, pace_hides
+from .baselines.store import SittingsError, check_software
 from .clusters.base import Node
 from .preflight.hardware import Fingerprints
+from .recording import BaselineRecorder
 from .results import CaseResult, ResultSet
-from .specs import CaseSpec, Topology, profile_of
+from .specs import CaseSpec
 
-CATCH_DROP = 0.10  # at recording, the slow-down a baseline should let a default session catch ...
-CATCH_TARGET = 0.95  # ... at least this often (the gate's target: 19 in 20), else the recording says so
 
 
 def in_ci() -> bool:
@@ -88,13 +89,49 @@ def marker_tolerances(item: pytest.Item | None) -> dict[str, float]:
     return out
 
 
+class Outcome(str, Enum):
+    """What a judgement does to the case's test."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass
 class Judgement:
     """What the gate decided for one case's test."""
 
-    outcome: str  # "pass", "fail" or "skip"
+    outcome: Outcome
     message: str
     verdicts: list[Verdict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.outcome = Outcome(self.outcome)
+
+
+def _version_key(frameworks: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(frameworks.items()))
+
+
+@dataclass(frozen=True)
+class BaselineContext:
+    """A case's baseline as resolved once, before its first launch: the profile its nodes and
+    framework versions name, that profile's file, the case's entry (None: not recorded) and the
+    tolerances the file keeps for it (the command line's and the test marker's are laid over them
+    when judging). ``versions``: the framework versions that named the profile."""
+
+    profile: str
+    file: BaselineFile
+    entry: Entry | None
+    tolerances: Tolerances
+    versions: tuple[tuple[str, str], ...]
+
+    def named_by(self, frameworks: Mapping[str, str]) -> bool:
+        """Whether these framework versions are the ones the context was resolved from."""
+        return self.versions == _version_key(frameworks)
 
 
 def _versions(result: CaseResult, git: str | None = None) -> dict[str, str]:
@@ -159,13 +196,37 @@ class Gate:
         self.options = options
         self.store = BaselineStore(options.directory)
         self.notes: list[str] = []
-        # nodeid -> (profile, key, entry, the session's fingerprints)
-        self.pending: dict[str, tuple[str, str, Entry, Fingerprints | None]] = {}
-        self.written: dict[str, int] = {}
-        self.recorded: dict[str, Entry] = {}  # case key -> the entry this session records for it
+        self.recorder = BaselineRecorder(self.store, options.sittings, options.cv_bound, self.note)
         self._files: dict[str, BaselineFile] = {}
+        self._contexts: dict[tuple, BaselineContext] = {}  # (backend, case key, versions, nodes) -> context
         self._git: str | None = None
         self._git_read = False
+
+    @property
+    def pending(self) -> dict[str, tuple[str, str, Entry, Fingerprints | None]]:
+        """nodeid -> (profile, key, entry, the session's fingerprints): what --update-baselines will write."""
+        return self.recorder.pending
+
+    @property
+    def recorded(self) -> dict[str, Entry]:
+        return self.recorder.recorded
+
+    @property
+    def written(self) -> dict[str, int]:
+        return self.recorder.written
+
+    def test_finished(self, nodeid: str, passed: bool) -> None:
+        self.recorder.test_finished(nodeid, passed)
+
+    def flush(self) -> None:
+        self.recorder.flush()
+
+    def fill_scaling(self, results: ResultSet) -> int:
+        return self.recorder.fill_scaling(results)
+
+    def _add_sitting(self, old: Entry, new: Entry, comp: FingerprintComparison | None,
+                     reference: CaseResult | None) -> Entry:
+        return self.recorder.add_sitting(old, new, comp, reference)
 
     @property
     def git(self) -> str | None:
@@ -194,21 +255,45 @@ class Gate:
             self._files[profile] = self.store.load(profile)  # BaselineError: named file, never written
         return self._files[profile]
 
-    def check_file(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> None:
+    def context(self, nodes: list[Node], backend: str, case: CaseSpec,
+                frameworks: Mapping[str, str]) -> BaselineContext:
+        """The case's baseline context for these framework versions, resolved once per session:
+        ValueError where the versions name no profile, BaselineError where its file is broken."""
+        key = (backend, case.key, _version_key(frameworks), tuple(n.name for n in nodes))
+        if key not in self._contexts:
+            profile = self.profile_for(nodes, backend, frameworks)
+            bfile = self._file(profile)
+            self._contexts[key] = BaselineContext(profile, bfile, bfile.get(case.key), bfile.tolerances_for(case.key),
+                                                  key[2])
+        return self._contexts[key]
+
+    def context_of(self, result: CaseResult, nodes: list[Node], backend: str,
+                   context: BaselineContext | None) -> BaselineContext:
+        """The context the runs are judged by: the one resolved before the first launch, unless the runs
+        report other framework versions than it was resolved from (a plugin's engine reports its own):
+        then the profile the runs' versions name, as the judge always used."""
+        frameworks = _frameworks(result)
+        if context is not None and context.named_by(frameworks):
+            return context
+        return self.context(nodes, backend, result.case, frameworks)
+
+    def check_file(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> BaselineContext | None:
         """Read the file a case will be judged against (or recorded into) before it is measured:
         a broken file (a merge's conflict markers, a hand edit) raises BaselineError now, not after
         minutes of launches whose measurements it would then throw away. Versions that name no
         profile (a framework without a version) leave the check to the judging, as before.
         With --dlperf-record-sittings, what is known before a launch (the repository's commit,
         pytest-dlperf's version, a published entry) is refused now too (SittingsError); the rest
-        (frameworks as the workload reports them, the machine) when the runs are added."""
+        (frameworks as the workload reports them, the machine) when the runs are added.
+        Returns the case's baseline context for the later steps (None: no profile named yet)."""
         try:
-            profile = self.profile_for(nodes, case.backend, frameworks)
+            context = self.context(nodes, case.backend, case, frameworks)
         except ValueError:
-            return
-        entry = self._file(profile).get(case.key)
+            return None
+        entry = context.entry
         if entry is not None and self.options.update and self.options.sittings > 1:
             check_software(entry, {"git": self.git, "pytest_dlperf": _own_version()}, keys=("git", "pytest_dlperf"))
+        return context
 
     def paced_baseline(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> bool:
         """Whether the case's baseline was recorded with the pace probe, or it has none to judge
@@ -217,7 +302,7 @@ class Gate:
         if self.options.update:
             return True
         try:
-            entry = self._file(self.profile_for(nodes, case.backend, frameworks)).get(case.key)
+            entry = self.context(nodes, case.backend, case, frameworks).entry
         except (ValueError, BaselineError):  # no versions to name a profile; a broken file fails the case anyway
             return True
         return entry is None or bool(entry.paces)
@@ -227,19 +312,18 @@ class Gate:
             self.notes.append(text)
 
     def probe_again(self, result: CaseResult, nodes: list[Node], backend: str,
-                    fingerprints: Fingerprints | None) -> bool:
+                    fingerprints: Fingerprints | None, context: BaselineContext | None = None) -> bool:
         """True when only probe figures set this machine apart from the entry's recording machine
         (a host's slow seconds do that): the session probes again before judging. Notes nothing."""
         if fingerprints is None or self.options.update:
             return False
         try:
-            bfile = self._file(self.profile(nodes, backend, result))
+            ctx = self.context_of(result, nodes, backend, context)
         except BaselineError:
             return False
-        entry = bfile.get(result.case.key)
-        if entry is None:
+        if ctx.entry is None:
             return False
-        comp = compare(bfile.fingerprint_for(entry), fingerprints.nodes)
+        comp = compare(ctx.file.fingerprint_for(ctx.entry), fingerprints.nodes)
         # the session keeps each node's best probe: another look can lift a slow figure, never lower one
         return comp.performance_only and not comp.faster_only
 
@@ -268,124 +352,112 @@ class Gate:
         return comp
 
     def judge(self, result: CaseResult, nodes: list[Node], backend: str, item: pytest.Item | None,
-              fingerprints: Fingerprints | None = None, reference: CaseResult | None = None) -> Judgement:
+              fingerprints: Fingerprints | None = None, reference: CaseResult | None = None,
+              context: BaselineContext | None = None) -> Judgement:
         """Verdicts for throughput (and speedup, efficiency where both sides have them).
 
         ``reference`` is this session's 1n1g of the case's group: with the baseline's 1n1g runs it
-        lets a speedup's drop be judged on its spread, not on the tolerance alone.
+        lets a speedup's drop be judged on its spread, not on the tolerance alone. ``context``: the
+        case's baseline as its preflight resolved it (see ``context_of``).
 
         The machines are compared first: when the fingerprints stored with the entry and this
         session's differ beyond the probes' noise, the verdict is "hardware", not a regression.
         """
         case = result.case
-        profile = self.profile(nodes, backend, result)
         try:
-            bfile = self._file(profile)
+            ctx = self.context_of(result, nodes, backend, context)
         except BaselineError as exc:
-            return Judgement("fail", f"{case.id}: {exc}")
-        key = case.key
-        entry = bfile.get(key)
-        tol = resolve_tolerances(bfile.tolerances_for(key), self.options.tolerance, marker_tolerances(item))
-        record = self.options.update or (entry is None and self.options.missing == "record")
-        comp = self.hardware(bfile, entry, fingerprints) if entry is not None else None
+            return Judgement(Outcome.FAIL, f"{case.id}: {exc}")
+        tol = resolve_tolerances(ctx.tolerances, self.options.tolerance, marker_tolerances(item))
+        record = self.options.update or (ctx.entry is None and self.options.missing == "record")
+        comp = self.hardware(ctx.file, ctx.entry, fingerprints) if ctx.entry is not None else None
         if record and item is not None:
-            new = Entry.from_result(result, tol, _versions(result, self.git))
-            if self.options.sittings > 1 and entry is not None:
-                try:
-                    new = self._add_sitting(entry, new, comp, reference)
-                except SittingsError as exc:
-                    return Judgement("fail", f"{case.id}: not recorded: {exc}")
-            self.pending[item.nodeid] = (profile, key, new, fingerprints)
-            self.recorded[key] = new
-            self._noisy_recording(result, new, tol, nodes)
+            refused = self._record(result, ctx, tol, item.nodeid, comp, reference, fingerprints, nodes)
+            if refused is not None:
+                return refused
         if comp is not None and comp.status == "differs":
-            if comp.faster_only and not self.options.update:
-                # this machine probes faster than the recording one: a drop is not the hardware's
-                judged = self._judge_entry(result, entry, tol, bfile, reference, record, profile)
-                if any(v.metric == "throughput" and v.status == "regression" for v in judged.verdicts):
-                    judged.message += (f"\nthe hardware cannot explain this drop: this machine probes faster than "
-                                       f"the recording one ({comp.summary()})")
-                    return judged
-            v = hardware_verdict(result, entry, tol.throughput, comp)
-            result.verdict = {v.metric: v.to_dict()}
-            if self.options.update:
-                return Judgement("pass", v.message, [v])
-            return Judgement("fail" if self.options.hardware_fails else "skip", v.message, [v])
-        return self._judge_entry(result, entry, tol, bfile, reference, record, profile)
+            return self._judge_other_hardware(result, ctx, tol, comp, reference, record)
+        return self._judge_entry(result, ctx, tol, reference, record)
 
-    def _add_sitting(self, old: Entry, new: Entry, comp: FingerprintComparison | None,
-                     reference: CaseResult | None) -> Entry:
-        """--dlperf-record-sittings K: this session's runs added to the recorded entry's last K-1 sittings,
-        speedup and efficiency from the merged medians of the case and of its 1n1g recorded in this session
-        (else left to ``fill_scaling``). SittingsError where the runs would not be of one machine and software."""
-        if comp is not None and comp.status == "differs":
-            slow = (" If this is the recording machine and only its probe figures differ, it probed at a slow "
-                    "moment: record again at a quieter one." if comp.performance_only else "")
-            raise SittingsError(f"the recorded runs were taken on other hardware ({comp.summary()}): adding this "
-                                "session's would mix two machines in one baseline. Record it without "
-                                f"--dlperf-record-sittings to start over on this machine.{slow}")
-        merged = add_sitting(old, new, self.options.sittings)
-        if merged.case.topology.world_size == 1:
-            merged.speedup, merged.efficiency = new.speedup, new.efficiency
-        else:
-            _scale_sittings(merged, self.recorded.get(reference.case.key) if reference is not None else None)
-        return merged
+    def _record(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances, nodeid: str,
+                comp: FingerprintComparison | None, reference: CaseResult | None,
+                fingerprints: Fingerprints | None, nodes: list[Node]) -> Judgement | None:
+        """Keep the entry this session records for the case (written at the end if its test passes);
+        a sitting that cannot be added fails the case (the Judgement returned)."""
+        new = Entry.from_result(result, tol, _versions(result, self.git))
+        try:
+            self.recorder.keep(nodeid, ctx.profile, result, new, ctx.entry, comp, reference, fingerprints, tol, nodes)
+        except SittingsError as exc:
+            return Judgement(Outcome.FAIL, f"{result.case.id}: not recorded: {exc}")
+        return None
 
-    def _noisy_recording(self, result: CaseResult, entry: Entry, tol: Tolerances, nodes: list[Node]) -> None:
-        """Say so when the runs a baseline is recorded from disagree, or spread so much that a later 10%
-        slow-down would often pass: later drops must clear that spread to be called significant, so the
-        baseline gates less closely than its tolerance says. How often is modelled with the gate's own test
-        (``catch_rate``) for a session of the node kind's default repeats."""
-        rcv = robust_cv(result.throughputs)
-        repeats = profile_of(nodes).repeats
-        rate = catch_rate(entry, CATCH_DROP, repeats, tol.throughput, cv_bound=self.options.cv_bound)
-        disagree, weak = rcv > self.options.cv_bound, rate is not None and rate < CATCH_TARGET
-        if not (disagree or weak):
-            return
-        runs = ", ".join(f"{t:.4g}" for t in result.throughputs)
-        head = (f"recorded from runs that disagree (robust CV {rcv:.1%} above the bound {self.options.cv_bound:.0%}: "
-                f"{runs} samples/s): a later drop must clear that spread to be called a regression." if disagree
-                else f"recorded from runs of robust CV {rcv:.1%} ({runs} samples/s).")
-        catch = (f" Against them a session of {repeats} runs as spread would catch a {CATCH_DROP:.0%} slow-down "
-                 f"in about {rate:.0%} of sessions (the gate's own test on 200 modelled sessions)."
-                 if rate is not None else "")
-        self.note(f"{result.case.id}: {head}{catch} Record it again at a quieter moment, or with more "
-                  "--dlperf-repeats.")
+    def _judge_other_hardware(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
+                              comp: FingerprintComparison, reference: CaseResult | None, record: bool) -> Judgement:
+        """The entry was recorded on other hardware: not judged (HARDWARE), except that on a machine
+        that probes faster a throughput drop beyond the tolerance is still a regression."""
+        if comp.faster_only and not self.options.update:
+            # this machine probes faster than the recording one: a drop is not the hardware's
+            judged = self._judge_entry(result, ctx, tol, reference, record)
+            if any(v.metric == "throughput" and v.status is VerdictStatus.REGRESSION for v in judged.verdicts):
+                judged.message += (f"\nthe hardware cannot explain this drop: this machine probes faster than "
+                                   f"the recording one ({comp.summary()})")
+                return judged
+        v = hardware_verdict(result, ctx.entry, tol.throughput, comp)
+        result.verdict = {v.metric: v}
+        if self.options.update:
+            return Judgement(Outcome.PASS, v.message, [v])
+        return Judgement(Outcome.FAIL if self.options.hardware_fails else Outcome.SKIP, v.message, [v])
 
-    def _judge_entry(self, result: CaseResult, entry: Entry | None, tol: Tolerances, bfile: BaselineFile,
-                     reference: CaseResult | None, record: bool, profile: str) -> Judgement:
+    def _judge_entry(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
+                     reference: CaseResult | None, record: bool) -> Judgement:
         """Verdicts of the case's runs against its entry (or the lack of one), machines set aside."""
         case = result.case
-        if entry is None:
-            reason = self.store.describe_missing(profile, case.key, named=self.options.profile is not None)
-            v = judge(result.throughputs, None, tol, case=case.id, missing_reason=reason)
-            verdicts = [v]
-        else:
-            verdicts = [judge(result.throughputs, entry, tol, metric="throughput", cv_bound=self.options.cv_bound,
-                              alpha=self.options.alpha, case=case.id, measured_paces=result.paces,
-                              measured_pace_contract=result.pace_contract or None)]
-            if case.topology.world_size > 1:
-                runs = _scaling_runs(result, entry, reference, bfile)
-                for metric, measured in (("speedup", result.speedup), ("efficiency", result.efficiency)):
-                    base = getattr(entry, metric)
-                    if measured is not None and base is not None:
-                        verdicts.append(judge_scalar(measured, base, tol, metric=metric, case=case.id,
-                                                     baseline_source=entry.source, runs=runs,
-                                                     alpha=self.options.alpha))
-        result.verdict = {v.metric: v.to_dict() for v in verdicts}
-        hidden = verdicts[0].pace
-        if pace_hides(hidden, verdicts[0].status):
-            self.note(f"{case.id}: passed as measured on a host the pace probe found faster than the recording's "
-                      f"(x{hidden['measured_pace'] / hidden['baseline_pace']:.2f}); at the baseline's pace it reads "
-                      f"{hidden['at_pace_change']:+.1%}, a regression: a slow-down may hide there. Run again, or "
-                      "record the baseline again to gate it closely.")
-        if result.pace_errors:
-            self.note(f"{case.id}: the pace probe gave no figure ({'; '.join(result.pace_errors)}): "
-                      "its throughputs are judged as measured")
-        if entry is None:
+        verdicts = self._verdicts(result, ctx, tol, reference)
+        result.verdict = {v.metric: v for v in verdicts}
+        self._pace_notes(result, verdicts[0])
+        if ctx.entry is None:
             if record:
-                return Judgement("pass", f"{case.id}: recorded as the baseline of profile {profile!r}", verdicts)
-            return Judgement("fail" if self.options.missing == "fail" else "skip", verdicts[0].message, verdicts)
+                return Judgement(Outcome.PASS, f"{case.id}: recorded as the baseline of profile {ctx.profile!r}",
+                                 verdicts)
+            return Judgement(Outcome.FAIL if self.options.missing == "fail" else Outcome.SKIP, verdicts[0].message,
+                             verdicts)
+        return self._outcome(result, ctx.entry, verdicts)
+
+    def _verdicts(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
+                  reference: CaseResult | None) -> list[Verdict]:
+        """Throughput's verdict, then speedup's and efficiency's where the case spans several devices."""
+        case, entry = result.case, ctx.entry
+        if entry is None:
+            reason = self.store.describe_missing(ctx.profile, case.key, named=self.options.profile is not None)
+            return [judge(result.throughputs, None, tol, case=case.id, missing_reason=reason)]
+        verdicts = [judge(result.throughputs, entry, tol, metric="throughput", cv_bound=self.options.cv_bound,
+                          alpha=self.options.alpha, case=case.id, measured_paces=result.paces,
+                          measured_pace_contract=result.pace_contract or None)]
+        if case.topology.world_size > 1:
+            runs = _scaling_runs(result, entry, reference, ctx.file)
+            for metric, measured in (("speedup", result.speedup), ("efficiency", result.efficiency)):
+                base = getattr(entry, metric)
+                if measured is not None and base is not None:
+                    verdicts.append(judge_scalar(measured, base, tol, metric=metric, case=case.id,
+                                                 baseline_source=entry.source, runs=runs,
+                                                 alpha=self.options.alpha))
+        return verdicts
+
+    def _pace_notes(self, result: CaseResult, throughput: Verdict) -> None:
+        """The session's notes on the pace probe: a slow-down that may hide on a faster host, a probe that gave no figure."""
+        hidden = throughput.pace
+        if pace_hides(hidden, throughput.status):
+            self.note(f"{result.case.id}: passed as measured on a host the pace probe found faster than the "
+                      f"recording's (x{hidden['measured_pace'] / hidden['baseline_pace']:.2f}); at the baseline's "
+                      f"pace it reads {hidden['at_pace_change']:+.1%}, a regression: a slow-down may hide there. "
+                      "Run again, or record the baseline again to gate it closely.")
+        if result.pace_errors:
+            self.note(f"{result.case.id}: the pace probe gave no figure ({'; '.join(result.pace_errors)}): "
+                      "its throughputs are judged as measured")
+
+    def _outcome(self, result: CaseResult, entry: Entry, verdicts: list[Verdict]) -> Judgement:
+        """What the verdicts against a recorded entry do to the test, with what changed since it was recorded."""
+        case = result.case
         failing = [v for v in verdicts if v.fails(self.options.noisy_fails)]
         if failing:
             changed = changes(entry.versions, _versions(result, self.git))
@@ -393,81 +465,18 @@ class Gate:
                 "nothing recorded changed since the baseline (versions, device, commit): look at the machine and the code"
             for v in failing:
                 v.changes = changed
-            result.verdict = {v.metric: v.to_dict() for v in verdicts}
             if not self.options.update:
-                return Judgement("fail", "\n".join(v.message for v in failing) + "\n" + said, verdicts)
-        if verdicts[0].status == "hardware" and not self.options.update:  # judge's only HARDWARE: host_slower
-            slower = hidden["host_slower"]
+                return Judgement(Outcome.FAIL, "\n".join(v.message for v in failing) + "\n" + said, verdicts)
+        first = verdicts[0]
+        if first.status is VerdictStatus.HARDWARE and not self.options.update:  # judge's only HARDWARE: host_slower
+            slower = first.pace["host_slower"]
             mode = "fail" if self.options.hardware_fails else "skip"
             self.note(f"{case.id}: NOT JUDGED (this session's host ran slower than the recording's by the pace "
                       f"probe, x{slower['ratio']:.2f}, beyond the probe's own spread): a drop there may be the "
                       f"host's. Run again at a quieter moment, or record the baseline again on this host. "
                       f"The case {mode}s (--dlperf-hardware {mode}).")
-            return Judgement(mode, verdicts[0].message, verdicts)
-        return Judgement("pass", "\n".join(v.message for v in verdicts), verdicts)
-
-    def test_finished(self, nodeid: str, passed: bool) -> None:
-        """Only a case whose test passed is recorded (and gives a later case of its group its speedup)."""
-        if not passed:
-            dropped = self.pending.pop(nodeid, None)
-            if dropped is not None:
-                self.recorded.pop(dropped[1], None)
-
-    def flush(self) -> None:
-        """Write what --update-baselines collected, one locked atomic update per profile."""
-        by_profile: dict[str, dict[str, Entry]] = {}
-        machines: dict[str, dict[str, dict[str, dict]]] = {}
-        for profile, key, entry, fingerprints in self.pending.values():
-            if fingerprints is not None and fingerprints.nodes:
-                entry.machine = fingerprints.machine_id
-                machines.setdefault(profile, {})[entry.machine] = fingerprints.nodes
-            by_profile.setdefault(profile, {})[key] = entry
-        self.pending.clear()
-        for profile, entries in by_profile.items():
-            self.store.update(profile, entries, description=None if self.store.exists(profile) else
-                              f"recorded with pytest-dlperf on profile {profile}",
-                              machines=machines.get(profile))
-            self.written[profile] = len(entries)
-
-    def fill_scaling(self, results: ResultSet) -> int:
-        """Under xdist each worker recorded its cases without the others' 1n1g, so without a
-        speedup; the controller, which has every result, adds speedup and efficiency to the entries
-        this session wrote (the same per-run throughputs; of several sittings, the last sitting's) that
-        lack them: the session's own, or of several sittings from the merged medians. Returns how many."""
-        filled = 0
-        for profile in self.written:
-            current = self.store.load(profile)
-            add: dict[str, Entry] = {}
-            for r in results.results:
-                e = current.get(r.case.key)
-                if e is None or e.speedup is not None or r.speedup is None:
-                    continue
-                last = e.throughputs[-e.sittings[-1]["runs"]:] if e.sittings else e.throughputs
-                if [float(x) for x in last] != [float(x) for x in r.throughputs]:
-                    continue
-                if len(e.sittings) > 1:
-                    base = results.find(r.case, Topology(1, 1))
-                    if not _scale_sittings(e, current.get(base.case.key) if base is not None else None):
-                        continue
-                else:
-                    e.speedup, e.efficiency = r.speedup, r.efficiency
-                add[r.case.key] = e
-            if add:
-                self.store.update(profile, add)
-                filled += len(add)
-        return filled
-
-
-def _scale_sittings(entry: Entry, reference: Entry | None) -> bool:
-    """Speedup and efficiency of an entry of several sittings from its merged median and its 1n1g's,
-    where that 1n1g holds as many sittings; else none (False)."""
-    if reference is None or max(1, len(reference.sittings)) != len(entry.sittings):
-        entry.speedup = entry.efficiency = None
-        return False
-    entry.speedup = metrics.speedup(entry.median, reference.median)
-    entry.efficiency = metrics.efficiency(entry.speedup, entry.case.topology.world_size)
-    return True
-
+            return Judgement(Outcome(mode), first.message, verdicts)
+        return Judgement(Outcome.PASS, "\n".join(v.message for v in verdicts), verdicts)
 
 def _scaling_runs(result: CaseResult, entry: Entry, reference: CaseResult | None,
                   bfile: BaselineFile) -> ScalingRuns | None:
@@ -493,14 +502,6 @@ def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: F
                f"({change:+.1%}).{hidden} Record this machine's own baseline with --update-baselines (with "
                f"--dlperf-baseline-profile NAME to keep the committed file), or gate against a profile recorded on "
                f"the same hardware.")
-    return Verdict(status="hardware", case=case, metric="throughput", tolerance=tolerance, message=message,
+    return Verdict(status=VerdictStatus.HARDWARE, case=case, metric="throughput", tolerance=tolerance, message=message,
                    rule=rule, measured_median=m_med, measured_n=len(result.throughputs), baseline_median=b_med,
                    baseline_n=len(entry.throughputs) or 1, baseline_source=entry.source, change=change)
-
-
-def verdict_from_dict(d: dict) -> Verdict:
-    """Rebuild a Verdict from its to_dict() (xdist workers' parts)."""
-    d = dict(d)
-    if d.get("interval") is not None:
-        d["interval"] = tuple(d["interval"])
-    return Verdict(**d)

@@ -25,6 +25,7 @@ HARDWARE = ("skip", "fail")
 # The order of a session's launches (session.py): a case's repeats back to back let the host's drift
 # over minutes fall on one case's launches alike, which the significance test takes for the case's speed.
 ORDERS = ("rounds", "case")
+DEVICES = ("cpu", "gpu")  # --dlperf-devices
 DEFAULT_ORDER = "rounds"
 
 
@@ -57,6 +58,10 @@ def add_workload_options(parser: pytest.Parser) -> None:
       help="largest number of nodes in the ladder (local default 2; ssh: the hosts given). Alias: --nodes")
     a("--dlperf-gpus-per-node", type=positive_int, default=None, metavar="G",
       help="devices per node (GPUs; on a CPU node, worker processes). Default: GPUs found, else 1")
+    a("--dlperf-devices", choices=DEVICES, default=None,
+      help="whether the nodes train on GPUs or CPUs, which sets the case matrix (precisions, sizes) before "
+           "any node is reached. Default: as the cluster kind knows it from its options: local: the GPUs "
+           "found here; slurm: --dlperf-slurm-gpus-per-node; ssh, aliyun: cpu (GPU nodes: give gpu)")
     a("--dlperf-backend", alias="--backend", default="ddp", metavar="NAME",
       help="launch backend, or several comma-separated (each runs its matrix; the summary compares "
            "them): ddp (PyTorch DDP, torchrun), tf (MultiWorkerMirroredStrategy), paddle, "
@@ -179,6 +184,7 @@ class RunOptions:
     pace_probe: str = "auto"  # "on", "off", or "auto": as the case's baseline was recorded (_pace_mode)
     probe_seconds: float = 1.5  # the hardware probe's length
     reprobe_pause: float = REPROBE_PAUSE  # seconds between the extra hardware probes
+    devices: str | None = None  # --dlperf-devices: "gpu" or "cpu" (DEVICES); None: the cluster kind's answer
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -239,5 +245,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         dryrun=get("dlperf_dryrun"),
         report_dir=report_dir, timeout=get("dlperf_timeout"), pace_probe=_pace_mode(config),
         probe_seconds=get("dlperf_probe_seconds"), reprobe_pause=get("dlperf_reprobe_pause"),
+        devices=get("dlperf_devices"),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

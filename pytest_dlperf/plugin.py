@@ -1,9 +1,10 @@
 """pytest entry point (``pytest11``).
 
 Installed by entry point, this module loads into every pytest session of the environment, so it
-is light: options, hookspecs and a small front object. The dlperf session (cluster, launcher,
-gate; numpy, scipy, paramiko) is built only when a test asks for ``dlperf_case`` or ``dlperf``,
-so a session that runs no benchmark touches no node and imports none of that.
+is light: options, hookspecs and a small front object. The dlperf session (launchers, gate;
+numpy, scipy) is built only when a test asks for ``dlperf_case`` or ``dlperf``, so a session that
+runs no benchmark imports none of that; its matrix comes from the cluster kind's declared shape,
+and the cluster (paramiko, salloc, ECS) is built only when benchmarks are about to run.
 """
 from __future__ import annotations
 
@@ -60,6 +61,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             config.pluginmanager.unregister(plugin)
 
 
+def _benchmark(item: pytest.Item) -> bool:
+    """A test that measures on the cluster (takes ``dlperf_case`` or ``dlperf``) and is not marked skip."""
+    names = getattr(item, "fixturenames", ())
+    return ("dlperf_case" in names or "dlperf" in names) and item.get_closest_marker("skip") is None
+
+
 class DLPerfFront:
     """Registered in every session; builds the DLPerfSession on first need and hands over to it."""
 
@@ -68,6 +75,7 @@ class DLPerfFront:
         self.options = from_config(config)  # validates the values given (exit 4 on a bad one)
         self.session: DLPerfSession | None = None
         self._usage_error: pytest.UsageError | None = None
+        self._build_error: str | None = None  # an xdist worker's: the cluster could not be built (pytest_runtestloop)
 
     def ensure_session(self) -> DLPerfSession:
         if self.session is None:
@@ -100,10 +108,41 @@ class DLPerfFront:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """A bad host list or node count found while building the matrix stops the session as a
-        usage error (exit 4); raised inside a module's collection it would be that module's error."""
+        """A bad host list or node count found while building the matrix (from the options, or from
+        the nodes of a kind that declares no shape) stops the session as a usage error (exit 4);
+        raised inside a module's collection it would be that module's error."""
         if self._usage_error is not None:
             raise self._usage_error
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """The cluster is built here, when the tests are about to run and one of them is a benchmark:
+        collecting, --collect-only and a session whose benchmarks are all deselected touch no node.
+        A node that cannot be reached, or nodes unlike the shape the matrix was built for, stop the
+        session here as a usage error (exit 4), in one line, before the first case."""
+        if session.config.option.collectonly or not any(_benchmark(it) for it in getattr(session, "items", [])):
+            return
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            return  # pytest's own loop stops the session for the collection errors
+        from .clusters.base import ClusterError
+
+        try:
+            self.ensure_session().cluster  # noqa: B018 - built, and checked against the matrix's shape
+            return
+        except ClusterError as exc:
+            error = pytest.UsageError(f"--dlperf-cluster {self.options.cluster}: {exc}")
+        except pytest.UsageError as exc:
+            error = exc
+        if getattr(self.config, "workerinput", None) is None:
+            raise error
+        # An xdist worker's usage error would only crash the worker (its line lost): each benchmark fails with it.
+        self._build_error = str(error)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Under xdist, a cluster that could not be built fails each benchmark with the one line."""
+        if self._build_error is not None and _benchmark(item):
+            pytest.fail(self._build_error, pytrace=False)
 
     @pytest.fixture
     def dlperf(self, request: pytest.FixtureRequest) -> BoundRunner:

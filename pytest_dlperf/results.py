@@ -4,8 +4,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from . import metrics, pace
+from .baselines.gate import Verdict, verdict_from_dict
 from .records import RunRecord, StepRecord
-from .specs import CaseSpec, Measurement, Topology
+from .specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
 
 
 @dataclass
@@ -24,7 +25,11 @@ class CaseResult:
     speedup: float | None = None
     efficiency: float | None = None
     multi_node_efficiency: float | None = None
-    verdict: dict | None = None  # filled by the baseline gate
+    verdict: dict[str, Verdict] | None = None  # metric -> the baseline gate's verdict, filled when judged
+
+    def __post_init__(self) -> None:
+        if self.verdict:  # a verdict given as results.json writes it (a plugin's or a test's result): the object
+            self.verdict = {m: v if isinstance(v, Verdict) else verdict_from_dict(v) for m, v in self.verdict.items()}
 
     @property
     def paces(self) -> list[float]:
@@ -45,9 +50,8 @@ class CaseResult:
     @property
     def acspeed_line(self) -> str:
         t = self.case.topology
-        on_gpu = bool(self.runs and self.runs[0].meta.get("cuda"))
         return metrics.acspeed_line(t.world_size, t.nodes, self.case.batch_size, self.step_time,
-                                    unit="GPUs" if on_gpu else "CPU workers")
+                                    unit=device_unit(self.runs), per_node=t.devices_per_node)
 
     def to_dict(self, raw: bool = True) -> dict:
         d = {
@@ -64,7 +68,7 @@ class CaseResult:
             "efficiency": self.efficiency,
             "multi_node_efficiency": self.multi_node_efficiency,
             "acspeed": self.acspeed_line,
-            "verdict": self.verdict,
+            "verdict": {m: v.to_dict() for m, v in self.verdict.items()} if self.verdict is not None else None,
         }
         if raw:
             d["runs"] = [
@@ -95,7 +99,7 @@ def result_from_dict(d: dict) -> CaseResult:
         case=case_from_dict(d["case"]), measurement=Measurement(**d["measurement"]), runs=runs,
         throughputs=d["throughputs"], mean=d["mean"], median=d["median"], step_time=d["step_time"],
         per_device=d["per_device_samples_per_s"], world_size_seen=d["world_size_seen"],
-        verdict=d.get("verdict"),
+        verdict={m: verdict_from_dict(v) for m, v in d["verdict"].items()} if d.get("verdict") is not None else None,
     )
 
 
@@ -108,17 +112,20 @@ def summarize(case: CaseSpec, measurement: Measurement, runs: list[RunRecord]) -
 
     def figures(r: RunRecord) -> tuple[float, list[float]]:
         """(samples/s, step seconds): from the step log, or what a parser read in the program's output
-        (``meta["parsed"]``: its throughput and the global rates of its measured steps or intervals)."""
+        (``meta["parsed"]``: its throughput, and step times only where its rates are single steps')."""
         parsed = r.meta.get("parsed")
         if parsed is None:
             return metrics.throughput(r.steps, *lengths(r)), metrics.step_times(r.steps, *lengths(r))
         global_batch = case.batch_size * case.topology.world_size
-        return parsed["throughput"], [global_batch / x for x in parsed["rates"] or [parsed["throughput"]] if x > 0]
+        return parsed["throughput"], [global_batch / x for x in parsed["rates"] if x > 0] if parsed.get("per_step") else []
 
     figs = [figures(r) for r in runs]
     tputs = [tput for tput, _ in figs]
     times = [t for _, ts in figs for t in ts]
-    pct = metrics.percentiles(times)
+    printed = [r.meta["parsed"]["step_time"] for r in runs if (r.meta.get("parsed") or {}).get("step_time")]
+    # percentiles over every step where steps are known; the tool's own where it printed them for a
+    # single run (those of several runs cannot be pooled); else none: absent, never filled in
+    pct = metrics.percentiles(times) if times else dict(printed[0]) if len(runs) == 1 and printed else {}
     mean, median = metrics.center(tputs)
     return CaseResult(
         case=case, measurement=measurement, runs=runs, throughputs=tputs, mean=mean, median=median,
@@ -202,9 +209,21 @@ class ResultSet:
                 "median_speed": round(r.median, 2),
                 "speedup": round(r.speedup, 2) if r.speedup is not None else None,
                 "batch_size_per_device": c.batch_size,
-                "image_size": c.image_size,
+                ("seq_length" if c.model in SEQUENCE_MODELS else "image_size"): c.image_size,
             }
         return out
+
+
+def device_unit(runs: list[RunRecord]) -> str:
+    """What the case's devices are, as its runs say: "GPUs" (a CUDA version in the workload's meta, or
+    an imported or external run whose output says GPUs), "CPU workers" (a workload without CUDA, or an
+    output that says CPU), else "devices" (an output that does not say)."""
+    metas = [r.meta for r in runs]
+    if any(m.get("cuda") or m.get("gpus") is True for m in metas):
+        return "GPUs"
+    if any("cuda" in m or m.get("gpus") is False for m in metas):
+        return "CPU workers"
+    return "devices"
 
 
 # Names a workload's meta line gives its training framework under ("frameworks": {...}).

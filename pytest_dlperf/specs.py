@@ -173,6 +173,11 @@ GPU_PROFILE = Profile(
 )
 
 
+def profile_for(gpus: bool) -> Profile:
+    """The measurement profile of GPU nodes (GPU_PROFILE) or CPU nodes (CPU_PROFILE)."""
+    return GPU_PROFILE if gpus else CPU_PROFILE
+
+
 def profile_of(nodes: Sequence[Node]) -> Profile:
     """The measurement profile of a set of nodes: GPU_PROFILE where the first node has GPUs, else CPU_PROFILE."""
-    return GPU_PROFILE if nodes and nodes[0].gpus else CPU_PROFILE
+    return profile_for(bool(nodes and nodes[0].gpus))

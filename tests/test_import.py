@@ -12,7 +12,7 @@ import pytest
 
 from pytest_dlperf.baselines.store import BaselineStore
 from pytest_dlperf.importers import Overrides, load
-from pytest_dlperf.importers import parsers
+from pytest_dlperf import formats
 
 DATA = Path(__file__).resolve().parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,20 +93,20 @@ PEERS = DATA / "peers"
     ("dllogger", "dllogger/nvidia_dllogger_example_resnet_log_2019.json.log", {}, 661.9801574510492, None, None),
 ])
 def test_real_output_of_each_tool_gives_its_published_figure(fmt, file, hints, total, devices, batch):
-    run = parsers.FORMATS[fmt]((PEERS / file).read_text(), None, parsers.Hints(**hints))
+    run = formats.FORMATS[fmt]((PEERS / file).read_text(), None, formats.Hints(**hints))
     assert run.throughput == pytest.approx(total) and run.devices == devices and run.batch_size == batch
 
 
 def test_dllogger_merges_a_steps_split_records_and_its_summary_is_the_epochs_mean():
-    run = parsers.dllogger((PEERS / "dllogger/nvidia_dllogger_example_resnet_log_2019.json.log").read_text(), None)
+    run = formats.dllogger.parse((PEERS / "dllogger/nvidia_dllogger_example_resnet_log_2019.json.log").read_text(), None)
     assert run.rates == pytest.approx([648.9330897795348, 675.0272251225636])
     assert run.throughput == pytest.approx(sum(run.rates) / 2)
 
 
 def test_paddle_ips_lines_and_per_device_rates(tmp_path):
     text = (PEERS / "plsc/paddleclas_issue2186_pplcnet_x1_0_1gpu.log").read_text()
-    assert parsers.plsc(text, None).rates == [444.43222, 661.17681, 451.21227]
-    assert parsers.plsc(text, 1).throughput == pytest.approx((661.17681 + 451.21227) / 2)
+    assert formats.plsc.parse(text, None).rates == [444.43222, 661.17681, 451.21227]
+    assert formats.plsc.parse(text, 1).throughput == pytest.approx((661.17681 + 451.21227) / 2)
     # a PaddleClas log of 2 GPUs (its ips is per GPU): --per-device-rates doubles it
     (tmp_path / "1n2g").mkdir()
     (tmp_path / "1n2g" / "pplcnet_b512_fp32_1.log").write_text(text)

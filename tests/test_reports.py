@@ -119,6 +119,7 @@ def test_dlperf_report_rerenders_and_compare_prints_ratios(gated, tmp_path):
 
 
 def test_groups_with_a_regression_come_first():
+    from pytest_dlperf.baselines.gate import Verdict
     from pytest_dlperf.reporting import markdown
     from pytest_dlperf.results import CaseResult, ResultSet
     from pytest_dlperf.specs import CaseSpec, Measurement, Topology
@@ -127,7 +128,8 @@ def test_groups_with_a_regression_come_first():
         case = CaseSpec(model=model, precision="fp32", batch_size=2, image_size=32, topology=Topology(1, 1), backend="ddp")
         steps = {"p50": 0.1, "p75": 0.1, "p90": 0.1, "p95": 0.1}
         return CaseResult(case, Measurement(warmup_iters=1, iters=3, repeats=1, timeout=60), [], [10.0], 10.0, 10.0, steps, steps, 1,
-                          verdict={"throughput": {"status": status, "metric": "throughput", "message": f"{model} {status}"}})
+                          verdict={"throughput": Verdict(status=status, case=case.id, metric="throughput", tolerance=0.05,
+                                                         message=f"{model} {status}", rule="")})
 
     results = ResultSet()
     results.add(result("resnet50", "pass"))

@@ -30,7 +30,12 @@ Rule for throughput (the repeats of both sides are judged, not one number):
   verdict says that only drops beyond its bounds can be told from that noise.
 - IMPROVEMENT when ratio > 1 + tolerance: passes, "faster than baseline by N%: consider
   --update-baselines".
-- With one run on each side there is no spread: the tolerance alone decides, and the note says so.
+- UNJUDGED when neither side has a spread (one launch against a baseline of one run or one
+  figure): no test can tell the change from run-to-run noise, so a drop beyond the tolerance is not
+  called a regression; the verdict says so and how many launches it needs (NEEDED_LAUNCHES). It
+  does not fail. Until 2026-11-27 the tolerance alone decided, and sessions of one launch per case
+  against one-launch baselines recorded minutes before on the same machine failed at -4% to -16%.
+  (A published baseline without per-run figures judged against several runs keeps its test.)
 - Pace (the pace probe, CPU nodes): where every run of both sides carries the probe's figure
   (``node/paceprobe.py``: the host's memory-system speed on each node's launch core) and this
   session's host ran slower than the recording's (median pace below the baseline runs'), both
@@ -75,6 +80,7 @@ import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
 
 from .significance import Significance, rank_test, scaling_test, scipy_stats, significant, t_test
 from .fingerprint import robust_cv
@@ -89,9 +95,30 @@ DEFAULT_CV_BOUND = 0.10
 # --update-baselines records on CPU nodes only when every session run probed below every baseline run.
 PACE_HOST_ALPHA = 0.01
 PACE_HOST_MARGIN = 0.10
-# "hardware": not judged, the baseline was recorded on other hardware (gating.hardware_verdict), or
-# this session's host ran slower than the recording's by the pace probe (host_slower)
-STATUSES = ("pass", "regression", "improvement", "noisy", "missing", "hardware")
+
+
+class VerdictStatus(str, Enum):
+    """A verdict's status; its value is what results.json, the JUnit properties and the tables say."""
+
+    PASS = "pass"
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NOISY = "noisy"
+    MISSING = "missing"
+    # not judged: the baseline was recorded on other hardware (gating.hardware_verdict), or this
+    # session's host ran slower than the recording's by the pace probe (host_slower)
+    HARDWARE = "hardware"
+    # not judged: a drop with no spread on either side to tell it from noise (NEEDED_LAUNCHES)
+    UNJUDGED = "unjudged"
+
+    def __str__(self) -> str:  # "pass", not "VerdictStatus.PASS", in messages and f-strings
+        return self.value
+
+
+STATUSES = tuple(s.value for s in VerdictStatus)
+# Launches per case that give the gate a spread against a single baseline figure (the one-sample t
+# test); 3, the default, on both sides lets the rank test decide alone.
+NEEDED_LAUNCHES = 2
 UNITS = {"throughput": "samples/s", "speedup": "x", "efficiency": ""}
 
 
@@ -99,7 +126,7 @@ UNITS = {"throughput": "samples/s", "speedup": "x", "efficiency": ""}
 class Verdict:
     """The gate's judgement of one case and metric, with every number a reviewer needs."""
 
-    status: str
+    status: VerdictStatus
     case: str
     metric: str
     tolerance: float
@@ -124,14 +151,26 @@ class Verdict:
     changes: list[str] = field(default_factory=list)  # "name before -> now" since the baseline was recorded
     pace: dict | None = None  # how the throughputs were brought to one pace (pace_adjust), if they were
 
+    def __post_init__(self) -> None:
+        self.status = VerdictStatus(self.status)  # a plain string ("pass") names its status too
+
     def fails(self, noisy_fails: bool = True) -> bool:
         """Whether this verdict fails its test: a regression, and by default a noisy case."""
-        return self.status == "regression" or (noisy_fails and self.status == "noisy")
+        return self.status is VerdictStatus.REGRESSION or (noisy_fails and self.status is VerdictStatus.NOISY)
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        d["status"] = self.status.value
         d["interval"] = list(self.interval) if self.interval else None
         return d
+
+
+def verdict_from_dict(d: dict) -> Verdict:
+    """Rebuild a Verdict from its to_dict() (xdist workers' parts, a saved results.json)."""
+    d = dict(d)
+    if d.get("interval") is not None:
+        d["interval"] = tuple(d["interval"])
+    return Verdict(**d)
 
 
 @dataclass(frozen=True)
@@ -277,13 +316,42 @@ def _provenance(baseline: Entry, has_runs: bool) -> str:
     return ""
 
 
-def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | Tolerances, *,
-          metric: str = "throughput", cv_bound: float = DEFAULT_CV_BOUND, alpha: float = DEFAULT_ALPHA,
-          case: str | None = None, missing_reason: str = "", measured_paces: Sequence[float] = (),
-          measured_pace_contract: int | None = None) -> Verdict:
-    """Judge per-repeat measurements against a baseline entry; see the module doc for the rule.
-    ``measured_paces``: the pace probe's figure of each measured run (throughput only), or none;
-    ``measured_pace_contract``: the probe contract they were taken under (None: the baseline's)."""
+@dataclass
+class _Sides:
+    """Both sides' figures as judged: the runs (brought to one pace where that applies), medians, CVs."""
+
+    measured: list[float]
+    baseline: list[float]  # the baseline's per-run figures ([]: a published figure, or speedup/efficiency)
+    m_med: float
+    m_cv: float | None
+    b_med: float
+
+    def at_one_pace(self) -> None:
+        """Medians and CV again, after ``pace_adjust`` replaced both sides' runs."""
+        self.m_med, self.m_cv, self.b_med = statistics.median(self.measured), _cv(self.measured), \
+            statistics.median(self.baseline)
+
+
+@dataclass(frozen=True)
+class _Spread:
+    """The tests on both sides' runs: the drop's significance, and whether the measured side is noisy."""
+
+    rank: Significance | None
+    tt: Significance | None
+    b_cv: float | None
+    b_rcv: float | None
+    m_rcv: float | None
+    noisy: bool  # the measured runs disagree beyond cv_bound and more than the baseline's
+    cvs: str  # that, in words ("" when not noisy)
+    measured_n: int = 0  # the session's launches
+
+    @property
+    def test(self) -> Significance | None:
+        return self.rank or self.tt
+
+
+def _checked(measured: Sequence[float], tolerance: float | Tolerances, metric: str) -> tuple[float, list[float]]:
+    """The metric's tolerance and the measured values, or ValueError naming what is wrong."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
     tol = tolerance.get(metric) if isinstance(tolerance, Tolerances) else float(tolerance)
@@ -292,112 +360,162 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
     xs = [float(x) for x in measured]
     if not xs or any(not (x > 0 and math.isfinite(x)) for x in xs):
         raise ValueError(f"measured values must be positive numbers, got {xs!r}")
+    return tol, xs
+
+
+def _with_pace(sides: _Sides, baseline: Entry, mp: list[float], bp: list[float], contract: int | None,
+               tol: float, cv_bound: float, alpha: float, case: str | None) -> tuple[dict | None, str]:
+    """Bring both sides' throughputs to the baseline runs' pace where the pace probe allows it (module
+    doc; ``sides`` changes in place): what was done (``pace_adjust``'s info), and the verdict's sentence."""
+    contracts = (baseline.pace_contract, contract or baseline.pace_contract)
+    if mp and bp and contracts[0] != contracts[1] and _nodes(baseline) > 1:
+        return None, (f" Judged as measured: the baseline's paces were taken under pace probe contract "
+                      f"{contracts[0]} ({_PACE_CONTRACTS.get(contracts[0], 'unknown')}), this session's under "
+                      f"{contracts[1]} ({_PACE_CONTRACTS.get(contracts[1], 'unknown')}), which are not alike for "
+                      "a case of several nodes: record the baseline again with --dlperf-pace-probe.")
+    if not (len(mp) == len(sides.measured) and sides.baseline and len(bp) == len(sides.baseline)):
+        have = "this session's runs" if mp else "the baseline's runs"
+        return None, (f" Judged as measured: only {have} carry the pace probe's figure (--dlperf-pace-probe), "
+                      "and the probe itself costs a launch about 3%: record the baseline and run the session "
+                      "alike.")
+    adj_m, adj_b, info = pace_adjust(sides.measured, mp, sides.baseline, bp, run_groups(baseline))
+    info["applied"] = _credits(info)
+    if info["applied"]:
+        sides.measured, sides.baseline = adj_m, adj_b
+        sides.at_one_pace()
+    else:  # what the adjustment would have said, for the message
+        at_pace = judge(adj_m, replace(baseline, throughputs=adj_b, paces=[], median=statistics.median(adj_b)),
+                        tol, metric="throughput", cv_bound=cv_bound, alpha=alpha, case=case)
+        info["at_pace_status"], info["at_pace_change"] = at_pace.status.value, at_pace.change
+    return info, _pace_text(info)
+
+
+def _spread(sides: _Sides, cv_bound: float, alpha: float) -> _Spread:
+    """Significance of a drop (rank test, else t test) and the noisy check on the measured runs."""
+    xs, b_raw = sides.measured, sides.baseline
+    m_rcv = _robust_cv(xs)
+    spread_p = spread_test(xs, b_raw)
+    noisy = m_rcv is not None and m_rcv > cv_bound and (spread_p is None or spread_p <= alpha)
+    wider = f" and wider than the baseline runs' (F test p={spread_p:.3g})" if spread_p is not None else ""
+    cvs = f"measured robust CV {m_rcv:.1%} above the bound {cv_bound:.0%}{wider}" if noisy else ""
+    return _Spread(rank=rank_test(xs, b_raw, alpha) if b_raw else None, tt=t_test(xs, b_raw, sides.b_med, alpha),
+                   b_cv=_cv(b_raw), b_rcv=_robust_cv(b_raw), m_rcv=m_rcv, noisy=noisy, cvs=cvs, measured_n=len(xs))
+
+
+def _status(ratio: float, tol: float, spread: _Spread, alpha: float) -> tuple[VerdictStatus, str]:
+    """The rule of the module doc: the status, and the rule that decided it in words."""
+    test, change = spread.test, ratio - 1
+    lo = test.low if test else None
+    below = ratio < 1 - tol
+    if below and test is not None and significant(test, alpha):
+        return VerdictStatus.REGRESSION, (f"median below baseline x (1 - {tol:g}) and the drop is significant "
+                                          f"({test.name} p={test.p:.3g} <= {alpha:g})")
+    if below and test is None:
+        return VerdictStatus.UNJUDGED, _unjudged_rule(change, spread.measured_n)
+    if spread.noisy and ratio < 1 and (lo is None or lo < 1 - tol):
+        return VerdictStatus.NOISY, (f"too noisy to judge: {spread.cvs}, and the bounds do not "
+                                     f"rule out a drop beyond {tol:.0%}")
+    if below:
+        return VerdictStatus.PASS, (f"median below baseline x (1 - {tol:g}) but the drop is not significant given "
+                                    f"the spread ({test.name} p={test.p:.3g} > {alpha:g}): not called a regression")
+    if ratio > 1 + tol:
+        return VerdictStatus.IMPROVEMENT, f"faster than baseline by {change:.1%}: consider --update-baselines"
+    return VerdictStatus.PASS, f"within tolerance: median at or above baseline x (1 - {tol:g})"
+
+
+def _host_check(status: VerdictStatus, rule: str, mp: list[float], bp: list[float],
+                pace_info: dict | None) -> tuple[VerdictStatus, str]:
+    """A regression at the baseline's pace on a host that ran slower than the recording's: HARDWARE."""
+    host = host_slower(mp, bp) if status is VerdictStatus.REGRESSION and pace_info and pace_info["applied"] else None
+    if host is None:
+        return status, rule
+    pace_info["host_slower"] = host
+    return VerdictStatus.HARDWARE, (
+        f"{rule}; but this session's host ran slower than the recording's by the pace probe "
+        f"(x{host['ratio']:.2f} at the median, one-sided Mann-Whitney p={host['p']:.2g} <= "
+        f"{PACE_HOST_ALPHA:g}: beyond the probe's own spread), so the drop may be the host's: not judged. "
+        "Run again at a quieter moment, or record the baseline again on this host (--update-baselines)")
+
+
+def _rule_notes(status: VerdictStatus, spread: _Spread, cv_bound: float) -> str:
+    """What the rule adds on noise that did not decide the status."""
+    out = ""
+    if spread.noisy and status in (VerdictStatus.PASS, VerdictStatus.IMPROVEMENT):
+        out += f" ({spread.cvs}, but a median not below the baseline's never fails)"
+    if spread.b_rcv is not None and spread.b_rcv > cv_bound:
+        out += (f" (the baseline's own runs are noisy: robust CV {spread.b_rcv:.1%} above the bound {cv_bound:.0%}; "
+                "only drops beyond the bounds can be told from that noise: record the case on a quieter "
+                "machine or with more --dlperf-repeats to gate it closely)")
+    return out
+
+
+_HEADS = {VerdictStatus.PASS: "OK", VerdictStatus.REGRESSION: "REGRESSION", VerdictStatus.IMPROVEMENT: "IMPROVEMENT",
+          VerdictStatus.NOISY: "NOISY", VerdictStatus.HARDWARE: "HARDWARE", VerdictStatus.UNJUDGED: "NOT JUDGED"}
+
+
+def _unjudged_rule(change: float, launches: int) -> str:
+    """Why a drop beyond the tolerance with no spread on either side is not judged, and what would judge it."""
+    return (f"cannot judge: {change:+.1%} from {launches} launch(es) against a single baseline figure, and neither side "
+            f"has a spread to tell it from run-to-run noise; not called a regression. It needs at least "
+            f"{NEEDED_LAUNCHES} launches per case (--dlperf-repeats {NEEDED_LAUNCHES} or more; 3, the default, on both "
+            "sides lets the rank test decide), or a baseline recorded from several runs (--update-baselines)")
+
+
+def _message(name: str, metric: str, status: VerdictStatus, sides: _Sides, spread: _Spread, tol: float,
+             baseline: Entry, rule: str, pace_txt: str, pace_info: dict | None) -> str:
+    """The verdict's one message: both sides, the change, the tests, the rule and the pace."""
+    ratio = sides.m_med / sides.b_med
+    test = spread.test
+    stats_txt = f"ratio {ratio:.3f}"
+    if test is not None:
+        stats_txt += (f", one-sided {test.confidence:.0%} bounds {test.low:.3f}..{test.high:.3f} ({test.name}); "
+                      + ", ".join(f"{t.name} p={t.p:.3g}" for t in (spread.rank, spread.tt) if t is not None))
+    b_extra = _provenance(baseline, bool(sides.baseline))
+    return (f"{_HEADS[status]} {name} {metric}: "
+            f"{_side('measured', sides.m_med, sides.m_cv, spread.m_rcv, len(sides.measured), metric)} vs "
+            f"{_side('baseline', sides.b_med, spread.b_cv, spread.b_rcv, len(sides.baseline) or 1, metric, b_extra)}: "
+            f"{ratio - 1:+.1%} (tolerance -{tol:.0%}); {stats_txt}. Rule: {rule}.{pace_txt}"
+            f"{_hidden_text(pace_info, status)}")
+
+
+def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | Tolerances, *,
+          metric: str = "throughput", cv_bound: float = DEFAULT_CV_BOUND, alpha: float = DEFAULT_ALPHA,
+          case: str | None = None, missing_reason: str = "", measured_paces: Sequence[float] = (),
+          measured_pace_contract: int | None = None) -> Verdict:
+    """Judge per-repeat measurements against a baseline entry; see the module doc for the rule.
+    ``measured_paces``: the pace probe's figure of each measured run (throughput only), or none;
+    ``measured_pace_contract``: the probe contract they were taken under (None: the baseline's)."""
+    tol, xs = _checked(measured, tolerance, metric)
     name = case or (baseline.key if baseline else "?")
     m_med, m_cv = statistics.median(xs), _cv(xs)
     if baseline is None:
         why = missing_reason or "no baseline; record one with --update-baselines"
-        return Verdict("missing", name, metric, tol, f"{name} {metric}: {why}", "no baseline",
+        return Verdict(VerdictStatus.MISSING, name, metric, tol, f"{name} {metric}: {why}", "no baseline",
                        measured_median=m_med, measured_cv=m_cv, measured_n=len(xs))
-    b_raw = list(baseline.throughputs) if metric == "throughput" else []
     b_med = baseline.median if metric == "throughput" else getattr(baseline, metric)
     if b_med is None:
-        return Verdict("missing", name, metric, tol, f"{name} {metric}: the baseline entry has no {metric}",
+        return Verdict(VerdictStatus.MISSING, name, metric, tol, f"{name} {metric}: the baseline entry has no {metric}",
                        f"no baseline {metric}", measured_median=m_med, measured_cv=m_cv, measured_n=len(xs),
                        baseline_source=baseline.source)
+    sides = _Sides(xs, list(baseline.throughputs) if metric == "throughput" else [], m_med, m_cv, b_med)
     pace_info, pace_txt = None, ""
     mp, bp = [float(p) for p in measured_paces], [float(p) for p in baseline.paces]
     if metric == "throughput" and (mp or bp):
-        contracts = (baseline.pace_contract, measured_pace_contract or baseline.pace_contract)
-        if mp and bp and contracts[0] != contracts[1] and _nodes(baseline) > 1:
-            pace_txt = (f" Judged as measured: the baseline's paces were taken under pace probe contract "
-                        f"{contracts[0]} ({_PACE_CONTRACTS.get(contracts[0], 'unknown')}), this session's under "
-                        f"{contracts[1]} ({_PACE_CONTRACTS.get(contracts[1], 'unknown')}), which are not alike for "
-                        "a case of several nodes: record the baseline again with --dlperf-pace-probe.")
-        elif len(mp) == len(xs) and b_raw and len(bp) == len(b_raw):
-            adj_m, adj_b, pace_info = pace_adjust(xs, mp, b_raw, bp, run_groups(baseline))
-            pace_info["applied"] = _credits(pace_info)
-            if pace_info["applied"]:
-                xs, b_raw = adj_m, adj_b
-                m_med, m_cv, b_med = statistics.median(xs), _cv(xs), statistics.median(b_raw)
-            else:  # what the adjustment would have said, for the message
-                at_pace = judge(adj_m, replace(baseline, throughputs=adj_b, paces=[], median=statistics.median(adj_b)),
-                                tol, metric=metric, cv_bound=cv_bound, alpha=alpha, case=case)
-                pace_info["at_pace_status"], pace_info["at_pace_change"] = at_pace.status, at_pace.change
-            pace_txt = _pace_text(pace_info)
-        else:
-            have = "this session's runs" if mp else "the baseline's runs"
-            pace_txt = (f" Judged as measured: only {have} carry the pace probe's figure (--dlperf-pace-probe), "
-                        "and the probe itself costs a launch about 3%: record the baseline and run the session "
-                        "alike.")
-    b_cv, b_rcv, m_rcv = _cv(b_raw), _robust_cv(b_raw), _robust_cv(xs)
-    ratio = m_med / b_med
-    change = ratio - 1
-    rank = rank_test(xs, b_raw, alpha) if b_raw else None
-    tt = t_test(xs, b_raw, b_med, alpha)
-    test: Significance | None = rank or tt
-    lo, hi = (test.low, test.high) if test else (None, None)
-    spread_p = spread_test(xs, b_raw)
-    noisy_side = ["measured"] if (m_rcv is not None and m_rcv > cv_bound
-                                  and (spread_p is None or spread_p <= alpha)) else []
-    wider = f" and wider than the baseline runs' (F test p={spread_p:.3g})" if spread_p is not None else ""
-    cvs = f"measured robust CV {m_rcv:.1%} above the bound {cv_bound:.0%}{wider}" if noisy_side else ""
-    below = ratio < 1 - tol
-
-    if below and test is not None and significant(test, alpha):
-        status = "regression"
-        rule = (f"median below baseline x (1 - {tol:g}) and the drop is significant "
-                f"({test.name} p={test.p:.3g} <= {alpha:g})")
-    elif below and test is None:
-        status = "regression"
-        rule = (f"median below baseline x (1 - {tol:g}); no spread to judge (a single run against a single "
-                f"figure): the tolerance alone decides")
-    elif noisy_side and ratio < 1 and (lo is None or lo < 1 - tol):
-        status = "noisy"
-        rule = (f"too noisy to judge: {cvs}, and the bounds do not "
-                f"rule out a drop beyond {tol:.0%}")
-    elif below:
-        status = "pass"
-        rule = (f"median below baseline x (1 - {tol:g}) but the drop is not significant given the spread "
-                f"({test.name} p={test.p:.3g} > {alpha:g}): not called a regression")
-    elif ratio > 1 + tol:
-        status = "improvement"
-        rule = f"faster than baseline by {change:.1%}: consider --update-baselines"
-    else:
-        status = "pass"
-        rule = f"within tolerance: median at or above baseline x (1 - {tol:g})"
-    host = host_slower(mp, bp) if status == "regression" and pace_info and pace_info["applied"] else None
-    if host is not None:
-        status = "hardware"
-        pace_info["host_slower"] = host
-        rule = (f"{rule}; but this session's host ran slower than the recording's by the pace probe "
-                f"(x{host['ratio']:.2f} at the median, one-sided Mann-Whitney p={host['p']:.2g} <= "
-                f"{PACE_HOST_ALPHA:g}: beyond the probe's own spread), so the drop may be the host's: not judged. "
-                "Run again at a quieter moment, or record the baseline again on this host (--update-baselines)")
-    if noisy_side and status in ("pass", "improvement"):
-        rule += f" ({cvs}, but a median not below the baseline's never fails)"
-    if b_rcv is not None and b_rcv > cv_bound:
-        rule += (f" (the baseline's own runs are noisy: robust CV {b_rcv:.1%} above the bound {cv_bound:.0%}; "
-                 "only drops beyond the bounds can be told from that noise: record the case on a quieter "
-                 "machine or with more --dlperf-repeats to gate it closely)")
-
-    b_extra = _provenance(baseline, bool(b_raw))
-    stats_txt = f"ratio {ratio:.3f}"
-    if test is not None:
-        stats_txt += (f", one-sided {test.confidence:.0%} bounds {lo:.3f}..{hi:.3f} ({test.name}); "
-                      + ", ".join(f"{t.name} p={t.p:.3g}" for t in (rank, tt) if t is not None))
-    head = {"pass": "OK", "regression": "REGRESSION", "improvement": "IMPROVEMENT", "noisy": "NOISY",
-            "hardware": "HARDWARE"}[status]
-    message = (f"{head} {name} {metric}: "
-               f"{_side('measured', m_med, m_cv, m_rcv, len(xs), metric)} vs "
-               f"{_side('baseline', b_med, b_cv, b_rcv, len(b_raw) or 1, metric, b_extra)}: "
-               f"{change:+.1%} (tolerance -{tol:.0%}); {stats_txt}. Rule: {rule}.{pace_txt}{_hidden_text(pace_info, status)}")
-    return Verdict(status=status, case=name, metric=metric, tolerance=tol, message=message, rule=rule,
-                   measured_median=m_med, measured_cv=m_cv, measured_robust_cv=m_rcv, measured_n=len(xs),
-                   baseline_median=b_med, baseline_cv=b_cv, baseline_robust_cv=b_rcv,
-                   baseline_n=len(b_raw) or 1, baseline_source=baseline.source, change=change,
+        pace_info, pace_txt = _with_pace(sides, baseline, mp, bp, measured_pace_contract, tol, cv_bound, alpha, case)
+    spread = _spread(sides, cv_bound, alpha)
+    ratio = sides.m_med / sides.b_med
+    status, rule = _host_check(*_status(ratio, tol, spread, alpha), mp, bp, pace_info)
+    rule += _rule_notes(status, spread, cv_bound)
+    test = spread.test
+    return Verdict(status=status, case=name, metric=metric, tolerance=tol, rule=rule,
+                   message=_message(name, metric, status, sides, spread, tol, baseline, rule, pace_txt, pace_info),
+                   measured_median=sides.m_med, measured_cv=sides.m_cv, measured_robust_cv=spread.m_rcv,
+                   measured_n=len(sides.measured), baseline_median=sides.b_med, baseline_cv=spread.b_cv,
+                   baseline_robust_cv=spread.b_rcv, baseline_n=len(sides.baseline) or 1,
+                   baseline_source=baseline.source, change=ratio - 1,
                    test=test.name if test else "", p_value=test.p if test else None,
-                   mannwhitney_p=rank.p if rank else None, t_p=tt.p if tt else None,
-                   interval=(lo, hi) if test else None, confidence=test.confidence if test else None,
+                   mannwhitney_p=spread.rank.p if spread.rank else None, t_p=spread.tt.p if spread.tt else None,
+                   interval=(test.low, test.high) if test else None, confidence=test.confidence if test else None,
                    pace=pace_info)
 
 
@@ -415,7 +533,7 @@ def catch_rate(baseline: Entry, drop: float, repeats: int, tolerance: float | To
     centre = statistics.median(runs) * (1 - drop)
     rng = random.Random(seed)
     hits = sum(judge([centre * math.exp(rng.gauss(0.0, sigma)) for _ in range(repeats)], plain, tolerance,
-                     cv_bound=cv_bound, alpha=alpha).status == "regression" for _ in range(trials))
+                     cv_bound=cv_bound, alpha=alpha).status is VerdictStatus.REGRESSION for _ in range(trials))
     return hits / trials
 
 
@@ -429,26 +547,30 @@ def judge_scalar(measured: float | None, baseline: float | None, tolerance: floa
     tol = tolerance.get(metric) if isinstance(tolerance, Tolerances) else float(tolerance)
     if measured is None or baseline is None:
         why = "not measured in this session" if measured is None else "no baseline value"
-        return Verdict("missing", case, metric, tol, f"{case} {metric}: {why}", why,
+        return Verdict(VerdictStatus.MISSING, case, metric, tol, f"{case} {metric}: {why}", why,
                        measured_median=measured, baseline_median=baseline, baseline_source=baseline_source)
     ratio = measured / baseline
     change = ratio - 1
     test = (scaling_test(runs.case, runs.reference, runs.baseline_case, runs.baseline_reference, alpha)
             if runs is not None else None)
-    if ratio < 1 - tol and test is None:
-        status, rule = "regression", (f"{metric} below baseline x (1 - {tol:g}); the runs behind it are not known "
-                                      f"on both sides: the tolerance alone decides")
+    if ratio < 1 - tol and test is None and runs is not None and all(
+            (runs.case, runs.reference, runs.baseline_case, runs.baseline_reference)):
+        status, rule = VerdictStatus.UNJUDGED, _unjudged_rule(change, len(runs.case))  # runs on every side, too few
+    elif ratio < 1 - tol and test is None:
+        status, rule = VerdictStatus.REGRESSION, (f"{metric} below baseline x (1 - {tol:g}); the runs behind it "
+                                                  f"are not known on both sides: the tolerance alone decides")
     elif ratio < 1 - tol and significant(test, alpha):
-        status, rule = "regression", (f"{metric} below baseline x (1 - {tol:g}) and the drop is significant "
-                                      f"({test.name} p={test.p:.3g} <= {alpha:g})")
+        status, rule = VerdictStatus.REGRESSION, (f"{metric} below baseline x (1 - {tol:g}) and the drop is "
+                                                  f"significant ({test.name} p={test.p:.3g} <= {alpha:g})")
     elif ratio < 1 - tol:
-        status, rule = "pass", (f"{metric} below baseline x (1 - {tol:g}) but the drop is not significant given "
-                                f"the runs' spread ({test.name} p={test.p:.3g} > {alpha:g}): not called a regression")
+        status, rule = VerdictStatus.PASS, (f"{metric} below baseline x (1 - {tol:g}) but the drop is not significant "
+                                            f"given the runs' spread ({test.name} p={test.p:.3g} > {alpha:g}): not "
+                                            "called a regression")
     elif ratio > 1 + tol:
-        status, rule = "improvement", f"faster than baseline by {change:.1%}: consider --update-baselines"
+        status, rule = VerdictStatus.IMPROVEMENT, f"faster than baseline by {change:.1%}: consider --update-baselines"
     else:
-        status, rule = "pass", f"within tolerance: {metric} at or above baseline x (1 - {tol:g})"
-    head = {"pass": "OK", "regression": "REGRESSION", "improvement": "IMPROVEMENT"}[status]
+        status, rule = VerdictStatus.PASS, f"within tolerance: {metric} at or above baseline x (1 - {tol:g})"
+    head = _HEADS[status]
     if test is not None:
         spread = (f"case / 1n1g from {len(runs.case)} and {len(runs.reference)} runs vs "
                   f"{len(runs.baseline_case)} and {len(runs.baseline_reference)}; one-sided {test.confidence:.0%} "

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from .gate import Verdict
 
-ORDER = {"regression": 0, "noisy": 1, "hardware": 2, "missing": 3, "improvement": 4, "pass": 5}
+ORDER = {"regression": 0, "noisy": 1, "hardware": 2, "missing": 3, "unjudged": 4, "improvement": 5, "pass": 6}
 
 
 def _pct(v: float | None) -> str:

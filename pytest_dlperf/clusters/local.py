@@ -24,6 +24,7 @@ from ..node.killtag import kill_tag
 from ..node.localsh import NODES_ENV
 from ..node.workloads.nodefacts import gpu_names as detect_gpus
 from .base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, NodeProcess, SpanAccess
+from .shape import ClusterShape
 
 LOCALSH = Path(__file__).resolve().parent.parent / "node" / "localsh.py"
 
@@ -34,6 +35,15 @@ def _split(items: list[int], parts: int) -> list[list[int]]:
         return [list(items) for _ in range(parts)]
     size = len(items) // parts
     return [items[i * size:(i + 1) * size] for i in range(parts)]
+
+
+def local_shape(nodes: int, slots: int | None) -> ClusterShape:
+    """The shape LocalCluster(nodes, slots) will have, found without building it: this machine's GPUs
+    (nvidia-smi; no node is touched), shared out between the nodes as the cluster shares them."""
+    gpus = len(detect_gpus())
+    share = len(_split(list(range(gpus)), nodes)[0]) if gpus else 0
+    return ClusterShape(nodes=nodes, slots=slots or max(1, share), gpus=gpus > 0,
+                        source="--nodes (default 2), --dlperf-gpus-per-node and the GPUs nvidia-smi finds here")
 
 
 class LocalProcess(NodeProcess):

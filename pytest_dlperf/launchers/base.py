@@ -68,7 +68,7 @@ class Launcher(ABC):
     # steplog.py (the output contract) and nodefacts.py (cpu_model) go with every workload.
     workload_files: tuple[str, ...] = ()
     spans_nodes: bool = False  # True: one command on node 0 starts every node (mpirun style)
-    # None: the workload writes the step log (the contract). Else the importers' format whose parser
+    # None: the workload writes the step log (the contract). Else the format (pytest_dlperf.formats) whose parser
     # reads node 0's output (a program the project did not write, launchers/external.py).
     output_format: str | None = None
     defaults: dict[str, dict[str, ModelDefaults]] = {}  # profile ("cpu", "gpu") -> model -> sizes

@@ -1,7 +1,7 @@
 """Benchmarks the project did not write: a command (tf_cnn_benchmarks, Horovod's synthetic
 benchmark, a DeepLearningExamples ``main.py``, the user's own training script), launched over the
 cluster as the built-in workloads are (torchrun per node, horovodrun on node 0, or the command on
-every node), and the parser of its output (``dlperf import``'s formats) in place of the step log.
+every node), and the parser of its output (``formats``, which ``dlperf import`` reads with) in place of the step log.
 
 A suite declares one in its ``conftest.py`` and selects it with ``--backend NAME``::
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clusters.base import NodeCommand
-from ..importers.parsers import FORMATS, Hints
+from ..formats import FORMATS, Hints
 from ..specs import PRECISIONS, CaseSpec, ModelDefaults
 from .base import Launcher, RunPlan
 from .horovod import HorovodLauncher
@@ -37,7 +37,7 @@ class ExternalBenchmark:
 
     name: str  # the --backend value
     program: tuple[str, ...]  # the program's argv with {placeholders}; "{script}" is files[0] on the node
-    format: str  # the parser of node 0's output: one of importers.parsers.FORMATS
+    format: str  # the parser of node 0's output: one of formats.FORMATS
     framework: str = "torch"  # the package every node needs, in one version (profile: ...-torch2)
     launch: str = "torchrun"  # torchrun | horovodrun | per-node
     files: tuple[str | Path, ...] = ()  # copied to every node, beside each other
@@ -168,7 +168,8 @@ class ExternalLauncher(Launcher):
         case = plan.case
         try:
             parsed = FORMATS[self.bench.format](output, self.bench.warmup_iters,
-                                                Hints(devices=case.topology.world_size, model=case.model))
+                                                Hints(devices=case.topology.world_size, model=case.model,
+                                                      nodes=case.topology.nodes))
         except (TypeError, AttributeError, KeyError) as exc:  # lines of the format's shape, not its content
             raise ValueError(f"unreadable {self.bench.format} lines ({type(exc).__name__}: {exc})") from None
         if not parsed.throughput > 0:
@@ -180,7 +181,8 @@ class ExternalLauncher(Launcher):
             raise ValueError(f"the output says {parsed.devices} devices; {case.topology.name} has "
                              f"{case.topology.world_size}")
         return {"parsed": {"format": self.bench.format, "throughput": parsed.throughput, "rates": parsed.rates,
-                           "notes": parsed.notes},
+                           "per_step": parsed.per_step, "step_time": parsed.step_time, "notes": parsed.notes},
+                "gpus": parsed.gpus if parsed.gpus is not None else bool(plan.nodes[0].gpus),
                 "world_size": parsed.devices or 0, "model": case.model, "backend": self.name,
                 "external": {"program": list(self.bench.program), "launch": self.bench.launch}}
 

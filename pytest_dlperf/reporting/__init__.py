@@ -17,8 +17,9 @@ from ..results import ResultSet
 SCHEMA = 1
 
 
-def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    """A figure, or "-" where there is none (never a filled-in 0)."""
+    return "-" if value is None else format(value, spec) + unit
 
 
 def summary_tables(results: ResultSet, width: int = 120) -> str:
@@ -36,8 +37,8 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
             t = r.case.topology
             table.add_row(t.name, str(t.nodes), str(t.world_size), f"{r.median:.2f}", f"{r.mean:.2f}",
                           _fmt(r.speedup, ".2f"), _fmt(r.efficiency, ".2f"),
-                          _fmt(r.multi_node_efficiency, ".2f"), f"{r.step_time['p50']:.3f}s",
-                          f"{r.step_time['p95']:.3f}s", str(len(r.throughputs)))
+                          _fmt(r.multi_node_efficiency, ".2f"), _fmt(r.step_time.get("p50"), ".3f", "s"),
+                          _fmt(r.step_time.get("p95"), ".3f", "s"), str(len(r.throughputs)))
         console.print(table)
         for r in rows:
             console.print(f"  {r.case.topology.name}: {r.acspeed_line}")

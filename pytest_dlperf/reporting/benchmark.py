@@ -38,7 +38,7 @@ def _benchmark(r: CaseResult, name: str) -> dict:
             "nodes": c.topology.nodes, "devices": c.topology.world_size,
             "samples_per_s": r.throughputs, "median_samples_per_s": r.median, "speedup": r.speedup,
             "efficiency": r.efficiency, "multi_node_efficiency": r.multi_node_efficiency,
-            "step_time_s": r.step_time, "verdict": {k: v.get("status") for k, v in (r.verdict or {}).items()},
+            "step_time_s": r.step_time, "verdict": {k: v.status.value for k, v in (r.verdict or {}).items()},
         },
         "options": {"timer": "wall time of the measured window (barrier to barrier)", "min_rounds": len(r.throughputs),
                     "warmup": True, "disable_gc": False, "max_time": None, "min_time": None},

@@ -6,12 +6,12 @@ from ..results import CaseResult, ResultSet
 from . import _fmt, engine_grid
 
 # Worst first: a group's rank in the file is its worst case's.
-SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "improvement", "pass", "")
+SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "unjudged", "improvement", "pass", "")
 
 
 def case_verdict(result: CaseResult) -> str:
     """The worst status of the case's metrics ("" when it was not gated)."""
-    statuses = [v.get("status", "") for v in (result.verdict or {}).values()]
+    statuses = [v.status.value for v in (result.verdict or {}).values()]
     return min(statuses, key=lambda s: SEVERITY.index(s) if s in SEVERITY else 0) if statuses else ""
 
 
@@ -51,11 +51,12 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
         for r in rows:
             t = r.case.topology
             verdict = case_verdict(r)
-            change = (r.verdict or {}).get("throughput", {}).get("change")
+            throughput = (r.verdict or {}).get("throughput")
+            change = throughput.change if throughput is not None else None
             shown = verdict.upper() + (f" ({change:+.1%})" if change is not None else "") if verdict else "-"
             lines.append(f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_fmt(r.efficiency, '.2f')} | "
                          f"{_fmt(r.multi_node_efficiency, '.2f')} | {_fmt(r.speedup, '.2f')} | "
-                         f"{r.step_time['p50']:.3f} s | {r.step_time['p95']:.3f} s | {shown} |")
+                         f"{_fmt(r.step_time.get('p50'), '.3f', ' s')} | {_fmt(r.step_time.get('p95'), '.3f', ' s')} | {shown} |")
         lines.append("")
     header, body = engine_grid(results)
     if body:
@@ -65,15 +66,15 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
         lines += ["| " + " | ".join(cells) + " |" for cells in body]
         lines.append("")
     notes = [(r, v) for r in results.results for v in (r.verdict or {}).values()
-             if v.get("status") in ("regression", "hardware", "noisy")]
+             if v.status in ("regression", "hardware", "noisy", "unjudged")]
     missing = [r for r in results.results if case_verdict(r) == "missing"]
     if notes or missing:
         lines += ["## Gate notes", ""]
         for r, v in notes:
-            changed = "; ".join(v.get("changes") or []) or "nothing recorded (versions, device, commit)"
-            lines.append(f"- `{r.case.backend}/{r.case.id}` {v.get('metric', '')}: **{v.get('status', '').upper()}**: "
-                         f"{v.get('message', '')}" + (f" Changed since the baseline: {changed}."
-                                                      if v.get("status") == "regression" else ""))
+            changed = "; ".join(v.changes or []) or "nothing recorded (versions, device, commit)"
+            lines.append(f"- `{r.case.backend}/{r.case.id}` {v.metric}: **{v.status.value.upper()}**: "
+                         f"{v.message}" + (f" Changed since the baseline: {changed}."
+                                           if v.status == "regression" else ""))
         if missing:
             lines.append(f"- {len(missing)} case(s) had no baseline to gate against: record one with "
                          "`pytest --update-baselines` on this machine.")

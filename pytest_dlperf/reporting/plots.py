@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..results import CaseResult, ResultSet
+from ..baselines.gate import Verdict
+from ..results import CaseResult, ResultSet, device_unit
 from ..specs import CaseSpec
 
 
@@ -22,7 +23,7 @@ def _title(c: CaseSpec) -> str:
 
 
 def _unit(rows: list[CaseResult]) -> str:
-    return "GPUs" if any(r.runs and r.runs[0].meta.get("cuda") for r in rows) else "CPU workers"
+    return device_unit([run for r in rows for run in r.runs])
 
 
 def write_all(out_dir: Path, results: ResultSet) -> list[str]:
@@ -59,47 +60,77 @@ def write_all(out_dir: Path, results: ResultSet) -> list[str]:
         ax.legend(fontsize=8)
         written.append(_save(fig, out_dir / f"{slug}-throughput.png"))
 
-        fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-        eff = [r.efficiency if r.efficiency is not None else 0.0 for r in rows]
-        bars = ax.bar(labels, eff, width=0.5, color="tab:blue", label="scaling efficiency (speedup / devices)")
-        multi = [r.multi_node_efficiency for r in rows]
-        if any(m is not None for m in multi):
-            ax.plot(labels, [m if m is not None else float("nan") for m in multi], "s", color="tab:orange",
-                    label="multi-node efficiency")
-        ax.axhline(1.0, ls="--", color="grey", label="ideal (1.0)")
-        for b, e in zip(bars, eff):
-            ax.annotate(f"{e:.2f}", (b.get_x() + b.get_width() / 2, e), ha="center", va="bottom", fontsize=8)
-        ax.set_xlabel("topology (nodes x devices per node)")
-        ax.set_ylabel("efficiency (1.0 = linear scaling)")
-        ax.set_ylim(0, max(1.15, max(eff) * 1.15))
-        ax.set_title(_title(c), fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8, loc="lower left")
-        written.append(_save(fig, out_dir / f"{slug}-efficiency.png"))
-
+        written.append(_efficiency(plt, rows, labels, out_dir / f"{slug}-efficiency.png"))
         gated = [(r, r.verdict["throughput"]) for r in rows
-                 if r.verdict and r.verdict.get("throughput", {}).get("baseline_median")]
+                 if r.verdict and r.verdict.get("throughput") is not None and r.verdict["throughput"].baseline_median]
         if gated:
-            fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-            x = list(range(len(gated)))
-            base = [v["baseline_median"] for _, v in gated]
-            tol = [v.get("tolerance") or 0.0 for _, v in gated]
-            ax.bar([i - 0.2 for i in x], base, width=0.4, color="lightgrey", label="baseline (median)")
-            palette = {"regression": "tab:red", "noisy": "tab:orange", "hardware": "tab:grey"}
-            colors = [palette.get(v.get("status"), "tab:green") for _, v in gated]
-            ax.bar([i + 0.2 for i in x], [r.median for r, _ in gated], width=0.4, color=colors,
-                   label="measured (median; red: regression, orange: noisy)")
-            for i, b, t in zip(x, base, tol):  # the gate fails a median below baseline x (1 - tolerance)
-                ax.fill_between([i - 0.45, i + 0.45], b * (1 - t), b, color="tab:blue", alpha=0.2,
-                                label="tolerance band (baseline x (1 - tolerance) .. baseline)" if i == 0 else None)
-            ax.set_xticks(x, [r.case.topology.name for r, _ in gated])
-            ax.set_xlabel("topology")
-            ax.set_ylabel("throughput (samples/s)")
-            ax.set_title(_title(c) + ": against the baseline", fontsize=10)
-            ax.grid(axis="y", alpha=0.3)
-            ax.legend(fontsize=8)
-            written.append(_save(fig, out_dir / f"{slug}-baseline.png"))
+            written.append(_baseline(plt, gated, out_dir / f"{slug}-baseline.png"))
     return written
+
+
+def _efficiency(plt, rows: list[CaseResult], labels: list[str], path: Path) -> str:  # noqa: ANN001 - pyplot
+    """Scaling efficiency per topology; a case without one (no 1n1g in its group) gets no bar and a "-",
+    as the tables show it, never a 0.00."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+    eff = [r.efficiency for r in rows]
+    bars = ax.bar(labels, [e if e is not None else float("nan") for e in eff], width=0.5, color="tab:blue",
+                  label="scaling efficiency (speedup / devices)")
+    multi = [r.multi_node_efficiency for r in rows]
+    if any(m is not None for m in multi):
+        ax.plot(labels, [m if m is not None else float("nan") for m in multi], "s", color="tab:orange",
+                label="multi-node efficiency")
+    ax.axhline(1.0, ls="--", color="grey", label="ideal (1.0)")
+    for b, e in zip(bars, eff):
+        ax.annotate("-" if e is None else f"{e:.2f}", (b.get_x() + b.get_width() / 2, e or 0.0), ha="center",
+                    va="bottom", fontsize=8)
+    if any(e is None for e in eff):
+        ax.text(0.99, 0.98, "-: no 1n1g case in this group, so no efficiency", transform=ax.transAxes,
+                ha="right", va="top", fontsize=7)
+    ax.set_xlabel("topology (nodes x devices per node)")
+    ax.set_ylabel("efficiency (1.0 = linear scaling)")
+    ax.set_ylim(0, max(1.15, max((e for e in eff if e is not None), default=0.0) * 1.15))
+    ax.set_title(_title(rows[0].case), fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    return _save(fig, path)
+
+
+AT_PACE, AS_MEASURED = "at the baseline runs' pace (as judged)", "as measured"
+
+
+def baseline_scale(result: CaseResult, verdict: Verdict) -> tuple[float, float, str]:
+    """(measured, baseline, scale) as the gate judged them: both at the baseline runs' pace where the
+    verdict brought them there, else both as measured; one scale, never one side of each."""
+    if (verdict.pace or {}).get("applied") and verdict.measured_median:
+        return verdict.measured_median, verdict.baseline_median, AT_PACE
+    return result.median, verdict.baseline_median, AS_MEASURED
+
+
+def _baseline(plt, gated: list[tuple[CaseResult, Verdict]], path: Path) -> str:  # noqa: ANN001 - pyplot
+    """Measured against baseline, with the tolerance band, both on the scale the gate judged."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+    x = list(range(len(gated)))
+    figures = [baseline_scale(r, v) for r, v in gated]
+    scales = sorted({s for _, _, s in figures})
+    base = [b for _, b, _ in figures]
+    tol = [v.tolerance or 0.0 for _, v in gated]
+    ax.bar([i - 0.2 for i in x], base, width=0.4, color="lightgrey", label="baseline (median)")
+    palette = {"regression": "tab:red", "noisy": "tab:orange", "hardware": "tab:grey"}
+    colors = [palette.get(v.status, "tab:green") for _, v in gated]
+    ax.bar([i + 0.2 for i in x], [m for m, _, _ in figures], width=0.4, color=colors,
+           label="measured (median; red: regression, orange: noisy)")
+    for i, b, t in zip(x, base, tol):  # the gate fails a median below baseline x (1 - tolerance)
+        ax.fill_between([i - 0.45, i + 0.45], b * (1 - t), b, color="tab:blue", alpha=0.2,
+                        label="tolerance band (baseline x (1 - tolerance) .. baseline)" if i == 0 else None)
+    mixed = len(scales) > 1  # then each pair says its own scale under its topology
+    ax.set_xticks(x, [r.case.topology.name + ("\n(at baseline pace)" if mixed and s == AT_PACE else "")
+                      for (r, _), (_, _, s) in zip(gated, figures)])
+    ax.set_xlabel("topology")
+    ax.set_ylabel(f"throughput (samples/s), {'; '.join(scales)}")
+    ax.set_title(_title(gated[0][0].case) + ": against the baseline", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
 
 
 def _save(fig, path: Path) -> str:  # noqa: ANN001 - a matplotlib Figure

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 
 def shown(config: pytest.Config) -> Callable[[str], None]:
-    """Progress lines on stderr, past pytest's output capture (provisioning happens while tests
-    are collected, when pytest captures what is printed)."""
+    """Progress lines on stderr, past pytest's output capture (provisioning happens when the first
+    case is about to run, while pytest captures what is printed)."""
     capman = config.pluginmanager.getplugin("capturemanager")
 
     def say(text: str) -> None:

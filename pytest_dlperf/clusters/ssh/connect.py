@@ -186,9 +186,15 @@ def _client(target: Target, settings: SSHSettings, sock) -> paramiko.SSHClient: 
                        key_filename=list(target.keys) or None, look_for_keys=not target.keys,
                        allow_agent=True, timeout=t, banner_timeout=t, auth_timeout=t, channel_timeout=t)
     except BaseException:
+        failed = client.get_transport()
         client.close()
         with contextlib.suppress(Exception):
             sock.close()
+        if failed is not None:
+            # Its thread may still be logging the failure with a traceback, which on Python 3.11 runs
+            # ast.parse: at the same time as another thread's (pytest rewriting a module it imports
+            # while the session ends), that is a SystemError (CPython's shared AST recursion counter).
+            failed.join(t)
         raise
     transport = client.get_transport()
     if transport is not None and settings.keepalive:

@@ -1,0 +1,141 @@
+"""What ``--update-baselines`` (or ``--dlperf-baseline-missing record``) keeps during a session and
+writes at its end: only the entries of cases whose test passed, one locked atomic update per
+profile; with ``--dlperf-record-sittings``, this session's runs added to the recorded sittings."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import metrics
+from .baselines import BaselineStore, Entry, Tolerances
+from .baselines.fingerprint import FingerprintComparison, robust_cv
+from .baselines.gate import catch_rate
+from .baselines.store import SittingsError, add_sitting
+from .clusters.base import Node
+from .preflight.hardware import Fingerprints
+from .results import CaseResult, ResultSet
+from .specs import Topology, profile_of
+
+CATCH_DROP = 0.10  # at recording, the slow-down a baseline should let a default session catch ...
+CATCH_TARGET = 0.95  # ... at least this often (the gate's target: 19 in 20), else the recording says so
+
+
+class BaselineRecorder:
+    """The entries a session records, until its end; ``note`` says what a reviewer should know."""
+
+    def __init__(self, store: BaselineStore, sittings: int, cv_bound: float, note: Callable[[str], None]) -> None:
+        self.store, self.sittings, self.cv_bound, self.note = store, sittings, cv_bound, note
+        # nodeid -> (profile, key, entry, the session's fingerprints)
+        self.pending: dict[str, tuple[str, str, Entry, Fingerprints | None]] = {}
+        self.written: dict[str, int] = {}
+        self.recorded: dict[str, Entry] = {}  # case key -> the entry this session records for it
+
+    def keep(self, nodeid: str, profile: str, result: CaseResult, new: Entry, old: Entry | None,
+             comp: FingerprintComparison | None, reference: CaseResult | None, fingerprints: Fingerprints | None,
+             tol: Tolerances, nodes: list[Node]) -> None:
+        """Keep the case's new entry, to be written if its test passes (SittingsError: it cannot be)."""
+        if self.sittings > 1 and old is not None:
+            new = self.add_sitting(old, new, comp, reference)
+        self.pending[nodeid] = (profile, result.case.key, new, fingerprints)
+        self.recorded[result.case.key] = new
+        self._noisy_recording(result, new, tol, nodes)
+
+    def add_sitting(self, old: Entry, new: Entry, comp: FingerprintComparison | None,
+                    reference: CaseResult | None) -> Entry:
+        """--dlperf-record-sittings K: this session's runs added to the recorded entry's last K-1 sittings,
+        speedup and efficiency from the merged medians of the case and of its 1n1g recorded in this session
+        (else left to ``fill_scaling``). SittingsError where the runs would not be of one machine and software."""
+        if comp is not None and comp.status == "differs":
+            slow = (" If this is the recording machine and only its probe figures differ, it probed at a slow "
+                    "moment: record again at a quieter one." if comp.performance_only else "")
+            raise SittingsError(f"the recorded runs were taken on other hardware ({comp.summary()}): adding this "
+                                "session's would mix two machines in one baseline. Record it without "
+                                f"--dlperf-record-sittings to start over on this machine.{slow}")
+        merged = add_sitting(old, new, self.sittings)
+        if merged.case.topology.world_size == 1:
+            merged.speedup, merged.efficiency = new.speedup, new.efficiency
+        else:
+            _scale_sittings(merged, self.recorded.get(reference.case.key) if reference is not None else None)
+        return merged
+
+    def _noisy_recording(self, result: CaseResult, entry: Entry, tol: Tolerances, nodes: list[Node]) -> None:
+        """Say so when the runs a baseline is recorded from disagree, or spread so much that a later 10%
+        slow-down would often pass: later drops must clear that spread to be called significant, so the
+        baseline gates less closely than its tolerance says. How often is modelled with the gate's own test
+        (``catch_rate``) for a session of the node kind's default repeats."""
+        rcv = robust_cv(result.throughputs)
+        repeats = profile_of(nodes).repeats
+        rate = catch_rate(entry, CATCH_DROP, repeats, tol.throughput, cv_bound=self.cv_bound)
+        disagree, weak = rcv > self.cv_bound, rate is not None and rate < CATCH_TARGET
+        if not (disagree or weak):
+            return
+        runs = ", ".join(f"{t:.4g}" for t in result.throughputs)
+        head = (f"recorded from runs that disagree (robust CV {rcv:.1%} above the bound {self.cv_bound:.0%}: "
+                f"{runs} samples/s): a later drop must clear that spread to be called a regression." if disagree
+                else f"recorded from runs of robust CV {rcv:.1%} ({runs} samples/s).")
+        catch = (f" Against them a session of {repeats} runs as spread would catch a {CATCH_DROP:.0%} slow-down "
+                 f"in about {rate:.0%} of sessions (the gate's own test on 200 modelled sessions)."
+                 if rate is not None else "")
+        self.note(f"{result.case.id}: {head}{catch} Record it again at a quieter moment, or with more "
+                  "--dlperf-repeats.")
+
+    def test_finished(self, nodeid: str, passed: bool) -> None:
+        """Only a case whose test passed is recorded (and gives a later case of its group its speedup)."""
+        if not passed:
+            dropped = self.pending.pop(nodeid, None)
+            if dropped is not None:
+                self.recorded.pop(dropped[1], None)
+
+    def flush(self) -> None:
+        """Write what --update-baselines collected, one locked atomic update per profile."""
+        by_profile: dict[str, dict[str, Entry]] = {}
+        machines: dict[str, dict[str, dict[str, dict]]] = {}
+        for profile, key, entry, fingerprints in self.pending.values():
+            if fingerprints is not None and fingerprints.nodes:
+                entry.machine = fingerprints.machine_id
+                machines.setdefault(profile, {})[entry.machine] = fingerprints.nodes
+            by_profile.setdefault(profile, {})[key] = entry
+        self.pending.clear()
+        for profile, entries in by_profile.items():
+            self.store.update(profile, entries, description=None if self.store.exists(profile) else
+                              f"recorded with pytest-dlperf on profile {profile}",
+                              machines=machines.get(profile))
+            self.written[profile] = len(entries)
+
+    def fill_scaling(self, results: ResultSet) -> int:
+        """Under xdist each worker recorded its cases without the others' 1n1g, so without a
+        speedup; the controller, which has every result, adds speedup and efficiency to the entries
+        this session wrote (the same per-run throughputs; of several sittings, the last sitting's) that
+        lack them: the session's own, or of several sittings from the merged medians. Returns how many."""
+        filled = 0
+        for profile in self.written:
+            current = self.store.load(profile)
+            add: dict[str, Entry] = {}
+            for r in results.results:
+                e = current.get(r.case.key)
+                if e is None or e.speedup is not None or r.speedup is None:
+                    continue
+                last = e.throughputs[-e.sittings[-1]["runs"]:] if e.sittings else e.throughputs
+                if [float(x) for x in last] != [float(x) for x in r.throughputs]:
+                    continue
+                if len(e.sittings) > 1:
+                    base = results.find(r.case, Topology(1, 1))
+                    if not _scale_sittings(e, current.get(base.case.key) if base is not None else None):
+                        continue
+                else:
+                    e.speedup, e.efficiency = r.speedup, r.efficiency
+                add[r.case.key] = e
+            if add:
+                self.store.update(profile, add)
+                filled += len(add)
+        return filled
+
+
+def _scale_sittings(entry: Entry, reference: Entry | None) -> bool:
+    """Speedup and efficiency of an entry of several sittings from its merged median and its 1n1g's,
+    where that 1n1g holds as many sittings; else none (False)."""
+    if reference is None or max(1, len(reference.sittings)) != len(entry.sittings):
+        entry.speedup = entry.efficiency = None
+        return False
+    entry.speedup = metrics.speedup(entry.median, reference.median)
+    entry.efficiency = metrics.efficiency(entry.speedup, entry.case.topology.world_size)
+    return True

@@ -1,0 +1,20 @@
+"""A case's key figures as JUnit properties (``--junitxml``), as ``record_property`` writes them."""
+from __future__ import annotations
+
+from ..results import CaseResult
+
+
+def junit_properties(result: CaseResult) -> list[tuple[str, object]]:
+    """The case's key figures, one JUnit property each."""
+    c = result.case
+    props: list[tuple[str, object]] = [
+        ("dlperf_backend", c.backend), ("dlperf_case", c.id), ("dlperf_topology", c.topology.name),
+        ("dlperf_samples_per_s", round(result.median, 4)), ("dlperf_repeats", len(result.throughputs)),
+    ] + [(f"dlperf_step_{p}_s", round(result.step_time[p], 6)) for p in ("p50", "p95") if p in result.step_time]
+    for name in ("speedup", "efficiency", "multi_node_efficiency"):
+        value = getattr(result, name)
+        if value is not None:
+            props.append((f"dlperf_{name}", round(value, 4)))
+    for metric, v in (result.verdict or {}).items():
+        props.append((f"dlperf_verdict_{metric}", v.status.value))
+    return props

@@ -1,0 +1,117 @@
+"""Reading a results.json back (``dlperf report``, ``dlperf compare``): every field the reports use is
+checked first, so that a damaged or foreign file is refused in one line naming the file, the entry and
+the fix, never half-read into a traceback or a report that leaves a case out."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import fields
+from pathlib import Path
+
+from .results import ResultSet, result_from_dict
+from .specs import CaseSpec, Measurement, Topology
+
+FIX = "write it again (pytest, or dlperf import) or mend that entry"
+_CASE_FIELDS = {f.name: f.type for f in fields(CaseSpec)}
+
+
+class ResultsFileError(ValueError):
+    """A results.json that cannot be read: the message is the one line to show."""
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _check_case(c: object) -> str | None:
+    """What is wrong with a case's ``case`` object, or None."""
+    if not isinstance(c, dict):
+        return "'case' is not an object"
+    unknown = set(c) - set(_CASE_FIELDS) - {"id"}
+    if unknown:
+        return f"'case' has unknown field(s) {', '.join(sorted(unknown))}"
+    for name in ("model", "precision", "batch_size", "image_size", "topology"):
+        if name not in c:
+            return f"'case' lacks {name!r}"
+    for name in ("model", "precision", "topology", "backend", "variant"):
+        if name in c and not isinstance(c[name], str):
+            return f"'case.{name}' is {c[name]!r}, not a string"
+    for name in ("batch_size", "image_size"):
+        if not (isinstance(c[name], int) and not isinstance(c[name], bool) and c[name] > 0):
+            return f"'case.{name}' is {c[name]!r}, not a positive whole number"
+    try:
+        Topology.parse(c["topology"])
+    except ValueError as exc:
+        return f"'case.topology': {exc}"
+    return None
+
+
+def _check_figures(d: dict) -> str | None:
+    """What is wrong with a case's figures, or None."""
+    tp = d.get("throughputs")
+    if not isinstance(tp, list) or not tp or not all(_number(x) for x in tp):
+        return f"'throughputs' is {tp!r}, not a non-empty list of positive numbers (samples/s)"
+    for name in ("mean", "median"):
+        if not _number(d.get(name)):
+            return f"{name!r} is {d.get(name)!r}, not a positive number"
+    for name in ("step_time", "per_device_samples_per_s"):
+        v = d.get(name)
+        if not isinstance(v, dict) or not all(isinstance(k, str) and _number(x) for k, x in v.items()):
+            return f"{name!r} is {v!r}, not an object of positive numbers"
+    if not (isinstance(d.get("world_size_seen"), int) and not isinstance(d.get("world_size_seen"), bool)):
+        return f"'world_size_seen' is {d.get('world_size_seen')!r}, not a whole number"
+    m = d.get("measurement")
+    if not isinstance(m, dict) or set(m) - {f.name for f in fields(Measurement)}:
+        return "'measurement' is not a pytest-dlperf measurement object"
+    verdict = d.get("verdict")
+    if verdict is not None and not (isinstance(verdict, dict) and all(isinstance(v, dict) for v in verdict.values())):
+        return "'verdict' is not an object of verdicts"
+    if not isinstance(d.get("runs", []), list):
+        return "'runs' is not a list"
+    return None
+
+
+def _cases(path: Path, doc: dict) -> ResultSet:
+    results, seen = ResultSet(), {}
+    for i, d in enumerate(doc["cases"]):
+        what = f"{path}: cases[{i}]"
+        if not isinstance(d, dict):
+            raise ResultsFileError(f"{what} is not an object: {FIX}")
+        what += f" ({d['case'].get('id')})" if isinstance(d.get("case"), dict) and d["case"].get("id") else ""
+        wrong = _check_case(d.get("case")) or _check_figures(d)
+        if wrong:
+            raise ResultsFileError(f"{what}: {wrong}: {FIX}")
+        try:
+            r = result_from_dict(d)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ResultsFileError(f"{what}: its runs are not pytest-dlperf's ({type(exc).__name__}: {exc}): "
+                                   f"{FIX}") from None
+        if r.case in seen:
+            raise ResultsFileError(f"{what}: the same case as cases[{seen[r.case]}] ({r.case.key}): keep one of them")
+        seen[r.case] = i
+        results.add(r)
+    return results
+
+
+def load(path: Path) -> tuple[ResultSet, dict]:
+    """The results and the whole document of a results.json; ResultsFileError says what is wrong."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultsFileError(f"{path}: no such file (give a results.json of a run's report directory)") from None
+    except IsADirectoryError:
+        hint = " (it holds a results.json: give that)" if (path / "results.json").is_file() else ""
+        raise ResultsFileError(f"{path}: a directory, not a results.json{hint}") from None
+    except UnicodeDecodeError:
+        raise ResultsFileError(f"{path}: not text, so not a results.json (give a run's results.json)") from None
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc}): fix its permissions") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(f"{path}: not JSON ({exc}): give a results.json that pytest or dlperf import wrote") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+        raise ResultsFileError(f"{path}: not a pytest-dlperf results.json (no 'cases' list): give one that pytest "
+                               "or dlperf import wrote")
+    for name in ("environment", "failures"):
+        if doc.get(name) is not None and not isinstance(doc[name], dict):
+            raise ResultsFileError(f"{path}: {name!r} is not an object: {FIX}")
+    return _cases(path, doc), doc
