@@ -19,9 +19,14 @@ SMALL_CASE = ("--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlp
 QUICK_PROBES = ("--dlperf-probe-seconds", "0.5", "--dlperf-reprobe-pause", "0")
 
 
+# Plugins of this environment that the suite does not use and each subprocess would load (hypothesis's
+# import alone took 0.9-1.2 s a session here); blocking a plugin that is not installed is a no-op.
+UNUSED_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+
+
 def command(*args: str, suite: Path | None = None, prefix: Sequence[str] = ()) -> list[str]:
     """``python -m pytest SUITE -q -rfEs ... args`` (the repository's rootdir, no cache)."""
-    return [*prefix, sys.executable, "-m", "pytest", str(suite or SUITES), "-p", "no:cacheprovider", "-q", "-rfEs",
+    return [*prefix, sys.executable, "-m", "pytest", str(suite or SUITES), *UNUSED_PLUGINS, "-q", "-rfEs",
             "--rootdir", str(ROOT), *args]
 
 

@@ -16,7 +16,7 @@ import pytest
 from .ecs_emulator import Emulator
 from .frameworks import ensure
 from .procs import signal_when, tagged_processes
-from .suite import QUICK_PROBES, TINY_ENGINE
+from .suite import QUICK_PROBES, TINY_ENGINE, command
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY_ID, SECRET = "LTAI5tDLPERFTESTKEY01", "dLpErFsEcReT0123456789abcdefXYZ"
@@ -206,15 +206,15 @@ def test_interrupted_or_timed_out_waits_leave_nothing_running(emu):
 # ---------------------------------------------------------------- a whole session
 def suite(emu, sshd, report: Path, *args: str, env: dict | None = None, tiny: bool = False) -> subprocess.CompletedProcess:
     """A session on the aliyun kind; ``tiny``: on the tiny engine (tests/tiny), where instances are the point."""
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-rs",
-           *(TINY_ENGINE if tiny else ()), *QUICK_PROBES, f"--dlperf-report={report}", "--dlperf-cluster", "aliyun", "--nodes", "2",
-           "--dlperf-aliyun-instance-type", TYPE, "--dlperf-aliyun-image", IMAGE,
-           "--dlperf-aliyun-region", emu.region, "--dlperf-aliyun-endpoint", emu.endpoint,
-           "--dlperf-aliyun-protocol", "http", "--dlperf-aliyun-security-group", "sg-dlperf",
-           "--dlperf-aliyun-wait", "30", "--dlperf-aliyun-job", "ci", *sshd.cli(),
-           f"--dlperf-baseline-dir={report.parent / f'baselines-{report.name}'}",
-           "--dlperf-model", "resnet50", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
-           "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "180", *args]
+    cmd = command(*(TINY_ENGINE if tiny else ()), *QUICK_PROBES, f"--dlperf-report={report}", "--dlperf-cluster",
+                  "aliyun", "--nodes", "2", "--dlperf-aliyun-instance-type", TYPE, "--dlperf-aliyun-image", IMAGE,
+                  "--dlperf-aliyun-region", emu.region, "--dlperf-aliyun-endpoint", emu.endpoint,
+                  "--dlperf-aliyun-protocol", "http", "--dlperf-aliyun-security-group", "sg-dlperf",
+                  "--dlperf-aliyun-wait", "30", "--dlperf-aliyun-job", "ci", *sshd.cli(),
+                  f"--dlperf-baseline-dir={report.parent / f'baselines-{report.name}'}",
+                  "--dlperf-model", "resnet50", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
+                  "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "180",
+                  *args)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("ALIBABA_CLOUD_", "ALIYUN_"))}
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**base, "ALIBABA_CLOUD_ACCESS_KEY_ID": KEY_ID, "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SECRET,

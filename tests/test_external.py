@@ -5,9 +5,7 @@ own DDP/Horovod training script that prints DLLogger or Horovod-benchmark lines.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 
 from pytest_dlperf.launchers.external import ExternalBenchmark
 
+from . import suite
 from .frameworks import ensure, ensure_horovod
 from .procs import tagged_processes
 
@@ -23,11 +22,9 @@ EXAMPLE = ROOT / "examples" / "external"
 SCRIPT = EXAMPLE / "user_train.py"
 
 
-def run(suite: Path, report: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-q", "-rs",
-           f"--dlperf-report={report}", "--dlperf-timeout", "300", *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, **(env or {})})
+def run(suite_dir: Path, report: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return suite.run_suite(f"--dlperf-report={report}", "--dlperf-timeout", "300", *args, suite=suite_dir, env=env,
+                           timeout=900)
 
 
 def cases(report: Path) -> dict[str, dict]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import math
 import shlex
-import os
 import signal
 import subprocess
 import sys
@@ -180,19 +179,23 @@ def test_ranks_that_stop_synchronising_fail_instead_of_scaling_perfectly(tmp_pat
 
 def test_timeout_kills_every_process(tmp_path):
     report = tmp_path / "report"
-    r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", "--dlperf-iters", "500", "--dlperf-timeout", "8")
+    r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", "--dlperf-iters", "500", "--dlperf-timeout", "8",
+                  tiny=True)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "timed out after 8s (--dlperf-timeout)" in r.stdout
     assert tagged_processes(str(report)) == []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_interrupt_leaves_no_process(tmp_path, sig):
+@pytest.mark.parametrize("sig, tiny", [(signal.SIGINT, False), (signal.SIGTERM, True)], ids=["ctrl-c", "sigterm"])
+def test_interrupt_leaves_no_process(tmp_path, sig, tiny):
+    """Ctrl-C while torchrun and its workers train; SIGTERM (a CI runner's) on the tiny engine's ranks."""
     report = tmp_path / "report"
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           f"--dlperf-report={report}", *SMALL, "--dlperf-iters", "500", "-k", "2n1g"]
-    # once both nodes train: on each, torchrun and its worker name the script (four processes)
-    code, out = signal_once_running(cmd, ROOT, str(report), "torch_ddp.py", 4, sig, start_timeout=120, stop_timeout=60)
+    cmd = suite.command(f"--dlperf-report={report}", *SMALL, *(TINY if tiny else ()), "--dlperf-iters", "500",
+                        "-k", "2n1g")
+    # once both nodes train: on each, torchrun and its worker name the script (four processes); the
+    # tiny engine's node process starts one rank process per node, each with --local-rank
+    code, out = signal_once_running(cmd, ROOT, str(report), "--local-rank" if tiny else "torch_ddp.py",
+                                    2 if tiny else 4, sig, start_timeout=120, stop_timeout=60)
     assert code == pytest.ExitCode.INTERRUPTED, out
     assert tagged_processes(str(report)) == []
 

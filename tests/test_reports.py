@@ -4,7 +4,6 @@ command that re-renders and compares saved results. All from real runs."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
