@@ -156,6 +156,7 @@ def test_dryrun_lines_pasted_into_shells_train_the_case(tmp_path, backend, modul
     ("paddle", "paddle", "paddle", "resnet50-fp32-bs2-32px-1n1g", "-paddle3"),
     ("horovod", "horovod", None, "resnet50-fp32-bs2-32px-torch-1n1g", "-horovod0-torch2"),
 ])
+@pytest.mark.exclusive  # judges the speed of real runs: nothing beside it under xdist
 def test_each_backend_records_its_baseline_and_a_rerun_is_gated(tmp_path, backend, module, extra, case_id,
                                                                  profile_part):
     """--update-baselines writes the backend's own profile; a rerun is judged against it: here the

@@ -61,6 +61,7 @@ def test_dryrun_shows_the_program_under_torchrun_per_node_and_under_horovodrun_o
     assert len(hvd) == 1 and hvd[0].startswith("local0:") and "--dist horovod --print horovod" in hvd[0]
 
 
+@pytest.mark.exclusive  # judges the speed of real runs: nothing beside it under xdist
 def test_a_users_training_script_is_launched_measured_recorded_and_a_slower_version_fails(tmp_path):
     """Record the user's script at 1n1g and 2n1g, then gate a version of it that is twice as slow."""
     store = tmp_path / "baselines"

@@ -233,6 +233,9 @@ def test_record_sittings_adds_each_sessions_runs_keeps_the_last_k_and_refuses_ot
     hour's recording failed identical code of another in up to 60% of trials: README "Gate power")."""
     store = tmp_path / "store"
     key2 = KEY.replace("1n1g", "2n1g")
+    # the sittings must be of one machine: full-length probes, as users' sessions take (a 0.5 s probe
+    # once read one node 30% slower beside the other xdist worker's start-up)
+    ONE = ("--dlperf-repeats", "1", "--dlperf-probe-seconds", "1.5", "--dlperf-reprobe-pause", "2")
     r = run(tmp_path / "a", store, "--update-baselines", *ONE)
     assert r.returncode == 0, r.stdout + r.stderr
     a = json.loads(profile_file(store).read_text())["entries"]

@@ -16,6 +16,8 @@ from .suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, run_suite
 ROOT = Path(__file__).resolve().parent.parent
 # The tiny engine (tests/tiny): reports of real launches, without torch's start-up in each
 TINY = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-iters", "3", "--dlperf-repeats", "3", "--dlperf-timeout", "240"]
+# The gated fixture judges the speed of real runs: nothing beside this module's tests under xdist.
+pytestmark = pytest.mark.exclusive
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
