@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -207,16 +205,6 @@ def _config(base: Path, nodes: list[str], addresses: dict[str, str], controller:
     return "\n".join(lines) + "\n"
 
 
-def shared_under_tmp() -> list[Path]:
-    """The directories under /tmp that nodes with a private /tmp must still see: this Python's
-    environment and the repository (a clone with its venv under /tmp, as CI may make one). A real
-    cluster shares its software the same way (an NFS home); the work directories stay private."""
-    tmp = Path("/tmp").resolve()
-    found = sorted({p for p in (Path(sys.prefix).resolve(), Path(__file__).resolve().parent.parent)
-                    if p != tmp and tmp in p.parents})
-    return [p for p in found if not any(q in p.parents for q in found)]  # the outermost of nested ones
-
-
 def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
     """slurmctld on a bridge and ``n`` slurmd nodes in network namespaces, all idle when it returns."""
     ensure_slurm()
@@ -260,11 +248,7 @@ def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
             # gives the node its hostname (UTS namespace) resolving to its address (/etc/hosts bound
             # in a mount namespace), as a cluster's DNS would, and a /tmp of its own when asked
             script = 'mount --bind "$3" /etc/hosts && hostname "$2" && '
-            if private_tmp:  # the software's directories stay shared, as a cluster's NFS home is
-                for shared in shared_under_tmp():
-                    seen = shlex.quote(str(base / "tmp" / name / shared.relative_to("/tmp")))
-                    script += f"mkdir -p {seen} && mount --bind {shlex.quote(str(shared))} {seen} && "
-                script += 'mount --rbind "$1" /tmp && '
+            script += 'mount --bind "$1" /tmp && ' if private_tmp else ""
             argv = [*DIE_WITH_PARENT, "nsenter", f"--net=/run/netns/{_ns(block, i)}", "unshare", "--mount", "--uts", "--propagation",
                     "private", "--", "sh", "-c", script + 'exec slurmd -D -N "$2"', "sh", str(base / "tmp" / name),
                     name, str(hosts)]
