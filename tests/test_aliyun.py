@@ -270,10 +270,10 @@ def test_sigterm_while_instances_boot_releases_what_the_session_created(emu, ssh
     emu.boot_s = 20.0  # still booting when the signal comes: clean-up waits for Running, then releases
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("ALIBABA_CLOUD_", "ALIYUN_"))},
            "ALIBABA_CLOUD_ACCESS_KEY_ID": KEY_ID, "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SECRET}
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           f"--dlperf-report={tmp_path / 'report'}", "--dlperf-cluster", "aliyun", "--nodes", "2",
-           "--dlperf-aliyun-instance-type", TYPE, "--dlperf-aliyun-image", IMAGE, "--dlperf-aliyun-region", emu.region,
-           "--dlperf-aliyun-endpoint", emu.endpoint, "--dlperf-aliyun-protocol", "http", *ssh_nodes.cli()]
+    cmd = command(f"--dlperf-report={tmp_path / 'report'}", "--dlperf-cluster", "aliyun", "--nodes", "2",
+                  "--dlperf-aliyun-instance-type", TYPE, "--dlperf-aliyun-image", IMAGE, "--dlperf-aliyun-region",
+                  emu.region, "--dlperf-aliyun-endpoint", emu.endpoint, "--dlperf-aliyun-protocol", "http",
+                  *ssh_nodes.cli())
     code, out = signal_when(cmd, ROOT, lambda: len(emu.live()) == 2, signal.SIGTERM, start_timeout=120, env=env,
                             settle=1.0)
     assert code == pytest.ExitCode.INTERRUPTED, out

@@ -156,9 +156,8 @@ def test_a_horovod_rank_that_dies_fails_the_case_and_leaves_nothing(horovod, tmp
 
 def test_ctrl_c_during_a_horovod_run_leaves_no_rank(horovod, tmp_path):
     report = tmp_path / "report"
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q",
-           f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp_path / 'nb'}", *TINY,
-           "--backend", "horovod", "--dlperf-model", "resnet50", "-k", "torch-2n1g", "--dlperf-iters", "500"]
+    cmd = suite.command(f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp_path / 'nb'}", *TINY,
+                        "--backend", "horovod", "--dlperf-model", "resnet50", "-k", "torch-2n1g", "--dlperf-iters", "500")
     code, out = signal_once_running(cmd, ROOT, str(report), "torch_ddp.py", 2, signal.SIGINT)
     assert code == pytest.ExitCode.INTERRUPTED, out
     assert tagged_processes(str(report)) == []

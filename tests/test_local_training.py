@@ -6,7 +6,6 @@ import math
 import shlex
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -218,9 +217,8 @@ def test_xdist_workers_report_into_one_results_file(tmp_path):
 def test_dryrun_says_how_many_launches_a_session_and_a_recording_take(tmp_path):
     """A baseline is recorded with more launches than a session takes (the CPU profile: 8 vs 3), so
     that sessions are judged against a well-known median and spread; the dry-run says which."""
-    base = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-q", "-k",
-            "resnet50 and 1n1g", "--dlperf-dryrun", f"--dlperf-report={tmp_path / 'report'}",
-            f"--dlperf-baseline-dir={tmp_path / 'store'}"]
+    base = suite.command("-k", "resnet50 and 1n1g", "--dlperf-dryrun", f"--dlperf-report={tmp_path / 'report'}",
+                         f"--dlperf-baseline-dir={tmp_path / 'store'}")
     outs = {}
     for name, extra in (("session", []), ("recording", ["--update-baselines"]),
                         ("explicit", ["--update-baselines", "--dlperf-repeats", "2"])):
