@@ -40,7 +40,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = args.output or args.results.parent
     try:
         out.mkdir(parents=True, exist_ok=True)
-        path = reporting.write_readable(out, results, doc.get("environment") or {}, doc.get("failures") or {})
+        path = reporting.write_readable(out, results, doc.get("environment") or {}, doc.get("failures") or {},
+                                        doc.get("ab"))
     except (FileExistsError, NotADirectoryError):
         raise SystemExit(f"dlperf report: {out}: not a directory (-o names the directory to write into)") from None
     except OSError as exc:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import hookspecs, rootdir
+from .ab.options import ABOptions
 from .options import add_options, add_short_names, from_config, value_options
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 # its own group and reads them back into its typed options when its cluster is made (builtin.py).
 # pytest registers them with this module; each is light (no SSH, Slurm or cloud library).
 pytest_plugins = ("pytest_dlperf.clusters.ssh.options", "pytest_dlperf.clusters.aliyun.options",
-                  "pytest_dlperf.clusters.slurm.options")
+                  "pytest_dlperf.clusters.slurm.options", "pytest_dlperf.ab.options")
 # The options that take a value, as this session's parser has them (short aliases only where added).
 VALUE_OPTIONS = pytest.StashKey[frozenset]()
 
@@ -73,6 +74,7 @@ class DLPerfFront:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.options = from_config(config)  # validates the values given (exit 4 on a bad one)
+        self.ab_options = ABOptions.from_config(config)  # None unless --dlperf-candidate (A/B)
         self.session: DLPerfSession | None = None
         self._usage_error: pytest.UsageError | None = None
         self._build_error: str | None = None  # an xdist worker's: the cluster could not be built (pytest_runtestloop)
@@ -85,7 +87,7 @@ class DLPerfFront:
             pm = self.config.pluginmanager
             if not pm.has_plugin("dlperf_builtin"):
                 pm.register(builtin, "dlperf_builtin")
-            self.session = DLPerfSession(self.config, self.options)
+            self.session = DLPerfSession(self.config, self.options, self.ab_options)
             pm.register(self.session, "dlperf_session")
         return self.session
 

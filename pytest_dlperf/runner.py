@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import pace
 from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, stop_everything
@@ -20,6 +21,9 @@ from .launchers.base import Launcher, RunPlan
 from .records import RunRecord, StepRecord
 from .specs import CaseSpec, Measurement
 from .node.workloads import steplog
+
+if TYPE_CHECKING:
+    from .ab.sides import Side
 
 TAIL_LINES = 40
 
@@ -29,9 +33,10 @@ class RunFailed(Exception):
 
 
 def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
-             run_id: str | None = None) -> tuple[RunPlan, list[NodeCommand]]:
-    """Prepare per-run directories and the workload on each node; build the commands."""
-    all_nodes = cluster.nodes()
+             run_id: str | None = None, side: Side | None = None) -> tuple[RunPlan, list[NodeCommand]]:
+    """Prepare per-run directories and the workload on each node; build the commands. ``side`` (an
+    A/B session's): its interpreter on the nodes, its files' revision and its workers' variables."""
+    all_nodes = side.nodes(cluster.nodes()) if side is not None else cluster.nodes()
     need = case.topology.nodes
     if need > len(all_nodes):
         raise ClusterError(f"{case.id} needs {need} nodes; the cluster has {len(all_nodes)}: "
@@ -44,7 +49,8 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
         # A launcher that starts every node from node 0 runs one command line everywhere: the
         # workload sits at one path on every node, the run's directory above the node's own.
         where = posixpath.dirname(run_dirs[node.name]) if launcher.spans_nodes else run_dirs[node.name]
-        paths = [cluster.upload(node, f, where) for f in launcher.workload_paths()]
+        files = side.workload_paths(launcher) if side is not None else launcher.workload_paths()
+        paths = [cluster.upload(node, f, where) for f in files]
         workload[node.name] = paths[0] if paths else ""  # the entry script; the others (steplog.py) beside it
     if launcher.spans_nodes and len(set(workload.values())) > 1:
         shown = ", ".join(f"{name}: {path}" for name, path in workload.items())
@@ -63,6 +69,8 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                    master_port=ports[nodes[0].name][0], tag=f"dlperf-{uuid.uuid4().hex}",
                    addresses={n.name: n.address for n in nodes}, ports=ports, hostfile=hostfile, span=span)
     cmds = launcher.commands(plan)
+    if side is not None:
+        cmds = side.commands(cmds)
     if launcher.spans_nodes and [c.node.name for c in cmds] != [nodes[0].name]:
         raise ClusterError(f"launcher {launcher.name!r} spans nodes: it must return one command, for node 0")
     if probes_pace(launcher, measurement, cmds):
@@ -146,12 +154,12 @@ def last_progress(path: Path) -> dict | None:
 
 def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
              log_dir: Path, repeat: int = 0, poll: float = 0.1,
-             on_progress: Callable[[dict], None] | None = None) -> RunRecord:
+             on_progress: Callable[[dict], None] | None = None, side: Side | None = None) -> RunRecord:
     """Run one repeat of the case to completion; raise RunFailed with the nodes' last output.
     ``on_progress`` gets rank 0's latest progress line (a dict) about twice a second."""
     log_dir.mkdir(parents=True, exist_ok=True)
     try:
-        plan, cmds = plan_run(cluster, launcher, case, measurement)
+        plan, cmds = plan_run(cluster, launcher, case, measurement, side=side)
     except ClusterError as exc:  # a node lost while the run was set up: say what the cluster knows
         found = _diagnosis(cluster, case)
         if not found:

@@ -97,26 +97,33 @@ def results_document(results: ResultSet, environment: dict, options: dict, failu
 
 
 def write_results(report_dir: Path, results: ResultSet, environment: dict, options: dict,
-                  failures: dict[str, str]) -> Path:
-    """results.json (everything, raw steps included) and dlperf_<precision>.json (DLPerf's shape)."""
+                  failures: dict[str, str], ab: dict | None = None) -> Path:
+    """results.json (everything, raw steps included) and dlperf_<precision>.json (DLPerf's shape);
+    ``ab``: an A/B session's section (docs/ab.md)."""
     doc = results_document(results, environment, options, failures)
+    if ab is not None:
+        doc["ab"] = ab
     path = report_dir / "results.json"
     atomic_write_text(path, json.dumps(doc, indent=1, default=str) + "\n")
     for precision, per_model in doc["summary"].items():
         atomic_write_text(report_dir / f"dlperf_{precision}.json", json.dumps(per_model, indent=1) + "\n")
-    write_readable(report_dir, results, environment, failures)
+    write_readable(report_dir, results, environment, failures, ab)
     return path
 
 
-def write_readable(report_dir: Path, results: ResultSet, environment: dict, failures: dict[str, str]) -> Path:
+def write_readable(report_dir: Path, results: ResultSet, environment: dict, failures: dict[str, str],
+                   ab: dict | None = None) -> Path:
     """summary.md and plots/*.png for people, benchmark.json for pytest-benchmark; summary.md is
     also appended to ``$GITHUB_STEP_SUMMARY`` when a GitHub Actions step runs us."""
     import os
 
+    from ..ab import report as ab_report
     from . import benchmark, markdown, plots
 
     written = plots.write_all(report_dir / "plots", results) if results.results else []
     text = markdown.render(results, failures, written, budget=environment.get("budget"))
+    if ab is not None:
+        text += "\n\n" + "\n".join(ab_report.markdown(ab, ab_report.plot(ab, report_dir / "plots")))
     path = report_dir / "summary.md"
     atomic_write_text(path, text + "\n")
     if results.results:

@@ -15,12 +15,17 @@ from typing import NoReturn
 import pytest
 
 from .. import environment, matrix, reporting
+from ..ab.feature import ABSession
+from ..ab.options import ABOptions
+from ..ab.order import PairedOrder
+from ..ab.preflight import SideNotReady
 from ..baselines import BaselineError
 from ..budget import Budget, session_seconds
 from ..clusters.base import Cluster
 from ..gating import Gate, GateOptions, Outcome
 from ..launchers.base import Launcher
 from ..options import RunOptions
+from ..ab.report import ab_junit_properties
 from ..reporting.junit import junit_properties
 from ..reporting.live import LiveLine
 from ..results import CaseResult, ResultSet, summarize
@@ -36,7 +41,7 @@ class DLPerfSession:
     """Registered as ``dlperf_session`` by the plugin's front when a test first needs it; the
     ``dlperf`` fixture binds it to each test."""
 
-    def __init__(self, config: pytest.Config, options: RunOptions) -> None:
+    def __init__(self, config: pytest.Config, options: RunOptions, ab_options: ABOptions | None = None) -> None:
         self.config = config
         self.options = options
         self.results = ResultSet()
@@ -53,7 +58,8 @@ class DLPerfSession:
         self._budget: Budget | None = None  # made with the first case's measurement
         self._paced: dict[str, bool] = {}  # case name -> whether --dlperf-pace-probe's default probes it
         self.preflight = CasePreflight(self)
-        self.order: MeasuringOrder = make_order(self, options.order)
+        self.ab = ABSession(self, ab_options) if ab_options is not None else None
+        self.order: MeasuringOrder = PairedOrder(self, self.ab) if self.ab else make_order(self, options.order)
 
     # ------------------------------------------------------------------ set-up
     def _make_launchers(self) -> dict[str, Launcher]:
@@ -188,9 +194,11 @@ class DLPerfSession:
                     self.gate.notes.append(
                         f"baselines: speedups NOT added to the entries written by xdist workers: {exc}")
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            if self.results.results or self.dryrun or self.failures:
+            if self.results.results or self.dryrun or self.failures or (self.ab is not None and self.ab.records):
                 self.write_report()
         finally:
+            if self.ab is not None:
+                self.ab.close()
             if self._cluster is not None:
                 # A second SIGTERM (CI runners send one to the whole group) must not cut the clean-up short.
                 ignore = sigterm_ignored()
@@ -232,6 +240,8 @@ class DLPerfSession:
 
     def launches_text(self) -> str:
         """How many launches each case takes, for the dry-run: the command runs that many times."""
+        if self.ab is not None:
+            return self.ab.launches_text()
         return summary.launches_text(self.measurement(), self.options,
                                      bool(self.config.getoption("dlperf_update_baselines")))
 
@@ -250,23 +260,40 @@ class DLPerfSession:
         self._frameworks_into(case, got.runs)
         result = self.results.add(summarize(case, self.case_measurement(case, m), got.runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
-        return self._judge(case, item, result)
+        return self._judge(case, item, result, got.paired)
 
     def _dry_run(self, case: CaseSpec, m: Measurement) -> NoReturn:
         """--dlperf-dryrun: keep the case's per-node commands for the summary, and skip its test."""
-        _, cmds = plan_run(self.cluster, self.launcher(case), case, self.case_measurement(case, m))
-        self.dryrun.append((self.case_name(case), [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
+        name = self.case_name(case)
+        try:
+            sides = [(f"{name} [{side.label}{f' files at {side.commit[:12]}' if side.commit else ''}]", side)
+                     for side in self.ab.sides.values()] if self.ab else [(name, None)]
+        except SideNotReady as exc:
+            pytest.fail(str(exc), pytrace=False)
+        for label, side in sides:
+            _, cmds = plan_run(self.cluster, self.launcher(case), case, self.case_measurement(case, m), side=side)
+            self.dryrun.append((label, [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
         self.dryrun_launches = self.launches_text()
         pytest.skip("dry-run: the per-node commands are printed in the summary")
 
-    def _judge(self, case: CaseSpec, item: pytest.Item | None, result: CaseResult) -> CaseResult:
-        """The gate's judgement of the case, against the baseline context its preflight resolved."""
+    def _judge(self, case: CaseSpec, item: pytest.Item | None, result: CaseResult, paired=None) -> CaseResult:  # noqa: ANN001
+        """The gate's judgement of the case, against the baseline context its preflight resolved; in
+        an A/B session (``paired``) the paired verdict too, and a missing baseline skips nothing."""
         self.preflight.second_look(case, result)
         judgement = self.gate.judge(result, self.cluster.nodes(), case.backend, item, self.preflight.fingerprints,
                                     reference=self.results.find(case, Topology(1, 1)),
                                     context=self.preflight.contexts.get(self.case_name(case)))
         if item is not None:  # JUnit properties (--junitxml), as record_property writes them
             item.user_properties.extend(junit_properties(result))
+            if paired is not None:
+                item.user_properties.extend(ab_junit_properties(paired))
+        if paired is not None and self.ab is not None:
+            fails, said = self.ab.judge(paired)
+            if judgement.outcome is Outcome.FAIL:
+                pytest.fail(f"{judgement.message}\n{said}", pytrace=False)
+            if fails:
+                pytest.fail(said, pytrace=False)
+            return result
         if judgement.outcome is Outcome.FAIL:
             pytest.fail(judgement.message, pytrace=False)
         if judgement.outcome is Outcome.SKIP:
@@ -293,8 +320,8 @@ class DLPerfSession:
             b = self._budget
             env["budget"] = {"seconds": b.seconds, "used": round(b.used, 1),
                              "cut": {k: {"repeats": t, "planned": n} for k, (t, n) in b.cut.items()}}
-        return reporting.write_results(self.options.report_dir, self.results, env,
-                                       self.options.to_dict(), self.failures)
+        return reporting.write_results(self.options.report_dir, self.results, env, self.options.to_dict(),
+                                       self.failures, ab=self.ab.section() if self.ab is not None else None)
 
 
 class BoundRunner:

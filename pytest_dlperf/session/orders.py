@@ -7,8 +7,9 @@ preflight (``CasePreflight``) runs just before its first launch in either order.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -30,6 +31,7 @@ class Measured:
     taken: list[float] = field(default_factory=list)  # seconds of each launch
     error: str | None = None
     outcome: BaseException | None = None
+    paired: Any = None  # an A/B session's pairs of the case (ab.pairs.PairedCase)
 
 
 class MeasuringOrder(Protocol):
@@ -53,11 +55,18 @@ def matrix_case(item: pytest.Item) -> CaseSpec | None:
     return case if isinstance(case, CaseSpec) else None
 
 
-def _skipped(item: pytest.Item) -> bool:
+def skipped(item: pytest.Item) -> bool:
     """A test marked skip, or skipif on a plain true condition: the rounds do not measure its case."""
     if item.get_closest_marker("skip") is not None:
         return True
     return any(m.args and all(isinstance(a, bool) and a for a in m.args) for m in item.iter_markers("skipif"))
+
+
+def cases_from(item: pytest.Item, name: Callable[[CaseSpec], str]) -> list[CaseSpec]:
+    """The matrix cases of the session's tests from ``item`` on (not skipped), each once, in order."""
+    items = item.session.items
+    found = (matrix_case(it) for it in items[items.index(item):] if not skipped(it))
+    return list({name(c): c for c in found if c is not None}.values())
 
 
 class CaseOrder:
@@ -135,9 +144,7 @@ class RoundsOrder:
         """Launch every matrix case from this test on once a round, while the budget allows."""
         s = self.session
         self._rounds_taken = True
-        items = item.session.items
-        cases = list({s.case_name(c): c for c in (matrix_case(it) for it in items[items.index(item):]
-                                                  if not _skipped(it)) if c is not None}.values())
+        cases = cases_from(item, s.case_name)
         budget = s.budget(m)
         started = budget.begin_case()
         state = {s.case_name(c): Measured(c) for c in cases}

@@ -95,7 +95,9 @@ class SlurmCluster(Cluster):
         self._nodes: list[Node] | None = None
         self._lock = threading.Lock()
         self._made: set[str] = set()  # node-local run directories made on every node
-        self._sent: set[tuple[str, str]] = set()  # (file, directory) already broadcast
+        # destination -> the file last broadcast there (an A/B session's sides send their own
+        # revision of a workload to the same path in turn: each change is sent again)
+        self._sent: dict[str, str] = {}
         self._procs: list[SlurmProcess] = []
 
     # ------------------------------------------------------------------ steps
@@ -200,13 +202,13 @@ class SlurmCluster(Cluster):
                 shutil.copy2(local, dest)
             return dest
         with self._lock:
-            if (str(local), dest) not in self._sent:
+            if self._sent.get(dest) != str(local):
                 try:
                     commands.run(["sbcast", f"--jobid={self.allocation.job_id}", "--force", "--preserve",
                                   str(local), dest], timeout=120)
                 except SlurmError as exc:
                     raise ClusterError(f"{node.name}: cannot send {local.name} to {dest}: {exc}") from None
-                self._sent.add((str(local), dest))
+                self._sent[dest] = str(local)
         return dest
 
     def download(self, node: Node, remote: str, local: Path) -> None:

@@ -1,0 +1,169 @@
+"""The A/B feature of a session: its two sides, each case's pairs and verdict, and what the
+session's test, report and terminal get from them. Made by the session when --dlperf-candidate
+is given; the measuring order (``order.PairedOrder``) takes the pairs."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..gating import _versions, changes
+from ..results import summarize
+from ..specs import CaseSpec, Topology
+from . import sequential, worktree
+from .options import ABOptions
+from .pairs import PairedCase
+from .preflight import SideNotReady, check_side
+from .sides import ROLES, Side
+
+if TYPE_CHECKING:
+    from ..session.hub import DLPerfSession
+
+
+METHOD_TEXT = ("paired t on the log ratios, a repeated-significance confidence sequence calibrated by "
+               "simulation (one nominal level at every look from the first to the cap)")
+
+
+class ABSession:
+    """Sides, records and verdicts of one A/B session."""
+
+    def __init__(self, session: DLPerfSession, options: ABOptions) -> None:
+        self.session, self.options = session, options
+        self.method = sequential.Method(alpha=options.alpha, tolerance=options.tolerance,
+                                        min_pairs=options.min_pairs, max_pairs=options.max_pairs)
+        self.records: dict[str, PairedCase] = {}
+        self._sides: dict[str, Side] | None = None
+        self._side_error: str | None = None
+        self._checked: dict[tuple, str | None] = {}
+
+    # ------------------------------------------------------------------ sides
+    @property
+    def sides(self) -> dict[str, Side]:
+        """Both sides, made ready on first use (a rev's worktree); SideNotReady names what is wrong."""
+        if self._side_error is not None:
+            raise SideNotReady(self._side_error)
+        if self._sides is None:
+            files = [p for launcher in self.session.launchers.values() for p in launcher.workload_paths()[:1]]
+            made: dict[str, Side] = {}
+            try:
+                for spec in (self.options.reference, self.options.candidate):
+                    made[spec.role] = worktree.make_ready(spec, files)
+            except worktree.WorktreeError as exc:
+                for side in made.values():
+                    worktree.remove(side)
+                self._side_error = str(exc)
+                raise SideNotReady(self._side_error) from None
+            self._sides = made
+        return self._sides
+
+    def check_sides(self, case: CaseSpec) -> None:
+        """Each side with its own python has it, and the case's frameworks, on the case's nodes."""
+        s = self.session
+        nodes = s.cluster.nodes()[:case.topology.nodes]
+        fws = s.launcher(case).frameworks_for(case)
+        for role, side in self.sides.items():
+            key = (role, fws, tuple(n.name for n in nodes))
+            if key not in self._checked:
+                try:
+                    check_side(s.cluster, side, nodes, fws, s.options.report_dir / "sides" / role)
+                    self._checked[key] = None
+                except SideNotReady as exc:
+                    self._checked[key] = str(exc)
+            if self._checked[key] is not None:
+                raise SideNotReady(self._checked[key])
+
+    def launches_text(self) -> str:
+        """For the dry-run: how many times each side's commands run."""
+        m = self.method
+        return (f"each case runs in pairs, one launch of each side adjacent in time, reference or candidate "
+                f"first in turn (ABBA BAAB ...): {m.min_pairs}-{m.max_pairs} pairs, until the paired test decides; "
+                "every undecided case takes one pair a round")
+
+    def close(self) -> None:
+        """Remove the sides' worktrees."""
+        for side in (self._sides or {}).values():
+            worktree.remove(side)
+
+    # ------------------------------------------------------------------ verdicts
+    def record(self, case: CaseSpec, name: str) -> PairedCase:
+        """The case's record (made on first use: a case measured again keeps adding pairs to it)."""
+        return self.records.setdefault(name, PairedCase(case, name))
+
+    def conclude(self, rec: PairedCase, final: bool, why: str = "") -> None:
+        """Look at the case's pairs: its verdict so far, final at the cap or when the session stops."""
+        got = sequential.decide(rec.throughputs(), self.method, final=final)
+        rec.verdict = assessment_dict(got)
+        if final and why and got.status is sequential.Decision.UNDECIDED:
+            rec.verdict["reason"] += f" (stopped by {why})"
+        rec.complete = got.status is not sequential.Decision.CONTINUE
+        if rec.pairs and not rec.differences:
+            rec.differences = self.differences(rec)
+
+    def differences(self, rec: PairedCase) -> list[str]:
+        """What differs between the sides: the spec (python, files' commit, variables) and what the
+        runs report (framework versions, CUDA, NCCL, ...), as the baseline gate's "what changed"."""
+        sides = self._sides or {}
+        ref, cand = sides.get("reference"), sides.get("candidate")
+        out = []
+        if ref is not None and cand is not None:
+            own = "(the nodes' own)"
+            if ref.spec.python != cand.spec.python:
+                out.append(f"python {ref.spec.python or own} -> {cand.spec.python or own}")
+            if ref.commit != cand.commit:
+                out.append(f"files {ref.commit[:12] if ref.commit else '(as checked out)'} -> "
+                           f"{cand.commit[:12] if cand.commit else '(as checked out)'}")
+            for k in sorted(set(ref.spec.env) | set(cand.spec.env)):
+                a, b = ref.spec.env.get(k), cand.spec.env.get(k)
+                if a != b:
+                    out.append(f"env {k}: {a if a is not None else '(unset)'} -> {b if b is not None else '(unset)'}")
+        m = self.session.measurement()
+        runs = {role: rec.runs(role)[:1] for role in ROLES}
+        if all(runs.values()):
+            before, now = (_versions(summarize(rec.case, m, runs[r])) for r in ROLES)
+            out += changes(before, now)
+        return out
+
+    def scaling(self, rec: PairedCase) -> dict | None:
+        """A multi-device case's scaling efficiency, candidate against reference, from both ladders."""
+        if rec.case.topology.world_size == 1 or len(rec.pairs) < 2:
+            return None
+        single = self.records.get(self.session.case_name(replace(rec.case, topology=Topology(1, 1))))
+        if single is None or len(single.pairs) < 2:
+            return None
+        got = sequential.compare_scaling([p.ratio for p in rec.pairs], [p.ratio for p in single.pairs], self.method)
+        return assessment_dict(got)
+
+    def judge(self, rec: PairedCase) -> tuple[bool, str]:
+        """(fails, message) for the case's test: SLOWER fails, UNDECIDED with --dlperf-undecided fail."""
+        status = rec.status
+        said = f"{rec.case.id}: A/B {str(status).upper()}: {rec.verdict['reason'] if rec.verdict else 'no pairs'}"
+        if rec.differences:
+            said += "; the sides differ in: " + "; ".join(rec.differences)
+        scaling = self.scaling(rec)
+        fails = status == "slower" or (status == "undecided" and self.options.undecided_fails)
+        if scaling is not None:
+            said += f"; scaling efficiency {scaling['verdict'].upper()}: {scaling['reason']}"
+            fails = fails or scaling["verdict"] == "slower"
+        return fails, said
+
+    def section(self) -> dict:
+        """results.json's ``ab`` section (docs/ab.md, contract 1)."""
+        sides = self._sides or {}
+        return {
+            "contract": 1,
+            "sides": {role: (sides[role].to_dict() if role in sides else Side(spec).to_dict())
+                      for role, spec in (("reference", self.options.reference), ("candidate", self.options.candidate))},
+            "method": {"alpha": self.method.alpha, "tolerance": self.method.tolerance,
+                       "min_pairs": self.method.min_pairs, "max_pairs": self.method.max_pairs,
+                       "undecided": "fail" if self.options.undecided_fails else "pass",
+                       "test": METHOD_TEXT},
+            "cases": {name: rec.to_dict() for name, rec in self.records.items()},
+            "scaling": {name: got for name, rec in self.records.items() if (got := self.scaling(rec)) is not None},
+        }
+
+
+def assessment_dict(got: sequential.Assessment) -> dict:
+    """An assessment as results.json shows it."""
+    return {"verdict": got.status.value, "ratio": got.ratio, "low": got.low, "high": got.high,
+            "pairs": got.pairs, "nominal_level": got.gamma, "reason": got.reason}

@@ -1,0 +1,91 @@
+"""The A/B options (--dlperf-reference, --dlperf-candidate, --dlperf-ab-*), this feature's plugin's
+``pytest_addoption``, and :class:`ABOptions`, their typed values read once per session. Light on
+purpose: loaded into every pytest session, it imports nothing heavy and touches nothing."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import pytest
+
+from ..optiongroups import OptionGroup
+from ..optiontypes import fraction, positive_int
+from .sides import SideSpec, SpecError, parse_side
+
+UNDECIDED = ("pass", "fail")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def _alpha(text: str) -> float:
+    value = fraction(text)
+    if not 0 < value < 0.5:
+        raise argparse.ArgumentTypeError(f"expected an error rate in (0, 0.5) such as 0.05, got {text!r}")
+    return value
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """--dlperf-candidate turns A/B on: every selected case runs on both sides in interleaved pairs."""
+    a = OptionGroup(parser, "dlperf-ab", "pytest-dlperf: A/B, the candidate against a reference in one session "
+                    "(docs/ab.md)")
+    a("--dlperf-candidate", default=None, metavar="SPEC",
+      help="run every case on this side and on the reference, in interleaved pairs, and judge the candidate "
+           "against it. SPEC: 'current' or words python=PATH env=NAME=VALUE rev=REF repo=PATH name=LABEL, "
+           "e.g. \"python=/opt/new/bin/python env=NCCL_ALGO=Tree\"")
+    a("--dlperf-reference", default="current", metavar="SPEC",
+      help="the side the candidate is judged against, same SPEC words (default: current, this session's "
+           "own environment)")
+    a("--dlperf-ab-tolerance", type=fraction, default=0.02, metavar="FRAC",
+      help="a change smaller than this is not called SLOWER or FASTER; SAME needs the interval inside "
+           "+-FRAC (default %(default)s)")
+    a("--dlperf-ab-alpha", type=_alpha, default=0.05, metavar="P",
+      help="the error rate of the sequential paired test over all its looks (default %(default)s)")
+    a("--dlperf-ab-min-pairs", type=positive_int, default=3, metavar="N",
+      help="pairs before the first look (at least 3; default %(default)s)")
+    a("--dlperf-ab-max-pairs", type=positive_int, default=20, metavar="N",
+      help="pairs at most per case; a case not decided then is UNDECIDED (default %(default)s)")
+    a("--dlperf-undecided", choices=UNDECIDED, default="pass",
+      help="an UNDECIDED case: pass with a warning (default) or fail")
+
+
+@dataclass(frozen=True)
+class ABOptions:
+    """The A/B options of a session; ``None`` from ``from_config`` when A/B is off."""
+
+    reference: SideSpec
+    candidate: SideSpec
+    tolerance: float
+    alpha: float
+    min_pairs: int
+    max_pairs: int
+    undecided_fails: bool
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> ABOptions | None:
+        get = config.getoption
+        candidate = get("dlperf_candidate")
+        if candidate is None:
+            reference = get("dlperf_reference")
+            if reference not in (None, "current"):
+                raise pytest.UsageError("--dlperf-reference without --dlperf-candidate: give the candidate side "
+                                        "too (--dlperf-candidate current for the session's own environment)")
+            return None
+        if getattr(config, "workerinput", None) is not None or \
+                getattr(config.option, "numprocesses", None) not in (None, 0, "0"):
+            raise pytest.UsageError("--dlperf-candidate with pytest-xdist (-n): the two launches of a pair must "
+                                    "not share the machine with another case's; run the A/B session without -n")
+        try:
+            ref, cand = parse_side(get("dlperf_reference"), "reference"), parse_side(candidate, "candidate")
+        except SpecError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if ref.label == cand.label:
+            raise pytest.UsageError(f"--dlperf-reference and --dlperf-candidate are both named {ref.label!r}: "
+                                    "give one another name=LABEL")
+        lo, hi = get("dlperf_ab_min_pairs"), get("dlperf_ab_max_pairs")
+        if lo < 3 or hi < lo or hi > 200:
+            raise pytest.UsageError(f"--dlperf-ab-min-pairs {lo} / --dlperf-ab-max-pairs {hi}: need "
+                                    "3 <= min <= max <= 200")
+        return cls(ref, cand, tolerance=get("dlperf_ab_tolerance"), alpha=get("dlperf_ab_alpha"),
+                   min_pairs=lo, max_pairs=hi, undecided_fails=get("dlperf_undecided") == "fail")

@@ -1,0 +1,79 @@
+"""What an A/B session measured of a case: its pairs of launches (reference and candidate, adjacent
+in time), a half pair an interrupt cut short, and the paired verdict; as results.json writes them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..records import RunRecord
+from ..specs import CaseSpec
+
+
+@dataclass
+class Launch:
+    """One side's launch in a pair: its throughput (global samples/s) and its run."""
+
+    role: str
+    throughput: float
+    run: RunRecord
+
+    def to_dict(self) -> dict:
+        return {"throughput": self.throughput, "started_at": self.run.started_at,
+                "wall_seconds": round(self.run.wall_seconds, 3), "run_dir": self.run.run_dir}
+
+
+@dataclass
+class Pair:
+    """Two launches adjacent in time; ``first`` says which side went first (ABBA BAAB ...)."""
+
+    index: int
+    first: str
+    reference: Launch
+    candidate: Launch
+
+    @property
+    def ratio(self) -> float:
+        """Candidate / reference throughput."""
+        return self.candidate.throughput / self.reference.throughput
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "first": self.first, "ratio": self.ratio,
+                "reference": self.reference.to_dict(), "candidate": self.candidate.to_dict()}
+
+
+@dataclass
+class PairedCase:
+    """A case's pairs so far and, once decided (or stopped), its verdict."""
+
+    case: CaseSpec
+    name: str
+    pairs: list[Pair] = field(default_factory=list)
+    half: Launch | None = None  # the first launch of a pair the session did not finish
+    verdict: dict | None = None  # the assessment as results.json shows it (status, ratio, low, high, ...)
+    complete: bool = False  # its verdict is final (decided, capped or stopped by the budget)
+    error: str | None = None  # a launch or preflight that failed stopped the case
+    differences: list[str] = field(default_factory=list)  # what differs between the sides
+
+    @property
+    def status(self) -> str | None:
+        return self.verdict["verdict"] if self.verdict else None
+
+    def throughputs(self) -> list[tuple[float, float]]:
+        """(reference, candidate) samples/s per pair, in the order taken."""
+        return [(p.reference.throughput, p.candidate.throughput) for p in self.pairs]
+
+    def runs(self, role: str) -> list[RunRecord]:
+        """One side's runs, in the order taken (the half pair's too)."""
+        got = [getattr(p, role).run for p in self.pairs]
+        if self.half is not None and self.half.role == role:
+            got.append(self.half.run)
+        return got
+
+    def to_dict(self) -> dict:
+        d = dict(self.verdict or {"verdict": None})
+        d.update(pairs=len(self.pairs), complete=self.complete, differences=self.differences,
+                 pairs_taken=[p.to_dict() for p in self.pairs])
+        if self.half is not None:
+            d["unpaired"] = {"role": self.half.role, **self.half.to_dict()}
+        if self.error:
+            d["error"] = self.error
+        return d
