@@ -7,9 +7,11 @@ import io
 import json
 import os
 import shlex
+import signal
 import stat
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -393,6 +395,14 @@ report = Path(next(a.split("=", 1)[1] for a in args if a.startswith("--dlperf-re
 Path(os.environ["BISECT_ARGV"]).write_text(json.dumps(args))
 print("collected 1 item")
 mode = os.environ["BISECT_MODE"]
+if mode == "sleep":  # a session being measured: SIGTERM unwinds it (as the plugin does) and it says so
+    import signal, time
+    def unwind(signum, frame):
+        (report.parent / "unwound").write_text(str(signum))
+        sys.exit(2)
+    signal.signal(signal.SIGTERM, unwind)
+    print("measuring", flush=True)
+    time.sleep(60)
 if mode.startswith("exit"):
     sys.exit(int(mode[4:]))
 if mode != "none":
@@ -445,3 +455,33 @@ def test_a_session_that_measured_nothing_is_a_probe_error_naming_its_log(tmp_pat
     text = str(info.value)
     assert text.startswith("probe-1 (/b): ") and "\n" not in text
     assert message.format(log=tmp_path / "p" / "probe-1.log", dir=tmp_path / "p" / "probe-1") in text
+
+
+BISECT_SCRIPT = """
+import sys
+from pathlib import Path
+from pytest_dlperf.bisect.command import Request, run
+from pytest_dlperf.bisect.items import python_items
+from pytest_dlperf.bisect.probe import SessionProbe
+tmp, stand_in = Path(sys.argv[1]), sys.argv[2]
+request = Request(tmp / "steps.json", [], pythons=["/g", "/b"], cwd=tmp)
+sys.exit(run(request, SessionProbe(python_items(["/g", "/b"])[0], [], tmp / "steps-probes", python=stand_in)))
+"""
+
+
+def test_sigterm_ends_the_probes_session_cleanly_and_the_bisect_with_130(tmp_path, stand_in):
+    env = {**os.environ, "BISECT_MODE": "sleep", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen([sys.executable, "-c", BISECT_SCRIPT, str(tmp_path), str(stand_in)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "steps-probes" / "probe-1.log"
+    deadline = time.monotonic() + 30
+    while not (log.exists() and "measuring" in log.read_text()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.terminate()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    assert (tmp_path / "steps-probes" / "unwound").read_text() == str(int(signal.SIGTERM))  # not killed
+    assert err == "dlperf bisect: interrupted; no probe was decided\n"  # and no steps file written
+    assert out.splitlines()[-1].endswith("... interrupted")
+    assert not (tmp_path / "steps.json").exists()

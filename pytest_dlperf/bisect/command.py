@@ -149,6 +149,9 @@ def search(steps: Steps, probe: Probe, pytest_args: Sequence[str], out: TextIO) 
         started = now()
         try:
             outcome = probe(item)
+        except KeyboardInterrupt:
+            out.write("interrupted\n")
+            raise
         except BaseException:
             out.write("failed\n")
             raise
@@ -198,8 +201,11 @@ def _print_end(end: Found | NotBad | Stopped, steps: Steps, request: Request, ou
 def run(request: Request, probe: Probe | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """The whole command: items, steps file, probes, answer (on ``out``, default stdout). Errors are
     one line on ``err`` (default stderr)."""
+    from ..session.signals import sigterm_until_restored  # the session package: imported only to run
+
     out, err = out or sys.stdout, err or sys.stderr
     steps: Steps | None = None
+    restore = sigterm_until_restored()  # SIGTERM ends the probe's session cleanly, as Ctrl-C does
     try:
         items = request.items()
         steps = Steps.open(request.steps, request.identity(), items)
@@ -213,6 +219,9 @@ def run(request: Request, probe: Probe | None = None, out: TextIO | None = None,
         err.write(f"dlperf bisect: {exc}\n")
         return exc.code
     except KeyboardInterrupt:
-        where = f"; the probes decided so far are in {steps.path}: run the same command to resume" if steps else ""
+        where = (f"; the probes so far are in {steps.path}: run the same command to resume" if steps and steps.probes
+                 else "; no probe was decided")
         err.write(f"dlperf bisect: interrupted{where}\n")
         return 130
+    finally:
+        restore()

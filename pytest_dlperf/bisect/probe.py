@@ -22,6 +22,22 @@ MEASURED = {0: "passed", 1: "tests failed"}
 PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 
 
+def _wait(proc: subprocess.Popen[bytes]) -> int:
+    """The session's exit status. Interrupted (Ctrl-C, or SIGTERM made one), the session gets SIGTERM,
+    which a dlperf session unwinds like Ctrl-C, releasing its cluster, and is waited for: never killed
+    mid-clean-up, which would leave training processes behind; a second interrupt kills it."""
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        try:
+            proc.wait()
+        except KeyboardInterrupt:
+            proc.kill()
+            proc.wait()
+        raise
+
+
 @dataclass(frozen=True)
 class ProbeOutcome:
     """What one probe found: the item's verdict and, per case, the evidence for it."""
@@ -74,8 +90,8 @@ class SessionProbe:
             with open(log, "x", encoding="utf-8") as fh:
                 fh.write(f"# dlperf bisect {name}: {item.describe()}\n$ {shlex.join(cmd)}\n")
                 fh.flush()
-                code = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      cwd=self.cwd).returncode
+                code = _wait(subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                              cwd=self.cwd))
         except OSError as exc:
             raise ProbeError(f"{name} ({item.describe()}): cannot run the session ({exc.strerror or exc}); "
                              f"log {log}") from None
