@@ -3,6 +3,7 @@
     dlperf import LOGDIR --format dlperf-tf2 -o results.json [--record PROFILE]   # peers' logs
     dlperf report results.json [-o DIR]      # summary.md, plots/*.png, benchmark.json again
     dlperf compare A/results.json B/results.json   # per case: A, B and A/B, as the AIACC tables
+    dlperf bisect --repo PATH --good REF --bad REF -- <pytest args>   # the first slower commit (A/B probes)
     dlperf cluster ls|create|ssh|tmux|scp|stop|start|kill|addip|rename ...   # ECS instances (FastGPU's ecluster)
 """
 from __future__ import annotations
@@ -122,6 +123,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bisect(args: argparse.Namespace) -> int:
+    from .bisect import UsageError
+    from .bisect.command import Request, run
+
+    try:
+        request = Request.from_args(args, args.remote)
+    except UsageError as exc:
+        print(f"dlperf bisect: {exc}", file=sys.stderr)
+        return exc.code
+    return run(request)
+
+
 def main(argv: list[str] | None = None) -> int:
     from .formats import FORMATS
 
@@ -154,12 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     c.set_defaults(fn=cmd_compare)
+    from .bisect.command import add_parser as add_bisect_parser
     from .clusters.aliyun import ecluster
 
+    add_bisect_parser(sub).set_defaults(fn=cmd_bisect)
     ecluster.add_parser(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     remote: list[str] = []
-    if argv[:1] == ["cluster"] and "--" in argv:  # dlperf cluster ssh TASK ... -- a command to run there
+    # dlperf cluster ssh TASK ... -- a command to run there; dlperf bisect ... -- pytest's arguments
+    if argv[:1] in (["cluster"], ["bisect"]) and "--" in argv:
         argv, remote = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     args = p.parse_args(argv)
     args.remote = remote
