@@ -4,7 +4,6 @@ sides; the pair order is balanced; bad input is a one-line ValueError."""
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -60,11 +59,6 @@ def test_one_look_needs_no_calibration_and_more_looks_a_smaller_level():
     assert nominal_level(0.05, 3, 10) > nominal_level(0.05, 3, 20) > nominal_level(0.05, 3, 40)
     assert nominal_level(0.10, 3, 20) > nominal_level(0.05, 3, 20) > nominal_level(0.01, 3, 20)
 
-
-def test_the_calibration_of_200_pairs_takes_well_under_a_second_of_real_work():
-    started = time.perf_counter()
-    nominal_level(0.049, 3, 200)  # an alpha no other test uses: not cached
-    assert time.perf_counter() - started < 3.0  # ~0.35 s on the 2-core VM; 3 s leaves room for a busy host
 
 
 def test_every_looks_interval_is_the_t_interval_at_the_common_level():

@@ -70,6 +70,9 @@ class PairedCase:
 
     def to_dict(self) -> dict:
         d = dict(self.verdict or {"verdict": None})
+        if d["verdict"] == "continue":  # cut short (an interrupt): not decided, and said so
+            d["verdict"] = "undecided"
+            d["reason"] = f"the session stopped after {len(self.pairs)} pair(s): {d.get('reason', '')}"
         d.update(pairs=len(self.pairs), complete=self.complete, differences=self.differences,
                  pairs_taken=[p.to_dict() for p in self.pairs])
         if self.half is not None:

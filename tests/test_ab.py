@@ -1,0 +1,159 @@
+"""A/B sessions (--dlperf-candidate): sides, interleaved pairs, the paired verdict and its reports,
+on the tiny engine (the mechanisms; resnet50 on torch trains in benchmarks/ab_power.py)."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pytest_dlperf.ab.sides import SpecError, parse_side
+from tests import suite
+from tests.procs import signal_when, tagged_processes
+from tests.suite import QUICK_PROBES, ROOT, SMALL_CASE, TINY_ENGINE, run_suite
+
+CASE = "resnet50-fp32-bs2-32px-1n1g"
+TINY = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-nodes", "1", "--dlperf-iters", "4",
+        "--dlperf-timeout", "120"]
+PLANT = "env=DLPERF_PLANT_SLOWDOWN=0.5"
+
+
+def session(tmp: Path, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+    report = tmp / "report"
+    r = run_suite(f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp / 'baselines'}", *TINY, *args, env=env)
+    path = report / "results.json"
+    return r, (json.loads(path.read_text()) if path.exists() else {})
+
+
+# ---------------------------------------------------------------- the spec
+def test_a_spec_names_python_env_rev_and_label():
+    s = parse_side("python=/opt/new/bin/python env=NCCL_ALGO=Tree env='X=a b' rev=main name=new", "candidate")
+    assert (s.python, s.env, s.rev, s.label) == ("/opt/new/bin/python", {"NCCL_ALGO": "Tree", "X": "a b"}, "main", "new")
+    assert parse_side("current", "reference").python is None and parse_side("", "reference").env == {}
+
+
+@pytest.mark.parametrize("text, said", [
+    ("pyhton=/x", "'pyhton=/x' is not a spec word"), ("env=NOVALUE", "expected env=NAME=VALUE"),
+    ("rev=a rev=b", "rev= given twice"), ("repo=/x", "repo=/x without rev=REF"), ("python=", "gives no value"),
+    ("name=reference", "the other side's role"), ("env='unclosed", "quote it as a shell would")])
+def test_a_bad_spec_is_one_line_naming_the_word(text, said):
+    with pytest.raises(SpecError) as info:
+        parse_side(text, "candidate")
+    assert said in str(info.value) and "\n" not in str(info.value) and "--dlperf-candidate" in str(info.value)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--dlperf-reference", "python=/x"], "--dlperf-reference without --dlperf-candidate"),
+    (["--dlperf-candidate", "bogus"], "'bogus' is not a spec word"),
+    (["--dlperf-candidate", "current", "-n", "2"], "with pytest-xdist (-n)"),
+    (["--dlperf-candidate", "name=x", "--dlperf-reference", "name=x"], "both named 'x'"),
+    (["--dlperf-candidate", "current", "--dlperf-ab-min-pairs", "2"], "need 3 <= min <= max <= 200")])
+def test_bad_ab_options_are_usage_errors(tmp_path, args, said):
+    r, _ = session(tmp_path, *args)
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
+    assert said in r.stderr and "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------- sessions
+@pytest.mark.exclusive
+def test_a_planted_slowdown_is_slower_with_its_pairs_reported(tmp_path):
+    junit = tmp_path / "junit.xml"
+    r, doc = session(tmp_path, "--dlperf-candidate", PLANT, f"--junitxml={junit}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"{CASE}: A/B SLOWER: candidate" in r.stdout and "env DLPERF_PLANT_SLOWDOWN: (unset) -> 0.5" in r.stdout
+    ab = doc["ab"]
+    case = ab["cases"][CASE]
+    assert case["verdict"] == "slower" and case["complete"] and 0.3 < case["ratio"] < 0.7, case
+    assert case["high"] < 1 and case["pairs"] == len(case["pairs_taken"]) >= 3
+    # pairs adjacent in time, reference or candidate first as ABBA BAAB
+    for p, first in zip(case["pairs_taken"], ["reference", "candidate", "candidate", "reference"]):
+        assert p["first"] == first
+        a, b = (p[first], p["candidate" if first == "reference" else "reference"])
+        assert a["started_at"] < b["started_at"] <= a["started_at"] + a["wall_seconds"] + 30
+        assert p["ratio"] == pytest.approx(p["candidate"]["throughput"] / p["reference"]["throughput"])
+    assert ab["sides"]["candidate"]["env"] == {"DLPERF_PLANT_SLOWDOWN": "0.5"}
+    assert ab["sides"]["reference"]["spec"] == "current" and ab["method"]["tolerance"] == 0.02
+    # the candidate is what the baseline gate judged (no baseline here: not a skip in an A/B session)
+    (result,) = doc["cases"]
+    assert len(result["throughputs"]) == case["pairs"]
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert "## A/B: candidate against reference" in summary and "SLOWER" in summary
+    assert (tmp_path / "report" / "plots" / "ab.png").stat().st_size > 1000
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    assert props["dlperf_ab_verdict"] == "slower" and float(props["dlperf_ab_high"]) < 1
+
+
+@pytest.mark.exclusive
+def test_the_swapped_sides_are_faster_and_pass(tmp_path):
+    r, doc = session(tmp_path, "--dlperf-reference", PLANT, "--dlperf-candidate", "current")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert doc["ab"]["cases"][CASE]["verdict"] == "faster" and "FASTER" in r.stdout
+
+
+@pytest.mark.exclusive
+def test_identical_sides_are_same_within_a_wide_tolerance(tmp_path):
+    r, doc = session(tmp_path, "--dlperf-candidate", "name=again", "--dlperf-ab-tolerance", "0.6")
+    assert r.returncode == 0, r.stdout + r.stderr
+    case = doc["ab"]["cases"][CASE]
+    assert case["verdict"] == "same" and case["low"] >= 0.4 and case["high"] <= 1.6, case
+    assert "candidate (again): name=again" in r.stdout
+
+
+def test_undecided_passes_unless_asked_to_fail(tmp_path):
+    # no change and no room: a tolerance of 0 is never SAME, and alpha 0.001 over 3 pairs never significant
+    args = ("--dlperf-candidate", "name=again", "--dlperf-ab-tolerance", "0", "--dlperf-ab-alpha", "0.001",
+            "--dlperf-ab-max-pairs", "3")
+    r, doc = session(tmp_path / "pass", *args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    case = doc["ab"]["cases"][CASE]
+    assert case["verdict"] == "undecided" and case["complete"] and case["pairs"] == 3
+    assert "--dlperf-ab-max-pairs" in case["reason"]
+    r, _ = session(tmp_path / "fail", *args, "--dlperf-undecided", "fail")
+    assert r.returncode == 1 and f"{CASE}: A/B UNDECIDED" in r.stdout, r.stdout
+
+
+def test_a_side_whose_python_is_missing_fails_before_any_launch(tmp_path):
+    r, doc = session(tmp_path, "--dlperf-candidate", "python=/nonexistent/bin/python3")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "--dlperf-candidate python=/nonexistent/bin/python3: on node local0 the interpreter did not run" in r.stdout
+    assert not (tmp_path / "report" / "runs").exists()  # no launch of either side
+    assert doc["ab"]["cases"][CASE]["pairs"] == 0 and "error" in doc["ab"]["cases"][CASE]
+
+
+def test_a_rev_side_launches_its_files_from_a_worktree_and_removes_it(tmp_path):
+    before = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    r, _ = session(tmp_path, "--dlperf-candidate", "rev=HEAD", "--dlperf-dryrun")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"# {CASE} [reference]" in r.stdout and f"# {CASE} [candidate files at {head[:12]}]" in r.stdout
+    after = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
+    assert after == before
+    r, _ = session(tmp_path / "bad", "--dlperf-candidate", "rev=no-such-ref-anywhere")
+    assert r.returncode == 1 and "--dlperf-candidate rev=no-such-ref-anywhere: no such commit in" in r.stdout, r.stdout
+
+
+def test_the_dry_run_shows_each_sides_commands(tmp_path):
+    r, _ = session(tmp_path, "--dlperf-candidate", "env=NCCL_ALGO=Tree python=/usr/bin/python3", "--dlperf-dryrun")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    ref, cand = out.split(f"# {CASE} [reference]")[1].split(f"# {CASE} [candidate]")
+    assert "NCCL_ALGO" not in ref and "env DLPERF_RUN_TAG=" in ref
+    assert "NCCL_ALGO=Tree" in cand and "/usr/bin/python3 -u" in cand
+    assert "each case runs in pairs" in out
+
+
+@pytest.mark.exclusive
+def test_ctrl_c_mid_pair_keeps_the_pairs_taken_marked_incomplete(tmp_path):
+    report = tmp_path / "report"
+    cmd = suite.command(f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp_path / 'b'}", *TINY,
+                        "--dlperf-candidate", "name=again", "--dlperf-ab-tolerance", "0", "--dlperf-ab-alpha", "0.001",
+                        "--dlperf-iters", "200")
+    code, out = signal_when(cmd, ROOT, lambda: any((report / "runs" / CASE).glob("p1-*/*.log")), signal.SIGINT,
+                            settle=0.5)
+    assert code == pytest.ExitCode.INTERRUPTED, out
+    case = json.loads((report / "results.json").read_text())["ab"]["cases"][CASE]
+    assert case["complete"] is False and case["pairs"] >= 1 and case["verdict"] == "undecided", case
+    assert tagged_processes(str(report)) == []
