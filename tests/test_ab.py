@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -157,3 +158,16 @@ def test_ctrl_c_mid_pair_keeps_the_pairs_taken_marked_incomplete(tmp_path):
     case = json.loads((report / "results.json").read_text())["ab"]["cases"][CASE]
     assert case["complete"] is False and case["pairs"] >= 1 and case["verdict"] == "undecided", case
     assert tagged_processes(str(report)) == []
+
+
+def test_a_side_whose_python_lacks_the_framework_fails_naming_it_before_any_launch(tmp_path):
+    # a bare environment of the session's own Python: no torch there, so the ddp case cannot run on that side
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    bare = tmp_path / "bare" / "bin" / "python"
+    report = tmp_path / "report"
+    r = run_suite(f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp_path / 'b'}", "--backend", "ddp",
+                  "--dlperf-nodes", "1", "-k", "resnet50 and fp32 and 1n1g", *QUICK_PROBES,
+                  "--dlperf-candidate", f"python={bare}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"--dlperf-candidate python={bare}: torch is not installed for that python on local0" in r.stdout, r.stdout
+    assert not (report / "runs").exists()

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import pytest
 
 from ..gating import _versions, changes
 from ..results import summarize

@@ -17,7 +17,7 @@ from ..runner import RunFailed, run_case
 from ..session.orders import Measured, cases_from, matrix_case
 from ..specs import CaseSpec, Measurement
 from . import sequential
-from .pairs import Launch, Pair, PairedCase
+from .pairs import Launch, Pair
 from .preflight import SideNotReady
 
 if TYPE_CHECKING:

@@ -139,8 +139,10 @@ class DLPerfSession:
     def case_measurement(self, case: CaseSpec, m: Measurement) -> Measurement:
         """The session's measurement for one case: with the pace probe where the option's default
         (auto) probes this case, as its baseline was recorded (``Gate.paced_baseline``). Decided
-        once per case, after its preflight has found its framework's version (its profile)."""
-        if self.options.pace_probe != "auto":
+        once per case, after its preflight has found its framework's version (its profile). An A/B
+        session probes only when asked (--dlperf-pace-probe): its pairs are what correct for the
+        host, and the probe beside a launch made the pairs' ratios 2-3x noisier (docs/measurements.md)."""
+        if self.options.pace_probe != "auto" or self.ab is not None:
             return m
         name = self.case_name(case)
         if name not in self._paced:
