@@ -118,6 +118,24 @@ def analyze(pools: list[dict], method: Method, trials: int, seed: int) -> None:
           f"the A/A pool's median pairs costs about 8 x pairs x the cases' pair time")
 
 
+def model(method: Method, trials: int, seed: int, sds: list[float], slowdowns: list[float]) -> None:
+    """What the same verdict gives on a machine whose pairs' log ratios have spread ``sd``: normal
+    log ratios (a model, not a measurement), to read the measured pools' spread against."""
+    rng = random.Random(seed)
+    print(f"model (normal log ratios, not a measurement): SLOWER rate / median pairs, {trials} trials, "
+          f"cap {method.max_pairs}")
+    print(f"{'sd':>6} " + " ".join(f"{d:>12.0%}" for d in slowdowns))
+    for sd in sds:
+        cells = []
+        for d in slowdowns:
+            pool = [{"ratio": math.exp(rng.gauss(math.log(1 - d), sd)), "seconds": 0.0}
+                    for _ in range(max(200, method.max_pairs))]
+            got = [trial(pool, method, rng) for _ in range(trials)]
+            used = sorted(g[1] for g in got)
+            cells.append(f"{sum(g[0] == 'slower' for g in got) / trials:>6.0%} /{used[len(used) // 2]:>3}")
+        print(f"{sd:>6.1%} " + " ".join(f"{c:>12}" for c in cells))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=16)
@@ -129,6 +147,8 @@ def main() -> int:
     ap.add_argument("--tolerance", type=float, default=0.02)
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--max-pairs", type=int, default=20)
+    ap.add_argument("--model", action="store_true", help="also print the modelled rates for pairs' spreads of "
+                    "2-12%% (normal log ratios), to read the measured spread against")
     ap.add_argument("--slow-env", default="", help="a second environment's python (benchmarks/slowenv/make_env.sh): "
                     "pools with it as the candidate, and as the reference")
     args = ap.parse_args()
@@ -151,6 +171,9 @@ def main() -> int:
         print(f"pools: {args.pools_file} ({time.strftime('%Y-%m-%d %H:%M')})")
     analyze(pools, Method(alpha=args.alpha, tolerance=args.tolerance, min_pairs=3, max_pairs=args.max_pairs),
             args.trials, args.seed)
+    if args.model:
+        model(Method(alpha=args.alpha, tolerance=args.tolerance, min_pairs=3, max_pairs=args.max_pairs),
+              min(args.trials, 300), args.seed, [0.02, 0.035, 0.06, 0.09, 0.12], [0.0, 0.02, 0.05, 0.1])
     return 0
 
 

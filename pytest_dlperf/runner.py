@@ -168,60 +168,16 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     rendered = [cluster.render(c) for c in cmds]
     (log_dir / "commands.sh").write_text("\n".join(rendered) + "\n")
     procs: list[NodeProcess] = []
-    codes: dict[str, int | None] = {}
     t0, started_at = time.monotonic(), time.time()
     run_pace, pace_error, node_paces = None, "", {}
-    deadline = t0 + measurement.timeout
-    next_look = t0
     try:
         for cmd in cmds:
             procs.append(cluster.start(cmd, log_dir / f"{cmd.node.name}.log"))
-        while True:
-            codes = {p.node.name: p.poll() for p in procs}
-            failed = [p for p in procs if codes[p.node.name] not in (None, 0)]
-            if failed:
-                # Give the other nodes a moment to report, so the first failure is not hidden.
-                time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
-                codes = {p.node.name: p.poll() for p in procs}
-                names = ", ".join(f"{p.node.name} (exit {codes[p.node.name]})" for p in failed)
-                why = f"{case.id}: node {names} failed" + "".join(f"; {d}" for d in cluster.diagnose(plan.nodes))
-                if launcher.spans_nodes:  # one log for every node's ranks: say whose rank failed first
-                    why += "".join(f"; {b}" for b in [launcher.blame(plan, _read(procs[0].log_path))] if b)
-                raise RunFailed(_describe_failure(procs, codes, why, first=failed))
-            if all(c == 0 for c in codes.values()):
-                break
-            if on_progress is not None and time.monotonic() >= next_look:
-                next_look = time.monotonic() + 0.5
-                info = last_progress(procs[0].log_path)
-                if info is not None:
-                    on_progress(info)
-            if time.monotonic() > deadline:
-                running = ", ".join(n for n, c in codes.items() if c is None)
-                raise RunFailed(_describe_failure(
-                    procs, codes, f"{case.id}: timed out after {measurement.timeout:g}s "
-                                  f"(--dlperf-timeout); still running on {running}"))
-            time.sleep(poll)
+        codes = _watch(cluster, launcher, plan, procs, t0 + measurement.timeout, poll, on_progress)
         wall = time.monotonic() - t0
-        node0 = plan.nodes[0]
-        if launcher.output_format is not None:  # a program of its own: its output, through its parser
-            try:
-                meta, steps = launcher.parse_output(plan, _read(procs[0].log_path)), []
-            except ValueError as exc:
-                raise RunFailed(_describe_failure(
-                    procs, codes, f"{case.id}: node {node0.name}'s output ({procs[0].log_path}) is not "
-                                  f"{launcher.output_format} output: {exc}")) from exc
-        else:
-            out = log_dir / plan.output_name
-            remote = plan.output_path(node0)
-            try:
-                cluster.download(node0, remote, out)
-                meta, steps = parse_steps(out, f"{node0.name}:{remote}")
-            except (OSError, ValueError, KeyError) as exc:
-                raise RunFailed(_describe_failure(
-                    procs, codes, f"{case.id}: no usable step log from node {node0.name} "
-                                  f"({remote}, copied to {out}): {exc}")) from exc
-            if probes_pace(launcher, measurement, cmds):
-                run_pace, pace_error, node_paces = _read_pace(cluster, plan, cmds, log_dir, meta)
+        meta, steps = _read_output(cluster, launcher, plan, procs, codes, log_dir)
+        if launcher.output_format is None and probes_pace(launcher, measurement, cmds):
+            run_pace, pace_error, node_paces = _read_pace(cluster, plan, cmds, log_dir, meta)
     finally:
         sweep_errors = stop_everything(cluster, plan.nodes, plan.tag, procs)
         if sweep_errors:
@@ -234,6 +190,60 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                      logs={p.node.name: str(p.log_path) for p in procs}, wall_seconds=wall,
                      run_dir=str(log_dir), started_at=started_at, pace=run_pace, pace_error=pace_error,
                      node_paces=node_paces)
+
+
+def _watch(cluster: Cluster, launcher: Launcher, plan: RunPlan, procs: list[NodeProcess], deadline: float,
+           poll: float, on_progress: Callable[[dict], None] | None) -> dict[str, int | None]:
+    """Wait until every node's launcher exits 0 (their exit codes); RunFailed on a failure or the timeout."""
+    case, next_look = plan.case, time.monotonic()
+    while True:
+        codes = {p.node.name: p.poll() for p in procs}
+        failed = [p for p in procs if codes[p.node.name] not in (None, 0)]
+        if failed:
+            # Give the other nodes a moment to report, so the first failure is not hidden.
+            time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+            codes = {p.node.name: p.poll() for p in procs}
+            names = ", ".join(f"{p.node.name} (exit {codes[p.node.name]})" for p in failed)
+            why = f"{case.id}: node {names} failed" + "".join(f"; {d}" for d in cluster.diagnose(plan.nodes))
+            if launcher.spans_nodes:  # one log for every node's ranks: say whose rank failed first
+                why += "".join(f"; {b}" for b in [launcher.blame(plan, _read(procs[0].log_path))] if b)
+            raise RunFailed(_describe_failure(procs, codes, why, first=failed))
+        if all(c == 0 for c in codes.values()):
+            return codes
+        if on_progress is not None and time.monotonic() >= next_look:
+            next_look = time.monotonic() + 0.5
+            info = last_progress(procs[0].log_path)
+            if info is not None:
+                on_progress(info)
+        if time.monotonic() > deadline:
+            running = ", ".join(n for n, c in codes.items() if c is None)
+            raise RunFailed(_describe_failure(
+                procs, codes, f"{case.id}: timed out after {plan.measurement.timeout:g}s "
+                              f"(--dlperf-timeout); still running on {running}"))
+        time.sleep(poll)
+
+
+def _read_output(cluster: Cluster, launcher: Launcher, plan: RunPlan, procs: list[NodeProcess],
+                 codes: dict[str, int | None], log_dir: Path) -> tuple[dict, list[StepRecord]]:
+    """(meta, steps) of a finished run: node 0's step log through the contract, or a program's own
+    output through its parser (no steps); RunFailed naming what is wrong with it."""
+    case, node0 = plan.case, plan.nodes[0]
+    if launcher.output_format is not None:
+        try:
+            return launcher.parse_output(plan, _read(procs[0].log_path)), []
+        except ValueError as exc:
+            raise RunFailed(_describe_failure(
+                procs, codes, f"{case.id}: node {node0.name}'s output ({procs[0].log_path}) is not "
+                              f"{launcher.output_format} output: {exc}")) from exc
+    out = log_dir / plan.output_name
+    remote = plan.output_path(node0)
+    try:
+        cluster.download(node0, remote, out)
+        return parse_steps(out, f"{node0.name}:{remote}")
+    except (OSError, ValueError, KeyError) as exc:
+        raise RunFailed(_describe_failure(
+            procs, codes, f"{case.id}: no usable step log from node {node0.name} "
+                          f"({remote}, copied to {out}): {exc}")) from exc
 
 
 def _read_pace(cluster: Cluster, plan: RunPlan, cmds: list[NodeCommand], log_dir: Path,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_dlperf import cli
 from pytest_dlperf.ab.sides import SpecError, parse_side
 from tests import suite
 from tests.procs import signal_when, tagged_processes
@@ -85,6 +86,10 @@ def test_a_planted_slowdown_is_slower_with_its_pairs_reported(tmp_path):
     assert (tmp_path / "report" / "plots" / "ab.png").stat().st_size > 1000
     props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
     assert props["dlperf_ab_verdict"] == "slower" and float(props["dlperf_ab_high"]) < 1
+    # dlperf report draws the A/B section again from the saved results.json
+    assert cli.main(["report", str(tmp_path / "report" / "results.json"), "-o", str(tmp_path / "again")]) == 0
+    assert "## A/B: candidate against reference" in (tmp_path / "again" / "summary.md").read_text()
+    assert (tmp_path / "again" / "plots" / "ab.png").exists()
 
 
 @pytest.mark.exclusive

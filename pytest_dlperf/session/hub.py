@@ -141,7 +141,7 @@ class DLPerfSession:
         (auto) probes this case, as its baseline was recorded (``Gate.paced_baseline``). Decided
         once per case, after its preflight has found its framework's version (its profile). An A/B
         session probes only when asked (--dlperf-pace-probe): its pairs are what correct for the
-        host, and the probe beside a launch made the pairs' ratios 2-3x noisier (docs/measurements.md)."""
+        host, and the probe would share each launch's core (docs/ab.md)."""
         if self.options.pace_probe != "auto" or self.ab is not None:
             return m
         name = self.case_name(case)
