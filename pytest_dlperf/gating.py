@@ -135,10 +135,15 @@ class BaselineContext:
 
 
 def _versions(result: CaseResult, git: str | None = None) -> dict[str, str]:
-    """What the run ran on, as the workload's meta line says (frameworks, Python, CUDA, NCCL, the
-    engine's communication backend, the device model) plus the repository's commit: stored with a
-    recording, and compared on a regression ("what changed since the baseline")."""
-    meta = result.runs[0].meta if result.runs else {}
+    """What the case's first run ran on (``run_versions``): stored with a recording, and compared on
+    a regression ("what changed since the baseline")."""
+    return run_versions(result.runs[0].meta if result.runs else {}, git)
+
+
+def run_versions(meta: dict, git: str | None = None) -> dict[str, str]:
+    """What a run ran on, as the workload's meta line says (frameworks, Python, CUDA, NCCL, the
+    engine's communication backend, the device model), pytest-dlperf's version and the repository's
+    commit: compared between baselines and sessions, and between an A/B session's sides."""
     out = {k: str(meta[k]) for k in ("python", "backend", "cuda", "nccl", "driver") if meta.get(k)}
     out.update({k: str(v) for k, v in (meta.get("frameworks") or {}).items()})
     ranks = [r for r in meta.get("ranks") or [] if isinstance(r, dict) and r.get("device")]

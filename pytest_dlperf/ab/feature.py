@@ -6,9 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-
-from ..gating import _versions, changes
-from ..results import summarize
+from ..gating import changes, run_versions
 from ..specs import CaseSpec, Topology
 from . import sequential, worktree
 from .options import ABOptions
@@ -96,7 +94,7 @@ class ABSession:
         if final and why and got.status is sequential.Decision.UNDECIDED:
             rec.verdict["reason"] += f" (stopped by {why})"
         rec.complete = got.status is not sequential.Decision.CONTINUE
-        if rec.pairs and not rec.differences:
+        if len(rec.pairs) == 1:  # both sides have run once: what differs between them is known
             rec.differences = self.differences(rec)
 
     def differences(self, rec: PairedCase) -> list[str]:
@@ -116,11 +114,9 @@ class ABSession:
                 a, b = ref.spec.env.get(k), cand.spec.env.get(k)
                 if a != b:
                     out.append(f"env {k}: {a if a is not None else '(unset)'} -> {b if b is not None else '(unset)'}")
-        m = self.session.measurement()
         runs = {role: rec.runs(role)[:1] for role in ROLES}
         if all(runs.values()):
-            before, now = (_versions(summarize(rec.case, m, runs[r])) for r in ROLES)
-            out += changes(before, now)
+            out += changes(*(run_versions(runs[role][0].meta) for role in ROLES))
         return out
 
     def scaling(self, rec: PairedCase) -> dict | None:

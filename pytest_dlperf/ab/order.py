@@ -97,10 +97,11 @@ class PairedOrder:
             return
         cm = s.case_measurement(case, m)
         k = len(rec.pairs)
+        turn = sequential.order(k)
         launches: dict[str, Launch] = {}
         t0 = self.budget.clock()
         try:
-            for role in sequential.order(k):
+            for role in turn:
                 show = (lambda info, k=k: s.live.update(rec.name, k, self.ab.method.max_pairs, info)) \
                     if s.live.enabled else None
                 run = run_case(s.cluster, s.launcher(case), case, cm,
@@ -108,7 +109,7 @@ class PairedOrder:
                                side=self.ab.sides[role])
                 launches[role] = rec.half = Launch(role, summarize(case, cm, [run]).throughputs[0], run)
             rec.half = None
-            rec.pairs.append(Pair(k, sequential.order(k)[0], launches["reference"], launches["candidate"]))
+            rec.pairs.append(Pair(k, turn[0], launches["reference"], launches["candidate"]))
             self.ab.conclude(rec, final=False)
         except (RunFailed, ClusterError) as exc:
             got.error = rec.error = str(exc)

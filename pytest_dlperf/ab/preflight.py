@@ -2,12 +2,10 @@
 case's frameworks, each in one version; else the case fails naming the side and the node."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ..clusters.base import Cluster, Node, NodeCommand
-from ..node.workloads.nodefacts import MARK
-from ..preflight.frameworks import PROBE, TIMEOUT
+from ..clusters.base import Cluster, Node
+from ..preflight.frameworks import probe
 from .sides import Side
 
 
@@ -20,31 +18,22 @@ def check_side(cluster: Cluster, side: Side, nodes: list[Node], frameworks: tupl
     if side.spec.python is None:
         return
     where = f"--dlperf-{side.spec.role} python={side.spec.python}"
-    runs = cluster.run_everywhere(side.nodes(nodes), lambda node, run_dir, script: NodeCommand(
-        node, [node.python, script, "--frameworks", *frameworks], cwd=run_dir), log_dir, TIMEOUT,
-        name=f"side-{side.spec.role}", tag="dlperf-side", script=PROBE, expect=MARK)
-    if runs.error:
-        raise SideNotReady(f"{where}: the probe could not run: {runs.error}")
-    found: dict[str, dict] = {}
-    for name, got in runs.outputs.items():
-        lines = [ln for ln in got.text.splitlines() if ln.startswith(MARK)]
-        if got.returncode != 0 or not lines:
-            tail = " ".join(got.tail(3).split())
-            raise SideNotReady(f"{where}: on node {name} the interpreter did not run (exit {got.returncode}: "
-                               f"{tail or 'no output'}): give a python that exists on every node")
-        try:
-            found[name] = json.loads(lines[-1][len(MARK):])
-        except ValueError as exc:
-            raise SideNotReady(f"{where}: on node {name} the probe's output is not JSON ({exc})") from None
+    got = probe(cluster, side.nodes(nodes), list(frameworks), log_dir, name=f"side-{side.spec.role}", tag="dlperf-side")
+    if got.error:
+        raise SideNotReady(f"{where}: the probe could not run: {got.error}")
+    for name, out in got.failed.items():
+        tail = " ".join(out.tail(3).split())
+        raise SideNotReady(f"{where}: on node {name} the interpreter did not run (exit {out.returncode}: "
+                           f"{tail or 'no output'}): give a python that exists on every node")
+    if got.later:
+        raise SideNotReady(f"{where}: " + "; ".join(got.later))
     for fw in frameworks:
-        missing = [n for n, f in found.items() if not f.get(fw)]
+        missing = [n for n, f in got.found.items() if not f.get(fw)]
         if missing:
             raise SideNotReady(f"{where}: {fw} is not installed for that python on {', '.join(missing)}: "
                                f"install it there ({side.spec.python} -m pip install ...) or name another python")
-        versions = {n: str(f[fw].get("version")) for n, f in found.items()}
+        versions = {n: str(f[fw].get("version")) for n, f in got.found.items()}
         if len(set(versions.values())) > 1:
             shown = ", ".join(f"{n} {v}" for n, v in versions.items())
             raise SideNotReady(f"{where}: {fw} differs between nodes ({shown}): install one version everywhere")
         side.frameworks[fw] = next(iter(versions.values()))
-    if runs.sweep_errors:
-        raise SideNotReady(f"{where}: " + "; ".join(runs.sweep_errors))

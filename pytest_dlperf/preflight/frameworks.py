@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..clusters.base import Cluster, Node, NodeCommand
+from ..clusters.base import Cluster, Node, NodeCommand, NodeOutput
 from ..node.workloads.nodefacts import MARK
 
 PROBE = Path(__file__).resolve().parents[1] / "node" / "workloads" / "nodefacts.py"
@@ -43,22 +43,43 @@ class FrameworkCheck:
         return None
 
 
-def check(cluster: Cluster, nodes: list[Node], framework: str, log_dir: Path) -> FrameworkCheck:
-    """Run the probe on every node at once and read its one JSON line from each node's output."""
+@dataclass
+class Probed:
+    """What the probe printed on each node: import name -> {"dist", "version"} or None; the nodes
+    whose probe did not print (their output: exit code and tail); what stopped the run itself
+    (``error``) and what went wrong after it (an unreadable line, the sweep: ``later``)."""
+
+    found: dict[str, dict[str, dict | None]] = field(default_factory=dict)
+    failed: dict[str, NodeOutput] = field(default_factory=dict)
+    error: str | None = None
+    later: list[str] = field(default_factory=list)
+
+
+def probe(cluster: Cluster, nodes: list[Node], names: list[str], log_dir: Path, *, name: str = "frameworks",
+          tag: str = "dlperf-fw") -> Probed:
+    """Run the probe for ``names`` on every node at once (each node's own ``python``) and read its
+    one JSON line from each node's output."""
     runs = cluster.run_everywhere(nodes, lambda node, run_dir, script: NodeCommand(
-        node, [node.python, script, "--frameworks", framework], cwd=run_dir), log_dir, TIMEOUT, name="frameworks",
-        tag="dlperf-fw", script=PROBE, expect=MARK)
-    out = FrameworkCheck(framework)
-    if runs.error:
-        out.errors.append(runs.error)
+        node, [node.python, script, "--frameworks", *names], cwd=run_dir), log_dir, TIMEOUT, name=name,
+        tag=tag, script=PROBE, expect=MARK)
+    out = Probed(error=runs.error or None)
     try:
-        for name, got in runs.outputs.items():
+        for node, got in runs.outputs.items():
             lines = [ln for ln in got.text.splitlines() if ln.startswith(MARK)]
             if got.returncode != 0 or not lines:
-                out.errors.append(f"{name}: the framework probe failed ({got.tail(5)})")
+                out.failed[node] = got
                 continue
-            out.found[name] = json.loads(lines[-1][len(MARK):]).get(framework)
+            out.found[node] = json.loads(lines[-1][len(MARK):])
     except ValueError as exc:
-        out.errors.append(str(exc))
-    out.errors.extend(runs.sweep_errors)
+        out.later.append(str(exc))
+    out.later.extend(runs.sweep_errors)
+    return out
+
+
+def check(cluster: Cluster, nodes: list[Node], framework: str, log_dir: Path) -> FrameworkCheck:
+    """Whether every node has ``framework``, in one version (``probe``)."""
+    got = probe(cluster, nodes, [framework], log_dir)
+    out = FrameworkCheck(framework, {node: f.get(framework) for node, f in got.found.items()})
+    out.errors = [*([got.error] if got.error else []),
+                  *(f"{node}: the framework probe failed ({o.tail(5)})" for node, o in got.failed.items()), *got.later]
     return out

@@ -18,14 +18,15 @@ from .. import environment, matrix, reporting
 from ..ab.feature import ABSession
 from ..ab.options import ABOptions
 from ..ab.order import PairedOrder
+from ..ab.pairs import PairedCase
 from ..ab.preflight import SideNotReady
+from ..ab.report import ab_junit_properties
 from ..baselines import BaselineError
 from ..budget import Budget, session_seconds
 from ..clusters.base import Cluster
 from ..gating import Gate, GateOptions, Outcome
 from ..launchers.base import Launcher
 from ..options import RunOptions
-from ..ab.report import ab_junit_properties
 from ..reporting.junit import junit_properties
 from ..reporting.live import LiveLine
 from ..results import CaseResult, ResultSet, summarize
@@ -278,7 +279,8 @@ class DLPerfSession:
         self.dryrun_launches = self.launches_text()
         pytest.skip("dry-run: the per-node commands are printed in the summary")
 
-    def _judge(self, case: CaseSpec, item: pytest.Item | None, result: CaseResult, paired=None) -> CaseResult:  # noqa: ANN001
+    def _judge(self, case: CaseSpec, item: pytest.Item | None, result: CaseResult,
+               paired: PairedCase | None = None) -> CaseResult:
         """The gate's judgement of the case, against the baseline context its preflight resolved; in
         an A/B session (``paired``) the paired verdict too, and a missing baseline skips nothing."""
         self.preflight.second_look(case, result)
@@ -289,7 +291,7 @@ class DLPerfSession:
             item.user_properties.extend(junit_properties(result))
             if paired is not None:
                 item.user_properties.extend(ab_junit_properties(paired))
-        if paired is not None and self.ab is not None:
+        if paired is not None:  # an A/B session's case (PairedOrder)
             fails, said = self.ab.judge(paired)
             if judgement.outcome is Outcome.FAIL:
                 pytest.fail(f"{judgement.message}\n{said}", pytrace=False)
