@@ -39,9 +39,10 @@ CASE = "resnet50-fp32-bs8-64px-1n1g"
 
 
 def collect(d: float, pairs: int, work: Path, candidate: str | None = None, reference: str = "current",
-            label: str = "") -> dict:
+            label: str = "", window_seconds: float | None = None) -> dict:
     """One A/B session at exactly ``pairs`` pairs; its pairs as results.json has them. By default
-    the candidate plants ``d``; ``candidate``/``reference`` give other sides (the slowed library)."""
+    the candidate plants ``d``; ``candidate``/``reference`` give other sides (the slowed library);
+    ``window_seconds`` sizes each launch's measured window (--dlperf-window-seconds) instead of the profile's."""
     label = label or f"planted {d:.0%}"
     report = work / label.replace(" ", "-").replace("%", "pct")
     candidate = candidate or f"env=DLPERF_PLANT_SLOWDOWN={d:g}"
@@ -50,6 +51,8 @@ def collect(d: float, pairs: int, work: Path, candidate: str | None = None, refe
            f"--dlperf-report={report}", f"--dlperf-baseline-dir={work / 'no-baselines'}",
            f"--dlperf-candidate={candidate}", f"--dlperf-reference={reference}",
            f"--dlperf-ab-min-pairs={pairs}", f"--dlperf-ab-max-pairs={pairs}", "--dlperf-ab-alpha=0.0001"]
+    if window_seconds:
+        cmd.append(f"--dlperf-window-seconds={window_seconds:g}")
     t0 = time.time()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     doc = json.loads((report / "results.json").read_text()) if (report / "results.json").exists() else {}
@@ -57,7 +60,7 @@ def collect(d: float, pairs: int, work: Path, candidate: str | None = None, refe
     if not case or not case.get("pairs_taken"):
         sys.exit(f"ab_power: the session for {label} took no pairs (exit {r.returncode}):\n{r.stdout[-3000:]}")
     taken = case["pairs_taken"]
-    return {"slowdown": d, "label": label, "sides": [reference, candidate], "started": t0, "seconds": time.time() - t0,
+    return {"slowdown": d, "label": label, "window_seconds": window_seconds, "sides": [reference, candidate], "started": t0, "seconds": time.time() - t0,
             "pairs": [{"ratio": p["ratio"], "seconds": p["reference"]["wall_seconds"] + p["candidate"]["wall_seconds"],
                        "first": p["first"]} for p in taken]}
 
@@ -151,20 +154,25 @@ def main() -> int:
                     "2-12%% (normal log ratios), to read the measured spread against")
     ap.add_argument("--slow-env", default="", help="a second environment's python (benchmarks/slowenv/make_env.sh): "
                     "pools with it as the candidate, and as the reference")
+    ap.add_argument("--window-seconds", type=float, default=None, help="size every launch's measured window to "
+                    "about S seconds (--dlperf-window-seconds) instead of the CPU profile's steps")
     args = ap.parse_args()
+    win = f", {args.window_seconds:g} s window" if args.window_seconds else ""
     if args.analyze_only:
         pools = json.loads(args.pools_file.read_text())
     else:
         pools = []
         with tempfile.TemporaryDirectory(prefix="ab-power-") as tmp:
             for d in (float(x) for x in args.slowdowns.split(",") if x):
-                pools.append(collect(d, args.pairs, Path(tmp)))
+                pools.append(collect(d, args.pairs, Path(tmp), label=f"planted {d:.0%}{win}",
+                                     window_seconds=args.window_seconds))
                 print(f"collected d={d:g}: {len(pools[-1]['pairs'])} pairs in {pools[-1]['seconds']:.0f} s", flush=True)
                 args.pools_file.write_text(json.dumps(pools, indent=1))
             if args.slow_env:
                 for ref, cand, label in (("current", f"python={args.slow_env}", "slowed torch"),
                                          (f"python={args.slow_env}", "current", "slowed torch as ref")):
-                    pools.append(collect(float("nan"), args.pairs, Path(tmp), cand, ref, label))
+                    pools.append(collect(float("nan"), args.pairs, Path(tmp), cand, ref, label + win,
+                                         window_seconds=args.window_seconds))
                     print(f"collected {label}: {len(pools[-1]['pairs'])} pairs in {pools[-1]['seconds']:.0f} s",
                           flush=True)
                     args.pools_file.write_text(json.dumps(pools, indent=1))

@@ -47,6 +47,30 @@ def test_a_bad_spec_is_one_line_naming_the_word(text, said):
     assert said in str(info.value) and "\n" not in str(info.value) and "--dlperf-candidate" in str(info.value)
 
 
+def test_a_program_that_reports_no_versions_gets_each_sides_own_in_what_differs():
+    """An external program writes no meta line: a side with its own python stands in with the versions
+    its probe found there, the session's side with the preflight's; the differences name the change."""
+    from types import SimpleNamespace
+
+    from pytest_dlperf.ab.feature import ABSession
+    from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
+    from pytest_dlperf.ab.sides import Side, SideSpec
+    from pytest_dlperf.records import RunRecord
+
+    preflight = SimpleNamespace(probed_frameworks=lambda case: {"torch": "2.13.0"})
+    ab = ABSession(SimpleNamespace(preflight=preflight), SimpleNamespace(alpha=0.05, tolerance=0.02, min_pairs=3,
+                                                                         max_pairs=20))
+    ab._sides = {"reference": Side(SideSpec("reference")),
+                 "candidate": Side(SideSpec("candidate", "python=/opt/new/bin/python", python="/opt/new/bin/python"),
+                                   frameworks={"torch": "2.14.0"})}
+    meta = {role: {"frameworks": ab.frameworks_of(role, None)} for role in ("reference", "candidate")}
+    assert meta == {"reference": {"frameworks": {"torch": "2.13.0"}}, "candidate": {"frameworks": {"torch": "2.14.0"}}}
+    launch = {role: Launch(role, 1.0, RunRecord(0, meta[role], [], [], {}, 1.0)) for role in meta}
+    rec = PairedCase(None, "x", pairs=[Pair(0, "reference", launch["reference"], launch["candidate"])])
+    said = ab.differences(rec)
+    assert "python (the nodes' own) -> /opt/new/bin/python" in said and "torch 2.13.0 -> 2.14.0" in said, said
+
+
 @pytest.mark.parametrize("args, said", [
     (["--dlperf-reference", "python=/x"], "--dlperf-reference without --dlperf-candidate"),
     (["--dlperf-candidate", "bogus"], "'bogus' is not a spec word"),
@@ -119,6 +143,18 @@ def test_undecided_passes_unless_asked_to_fail(tmp_path):
     assert "--dlperf-ab-max-pairs" in case["reason"]
     r, _ = session(tmp_path / "fail", *args, "--dlperf-undecided", "fail")
     assert r.returncode == 1 and f"{CASE}: A/B UNDECIDED" in r.stdout, r.stdout
+
+
+def test_a_launcher_that_raises_stops_its_case_alone(tmp_path):
+    """An engine's bug in one case's launch ends that case with the error; the other case is decided."""
+    r, doc = session(tmp_path, "--dlperf-candidate", "name=again", "--dlperf-ab-tolerance", "0.6",
+                     "--dlperf-nodes", "2", env={"TINY_COMMANDS_RAISE": "2n1g"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    two = CASE.replace("1n1g", "2n1g")
+    cases = doc["ab"]["cases"]
+    assert cases[CASE]["verdict"] == "same", cases[CASE]
+    assert "the launch raised RuntimeError: tiny: asked to break" in cases[two]["error"] and cases[two]["pairs"] == 0
+    assert "INTERNALERROR" not in r.stdout + r.stderr
 
 
 def test_a_side_whose_python_is_missing_fails_before_any_launch(tmp_path):

@@ -70,6 +70,14 @@ class ABSession:
             if self._checked[key] is not None:
                 raise SideNotReady(self._checked[key])
 
+    def frameworks_of(self, role: str, case: CaseSpec) -> dict[str, str]:
+        """The case's framework versions on the side's python (node 0), for runs that report none:
+        the side's own probe where it names a python, else the session's preflight probe."""
+        side = self.sides[role]
+        if side.spec.python is not None:
+            return dict(side.frameworks)
+        return self.session.preflight.probed_frameworks(case)
+
     def launches_text(self) -> str:
         """For the dry-run: how many times each side's commands run."""
         m = self.method

@@ -107,6 +107,8 @@ class PairedOrder:
                 run = run_case(s.cluster, s.launcher(case), case, cm,
                                s.options.report_dir / "runs" / rec.name / f"p{k}-{role}", k, on_progress=show,
                                side=self.ab.sides[role])
+                if "frameworks" not in run.meta:  # a program the project did not write: its side's versions
+                    run.meta["frameworks"] = self.ab.frameworks_of(role, case)
                 launches[role] = rec.half = Launch(role, summarize(case, cm, [run]).throughputs[0], run)
             rec.half = None
             rec.pairs.append(Pair(k, turn[0], launches["reference"], launches["candidate"]))
@@ -115,6 +117,8 @@ class PairedOrder:
             got.error = rec.error = str(exc)
         except (ValueError, KeyError) as exc:  # a run with no figure: summarize could not read one
             got.error = rec.error = f"{case.id}: a launch gave no throughput: {exc}"
+        except Exception as exc:  # noqa: BLE001 - anything else stops this case alone, as in the rounds order
+            got.error = rec.error = f"{case.id}: the launch raised {type(exc).__name__}: {exc}"
         finally:
             s.live.clear()
             got.taken.append((self.budget.clock() - t0) / 2)

@@ -7,6 +7,7 @@ faults). Every real engine still trains for real in its own tests (docs/testing.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,9 @@ class TinyLauncher(Launcher):
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement
+        broken = os.environ.get("TINY_COMMANDS_RAISE")  # a plugin engine's bug, for the cases whose id ends so
+        if broken and case.id.endswith(broken):
+            raise RuntimeError(f"tiny: asked to break {case.id}")
         cmds = []
         for rank, node in enumerate(plan.nodes):
             argv = [node.python, "-u", plan.workload[node.name], "--nnodes", str(case.topology.nodes),
