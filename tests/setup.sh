@@ -3,7 +3,7 @@
 # other engines' frameworks (pip), the daemons the cluster tests start (Debian's openssh-server,
 # slurm-wlm; OpenMPI for Horovod over MPI: apt, as root), and Horovod built from source (about
 # 5 minutes on 2 cores the first time, then a cached wheel). Quick when all is there already.
-# The README's test command: bash tests/setup.sh && python3 -m pytest tests/ -n 2
+# The README's test command, tests/run.sh, runs it first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -e ".[test,tf,paddle,aliyun]"

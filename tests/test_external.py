@@ -63,15 +63,17 @@ def test_dryrun_shows_the_program_under_torchrun_per_node_and_under_horovodrun_o
 
 @pytest.mark.exclusive  # judges the speed of real runs: nothing beside it under xdist
 def test_a_users_training_script_is_launched_measured_recorded_and_a_slower_version_fails(tmp_path):
-    """Record the user's script at 1n1g and 2n1g, then gate a version of it that is twice as slow."""
+    """Record the user's script at 1n1g and 2n1g, then gate a version of it that is twice as slow
+    (two launches a side, as each backend's own record-and-gate test takes: a t test has a spread
+    on each side, and a halving stands far outside it)."""
     store = tmp_path / "baselines"
     rec = run(EXAMPLE, tmp_path / "rec", "--backend", "user-train", f"--dlperf-baseline-dir={store}",
-              "--update-baselines", "--dlperf-repeats", "3")
+              "--update-baselines", "--dlperf-repeats", "2")
     assert rec.returncode == 0, rec.stdout + rec.stderr
     found = cases(tmp_path / "rec")
     assert set(found) == {"resnet18-fp32-bs8-32px-1n1g", "resnet18-fp32-bs8-32px-2n1g"}
     for case in found.values():
-        assert len(case["runs"]) == 3 and case["median"] > 0
+        assert len(case["runs"]) == 2 and case["median"] > 0
         for r in case["runs"]:
             meta = r["meta"]
             assert meta["parsed"]["format"] == "dllogger" and len(meta["parsed"]["rates"]) == 30
@@ -83,7 +85,7 @@ def test_a_users_training_script_is_launched_measured_recorded_and_a_slower_vers
     assert {"user-train/resnet18-fp32-bs8-32px-1n1g", "user-train/resnet18-fp32-bs8-32px-2n1g"} <= set(entries)
 
     slow = run(EXAMPLE, tmp_path / "slow", "--backend", "user-train", f"--dlperf-baseline-dir={store}",
-               "--dlperf-repeats", "3", "-k", "1n1g", env={"USER_TRAIN_SLOWDOWN": "0.5"})
+               "--dlperf-repeats", "2", "-k", "1n1g", env={"USER_TRAIN_SLOWDOWN": "0.5"})
     assert slow.returncode == 1, slow.stdout + slow.stderr
     (case,) = cases(tmp_path / "slow").values()
     assert case["verdict"]["throughput"]["status"] == "regression", case["verdict"]
