@@ -2,8 +2,8 @@
 """How often the A/B gate is right, measured with real training on this machine.
 
 1. Collects pools of real pairs: for each planted slow-down d (0 = A/A), one A/B session of the
-   suite (resnet50 fp32 1n1g, the CPU profile's sizes, window and pace probe, as `pytest suites/`
-   runs it) with `--dlperf-candidate env=DLPERF_PLANT_SLOWDOWN=d`, held at exactly --pairs pairs
+   suite (resnet50 fp32 1n1g on one pinned core, the CPU profile's sizes and window, as `pytest
+   suites/` runs it; no pace probe, as in any A/B session) with `--dlperf-candidate env=DLPERF_PLANT_SLOWDOWN=d`, held at exactly --pairs pairs
    (min = max pairs, so it never stops early). Each pair is two launches adjacent in time, ABBA BAAB.
 2. Replays trials on those pairs: each trial takes the pool's pairs in a random order (drawn with
    replacement once a trial needs more than the pool holds; trials share pairs, so they are not
@@ -47,7 +47,7 @@ def collect(d: float, pairs: int, work: Path, candidate: str | None = None, refe
     report = work / label.replace(" ", "-").replace("%", "pct")
     candidate = candidate or f"env=DLPERF_PLANT_SLOWDOWN={d:g}"
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "suites"), "-q", "-p", "no:cacheprovider",
-           "--rootdir", str(ROOT), "--dlperf-nodes", "1", "-k", "resnet50 and fp32 and 1n1g",
+           "--rootdir", str(ROOT), "-k", "resnet50 and fp32 and 1n1g",
            f"--dlperf-report={report}", f"--dlperf-baseline-dir={work / 'no-baselines'}",
            f"--dlperf-candidate={candidate}", f"--dlperf-reference={reference}",
            f"--dlperf-ab-min-pairs={pairs}", f"--dlperf-ab-max-pairs={pairs}", "--dlperf-ab-alpha=0.0001"]
