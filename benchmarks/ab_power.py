@@ -139,10 +139,21 @@ def model(method: Method, trials: int, seed: int, sds: list[float], slowdowns: l
         print(f"{sd:>6.1%} " + " ".join(f"{c:>12}" for c in cells))
 
 
+def slowdown_list(text: str) -> list[float]:
+    """``--slowdowns 0,0.05``: fractions in [0, 1); argparse turns a bad one into a one-line usage error."""
+    try:
+        got = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give fractions separated by commas, e.g. 0,0.05") from None
+    if not got or any(not 0 <= d < 1 for d in got):
+        raise argparse.ArgumentTypeError(f"{text!r}: each slow-down is a fraction from 0 up to (not including) 1")
+    return got
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=16)
-    ap.add_argument("--slowdowns", default="0,0.02,0.05,0.1")
+    ap.add_argument("--slowdowns", type=slowdown_list, default="0,0.02,0.05,0.1")
     ap.add_argument("--pools-file", type=Path, default=Path(tempfile.gettempdir()) / "ab_pools.json")
     ap.add_argument("--analyze-only", action="store_true")
     ap.add_argument("--trials", type=int, default=500)
@@ -163,7 +174,7 @@ def main() -> int:
     else:
         pools = []
         with tempfile.TemporaryDirectory(prefix="ab-power-") as tmp:
-            for d in (float(x) for x in args.slowdowns.split(",") if x):
+            for d in args.slowdowns:
                 pools.append(collect(d, args.pairs, Path(tmp), label=f"planted {d:.0%}{win}",
                                      window_seconds=args.window_seconds))
                 print(f"collected d={d:g}: {len(pools[-1]['pairs'])} pairs in {pools[-1]['seconds']:.0f} s", flush=True)

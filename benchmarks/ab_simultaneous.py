@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ab_power import slowdown_list  # benchmarks/ is this script's own directory on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "pytest_dlperf" / "node" / "workloads"
 FILES = ("torch_ddp.py", "steplog.py", "nodefacts.py")
@@ -89,13 +91,13 @@ def pair(kind: str, k: int, d: float, base: Path, port: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=16, help="pairs of each kind per slow-down")
-    ap.add_argument("--slowdowns", default="0,0.05")
+    ap.add_argument("--slowdowns", type=slowdown_list, default="0,0.05")
     ap.add_argument("--pools-file", type=Path, default=Path(tempfile.gettempdir()) / "ab_simultaneous.json")
     args = ap.parse_args()
     pools: list[dict] = []
     port = 29600
     with tempfile.TemporaryDirectory(prefix="ab-sim-") as tmp:
-        for d in (float(x) for x in args.slowdowns.split(",") if x):
+        for d in args.slowdowns:
             got: dict[str, list[dict]] = {"sequential": [], "simultaneous": []}
             started = time.time()
             for k in range(args.pairs):

@@ -58,11 +58,12 @@ def test_a_program_that_reports_no_versions_gets_each_sides_own_in_what_differs(
     from pytest_dlperf.records import RunRecord
 
     preflight = SimpleNamespace(probed_frameworks=lambda case: {"torch": "2.13.0"})
-    ab = ABSession(SimpleNamespace(preflight=preflight), SimpleNamespace(alpha=0.05, tolerance=0.02, min_pairs=3,
+    launcher = SimpleNamespace(frameworks_for=lambda case: ("torch",))
+    ab = ABSession(SimpleNamespace(preflight=preflight, launcher=lambda case: launcher), SimpleNamespace(alpha=0.05, tolerance=0.02, min_pairs=3,
                                                                          max_pairs=20))
     ab._sides = {"reference": Side(SideSpec("reference")),
                  "candidate": Side(SideSpec("candidate", "python=/opt/new/bin/python", python="/opt/new/bin/python"),
-                                   frameworks={"torch": "2.14.0"})}
+                                   frameworks={"torch": "2.14.0", "tensorflow": "2.20.0"})}  # tf: another case's
     meta = {role: {"frameworks": ab.frameworks_of(role, None)} for role in ("reference", "candidate")}
     assert meta == {"reference": {"frameworks": {"torch": "2.13.0"}}, "candidate": {"frameworks": {"torch": "2.14.0"}}}
     launch = {role: Launch(role, 1.0, RunRecord(0, meta[role], [], [], {}, 1.0)) for role in meta}

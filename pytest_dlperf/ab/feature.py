@@ -74,9 +74,10 @@ class ABSession:
         """The case's framework versions on the side's python (node 0), for runs that report none:
         the side's own probe where it names a python, else the session's preflight probe."""
         side = self.sides[role]
-        if side.spec.python is not None:
-            return dict(side.frameworks)
-        return self.session.preflight.probed_frameworks(case)
+        if side.spec.python is None:
+            return self.session.preflight.probed_frameworks(case)
+        wanted = self.session.launcher(case).frameworks_for(case)  # the side's probes of other cases too
+        return {fw: side.frameworks[fw] for fw in wanted if fw in side.frameworks}
 
     def launches_text(self) -> str:
         """For the dry-run: how many times each side's commands run."""
