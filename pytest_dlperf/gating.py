@@ -319,8 +319,9 @@ class Gate:
     def probe_again(self, result: CaseResult, nodes: list[Node], backend: str,
                     fingerprints: Fingerprints | None, context: BaselineContext | None = None) -> bool:
         """True when only probe figures set this machine apart from the entry's recording machine
-        (a host's slow seconds do that): the session probes again before judging. Notes nothing."""
-        if fingerprints is None or self.options.update:
+        (a host's slow seconds do that): the session probes again before judging, or before a sitting
+        is added (--dlperf-record-sittings refuses one of another machine). Notes nothing."""
+        if fingerprints is None or (self.options.update and self.options.sittings <= 1):
             return False
         try:
             ctx = self.context_of(result, nodes, backend, context)

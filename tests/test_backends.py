@@ -160,7 +160,7 @@ def test_dryrun_lines_pasted_into_shells_train_the_case(tmp_path, backend, modul
 def test_each_backend_records_its_baseline_and_a_rerun_is_gated(tmp_path, backend, module, extra, case_id,
                                                                  profile_part):
     """--update-baselines writes the backend's own profile; a rerun is judged against it: here the
-    recording is doubled first, so today's real runs must be called a regression (two launches a side:
+    recording is set to twice its best run first, so today's real runs must be called a regression (two launches a side:
     the t test has a spread on each side; the gate's rules on more runs are tested on the tiny engine)."""
     if backend == "horovod":
         from .frameworks import ensure_horovod
@@ -178,9 +178,11 @@ def test_each_backend_records_its_baseline_and_a_rerun_is_gated(tmp_path, backen
     (key,) = doc["entries"]
     assert key == f"{backend}/{case_id}" and len(doc["entries"][key]["throughputs"]) == 2
     entry = doc["entries"][key]
-    entry["throughputs"] = [2 * t for t in entry["throughputs"]]
-    entry["median"] *= 2
-    entry["mean"] *= 2
+    # every recorded run set to twice the best one: in CI (2026-11-26) a recording with a run in one
+    # of the host's slow spells, doubled, was not significantly above a rerun's runs
+    best = 2 * max(entry["throughputs"])
+    entry["throughputs"] = [best] * len(entry["throughputs"])
+    entry["median"] = entry["mean"] = best
     path.write_text(json.dumps(doc, indent=1))
     r = run_suite(tmp_path / "gated", *gate)
     assert r.returncode == 1, r.stdout + r.stderr

@@ -384,6 +384,20 @@ def test_other_hardware_is_not_called_a_regression(recorded, tmp_path, mode, cod
     assert again == [f"{CASE}-again{i}" for i in (1, 2, 3)]
 
 
+def test_a_sitting_of_other_hardware_is_refused_after_three_more_probes(recorded, tmp_path):
+    # In CI (2026-11-26, twice) a sitting was refused on one probe, taken while the session's other
+    # xdist worker started beside it: the recording path took no second look. Now it does.
+    store = faster_recording_machine(recorded, tmp_path)
+    before = profile_file(store).read_bytes()
+    r = run(tmp_path, store, "-k", "1n1g", "--update-baselines", "--dlperf-record-sittings", "2", *ONE)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"{CASE}: not recorded: the recorded runs were taken on other hardware" in r.stdout, r.stdout
+    assert "would mix two machines in one baseline" in r.stdout and "probed at a slow moment" in r.stdout
+    assert profile_file(store).read_bytes() == before
+    again = sorted(d.name for d in (tmp_path / "report" / "hwprobe").glob("*-again*"))
+    assert again == [f"{CASE}-again{i}" for i in (1, 2, 3)]
+
+
 def test_hardware_verdict_fails_by_default_under_ci(recorded, tmp_path):
     store = faster_recording_machine(recorded, tmp_path)
     r = run(tmp_path, store, "-k", "1n1g", *ONE, env={"CI": "true"})
