@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import metrics, pace
 from .baselines.gate import Verdict, verdict_from_dict
+from .mfu import Utilisation
 from .records import RunRecord, StepRecord
 from .specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
 
@@ -26,6 +27,7 @@ class CaseResult:
     efficiency: float | None = None
     multi_node_efficiency: float | None = None
     verdict: dict[str, Verdict] | None = None  # metric -> the baseline gate's verdict, filled when judged
+    utilisation: Utilisation | None = None  # MFU, filled by the session where it knows the nodes' probes
 
     def __post_init__(self) -> None:
         if self.verdict:  # a verdict given as results.json writes it (a plugin's or a test's result): the object
@@ -69,6 +71,7 @@ class CaseResult:
             "multi_node_efficiency": self.multi_node_efficiency,
             "acspeed": self.acspeed_line,
             "verdict": {m: v.to_dict() for m, v in self.verdict.items()} if self.verdict is not None else None,
+            "mfu": self.utilisation.to_dict() if self.utilisation is not None else None,
         }
         if raw:
             d["runs"] = [
@@ -100,6 +103,7 @@ def result_from_dict(d: dict) -> CaseResult:
         throughputs=d["throughputs"], mean=d["mean"], median=d["median"], step_time=d["step_time"],
         per_device=d["per_device_samples_per_s"], world_size_seen=d["world_size_seen"],
         verdict={m: verdict_from_dict(v) for m, v in d["verdict"].items()} if d.get("verdict") is not None else None,
+        utilisation=Utilisation.from_dict(d["mfu"]) if d.get("mfu") else None,
     )
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 import signal
 import subprocess
@@ -52,7 +53,38 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
     assert set(entry) >= {"average_speed", "median_speed", "speedup", "batch_size_per_device"}
     assert doc["environment"]["frameworks"] == ["torch 2.13.0+cpu"]
     assert "dlperf results" in r.stdout and "2n1g" in r.stdout
+    # MFU: the workload's FLOP count agrees with one by hand; against the probe's sgemm rate of 2 threads
+    fps = resnet50_train_flops(32, batch=2) / 2
+    assert all(run["meta"]["flops_per_sample"] == pytest.approx(fps, rel=0.01) for run in case["runs"])
+    mfu = case["mfu"]
+    assert mfu["peak"]["label"] == "probed sgemm x 2 threads" and 0 < mfu["mfu"] < 1
+    probes = [doc["environment"]["hardware_fingerprints"]["nodes"][n]["compute"]["best"] for n in ("local0", "local1")]
+    assert mfu["peak"]["flops"] == pytest.approx(sum(probes) * 1e9)
+    assert mfu["mfu"] == pytest.approx(case["median"] * fps / mfu["peak"]["flops"], rel=0.01)
+    assert re.search(r"2n1g: MFU \d+\.\d%: .* GFLOP/s of .* \(probed sgemm x 2 threads\); 0\.50\d GFLOP/sample", r.stdout)
     assert tagged_processes(str(report)) == []
+
+
+def resnet50_train_flops(side: int, batch: int, classes: int = 1000) -> float:
+    """ResNet-50 v1.5's forward and backward FLOPs by hand (2 per multiply-add): each convolution and
+    the classifier three times (forward, input and weight gradients) but the stem's input gradient."""
+    fwd = 0.0
+    size = -(-side // 2)  # stem: 7x7/2, 3 -> 64
+    stem = 2 * 3 * 64 * 49 * size * size
+    size = -(-size // 2)  # max pool /2
+    inplanes = 64
+    for planes, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for i in range(blocks):
+            s = stride if i == 0 else 1
+            out = -(-size // s)
+            fwd += 2 * inplanes * planes * size * size  # 1x1
+            fwd += 2 * planes * planes * 9 * out * out  # 3x3, stride s
+            fwd += 2 * planes * planes * 4 * out * out  # 1x1 up
+            if s != 1 or inplanes != planes * 4:
+                fwd += 2 * inplanes * planes * 4 * out * out  # downsample 1x1
+            inplanes, size = planes * 4, out
+    fwd += 2 * 2048 * classes
+    return batch * (3 * fwd + 2 * stem)
 
 
 @pytest.mark.exclusive  # judges a probe's or a run's speed: nothing beside it under xdist

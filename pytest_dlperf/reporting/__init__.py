@@ -29,19 +29,22 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
     for (model, precision, batch, _image, backend, variant), rows in results.groups().items():
         size = rows[0].case.size_label
         table = Table(title=f"{model} {precision} bs{batch}/device {size}{' ' + variant if variant else ''} ({backend})",
-                      title_justify="left", box=box.SIMPLE_HEAD)
+                      title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
         for col in ("topology", "nodes", "devices", "samples/s", "mean", "speedup", "efficiency",
-                    "multi-node", "p50 step", "p95 step", "repeats"):
+                    "multi-node", "MFU", "p50 step", "p95 step", "repeats"):
             table.add_column(col, justify="left" if col == "topology" else "right")
         for r in rows:
             t = r.case.topology
             table.add_row(t.name, str(t.nodes), str(t.world_size), f"{r.median:.2f}", f"{r.mean:.2f}",
                           _fmt(r.speedup, ".2f"), _fmt(r.efficiency, ".2f"),
-                          _fmt(r.multi_node_efficiency, ".2f"), _fmt(r.step_time.get("p50"), ".3f", "s"),
+                          _fmt(r.multi_node_efficiency, ".2f"), r.utilisation.text if r.utilisation else "-",
+                          _fmt(r.step_time.get("p50"), ".3f", "s"),
                           _fmt(r.step_time.get("p95"), ".3f", "s"), str(len(r.throughputs)))
         console.print(table)
         for r in rows:
             console.print(f"  {r.case.topology.name}: {r.acspeed_line}")
+            if r.utilisation is not None and r.utilisation.flops_per_sample is not None:
+                console.print(f"  {r.case.topology.name}: {r.utilisation.line}")
     return buf.getvalue()
 
 

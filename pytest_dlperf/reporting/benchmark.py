@@ -38,6 +38,7 @@ def _benchmark(r: CaseResult, name: str) -> dict:
             "nodes": c.topology.nodes, "devices": c.topology.world_size,
             "samples_per_s": r.throughputs, "median_samples_per_s": r.median, "speedup": r.speedup,
             "efficiency": r.efficiency, "multi_node_efficiency": r.multi_node_efficiency,
+            "mfu": r.utilisation.mfu if r.utilisation else None,
             "step_time_s": r.step_time, "verdict": {k: v.status.value for k, v in (r.verdict or {}).items()},
         },
         "options": {"timer": "wall time of the measured window (barrier to barrier)", "min_rounds": len(r.throughputs),

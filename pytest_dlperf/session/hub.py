@@ -26,6 +26,7 @@ from ..budget import Budget, session_seconds
 from ..clusters.base import Cluster
 from ..gating import Gate, GateOptions, Outcome
 from ..launchers.base import Launcher
+from ..mfu import utilisation
 from ..options import RunOptions
 from ..reporting.junit import junit_properties
 from ..reporting.live import LiveLine
@@ -220,7 +221,7 @@ class DLPerfSession:
         m = self.measurement()
         for name, got in unjudged.items():
             if got.runs:
-                self.results.add(summarize(got.case, self.case_measurement(got.case, m), got.runs))
+                self.results.add(self.summarize(got.case, m, got.runs))
             if got.error is not None:
                 self.failures[name] = got.error
         self.gate.notes.append(f"{len(unjudged)} case(s) measured in rounds were not judged (their tests did "
@@ -261,9 +262,17 @@ class DLPerfSession:
             self.failures[self.case_name(case)] = got.error
             pytest.fail(got.error, pytrace=False)
         self._frameworks_into(case, got.runs)
-        result = self.results.add(summarize(case, self.case_measurement(case, m), got.runs))
+        result = self.results.add(self.summarize(case, m, got.runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         return self._judge(case, item, result, got.paired)
+
+    def summarize(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
+        """The case's runs summarized, with its MFU against the peak of the nodes it ran on."""
+        result = summarize(case, self.case_measurement(case, m), runs)
+        probes = list(self.preflight.fingerprints.nodes.values()) if self.preflight.fingerprints else []
+        result.utilisation = utilisation(result.median, [r.meta for r in runs], case.model, case.precision,
+                                         case.topology.devices_per_node, probes)
+        return result
 
     def _dry_run(self, case: CaseSpec, m: Measurement) -> NoReturn:
         """--dlperf-dryrun: keep the case's per-node commands for the summary, and skip its test."""

@@ -30,6 +30,7 @@ import os
 import platform
 import socket
 import sys
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -308,6 +309,24 @@ class CudaClock:
         return [a.elapsed_time(b) / 1e3 for a, b in zip(self.events, self.events[1:])]
 
 
+class FirstStepFlops:
+    """The step, the first call of it counted by torch's FlopCounterMode: forward and backward
+    FLOPs of one rank's batch (the optimizer's elementwise updates are not in its table). Only a
+    warm-up step is counted (``enabled``): the counter's per-op bookkeeping never enters the window."""
+
+    def __init__(self, step: Callable[[], torch.Tensor], enabled: bool) -> None:
+        self.step, self.enabled, self.total = step, enabled, None
+
+    def __call__(self) -> torch.Tensor:
+        if not self.enabled or self.total is not None:
+            return self.step()
+        from torch.utils.flop_counter import FlopCounterMode
+        with FlopCounterMode(display=False) as counter:
+            loss = self.step()
+        self.total = counter.get_total_flops()
+        return loss
+
+
 def model_on_cuda(model: nn.Module) -> bool:
     return next(model.parameters()).is_cuda
 
@@ -386,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
         if cuda:
             torch.cuda.synchronize(device)
 
-    timed = steplog.time_steps(step, args, rank, args.batch_size * world, agree=agree, barrier=comm.barrier,
+    counted = FirstStepFlops(step, enabled=args.warmup_iters > 0 or args.window_seconds > 0)
+    timed = steplog.time_steps(counted, args, rank, args.batch_size * world, agree=agree, barrier=comm.barrier,
                                sync=sync, device_clock=CudaClock if cuda else None)
     mine = torch.tensor(timed.seconds, dtype=torch.float64, device=device)
     gathered = comm.all_gather(mine)
@@ -416,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
                 backend=comm.name, wrapper=comm.wrapper, cuda=torch.version.cuda if cuda else None,
                 nccl=".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
                 parameters=sum(p.numel() for p in model.parameters()),
+                **({"flops_per_sample": counted.total / args.batch_size} if counted.total else {}),
             )
             log.steps(timed, gathered, args.batch_size * world)
             log.end([d.tolist() for d in digests])
