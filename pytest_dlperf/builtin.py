@@ -9,10 +9,10 @@ from .launchers.base import Launcher
 from .launchers.horovod import HorovodLauncher, PerseusLauncher
 from .launchers.paddle import PaddleLauncher
 from .launchers.tf import TFLauncher
-from .launchers.torchrun import ACSpeedLauncher, TorchrunLauncher
+from .launchers.torchrun import ACSpeedLauncher, FSDPLauncher, TorchrunLauncher
 
 LAUNCHERS: dict[str, type[Launcher]] = {cls.name: cls for cls in (
-    TorchrunLauncher, TFLauncher, PaddleLauncher, HorovodLauncher, PerseusLauncher, ACSpeedLauncher)}
+    TorchrunLauncher, FSDPLauncher, TFLauncher, PaddleLauncher, HorovodLauncher, PerseusLauncher, ACSpeedLauncher)}
 
 
 @pytest.hookimpl(trylast=True)

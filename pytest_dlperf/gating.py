@@ -23,6 +23,7 @@ from .baselines.fingerprint import FingerprintComparison, compare
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, pace_hides
 from .baselines.store import SittingsError, check_software
 from .clusters.base import Node
+from .comm import network_said
 from .preflight.hardware import Fingerprints
 from .recording import BaselineRecorder
 from .results import CaseResult, ResultSet
@@ -471,6 +472,9 @@ class Gate:
                 "nothing recorded changed since the baseline (versions, device, commit): look at the machine and the code"
             for v in failing:
                 v.changes = changed
+            network = network_said(result.communication, entry.busbw)
+            if network:
+                said += f"\n{network}"
             if not self.options.update:
                 return Judgement(Outcome.FAIL, "\n".join(v.message for v in failing) + "\n" + said, verdicts)
         first = verdicts[0]
@@ -504,7 +508,7 @@ def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: F
     hidden = (" A machine that probes faster can hide a slow-down behind that figure; only a drop beyond the "
               "tolerance is judged on it." if comp.faster_only else "")
     message = (f"HARDWARE {case} throughput: not judged: this machine is not the one that recorded the baseline "
-               f"({comp.summary()}). Measured median {m_med:.4g} samples/s vs baseline {b_med:.4g} "
+               f"({comp.summary()}). Measured median {m_med:.4g} {result.case.unit} vs baseline {b_med:.4g} "
                f"({change:+.1%}).{hidden} Record this machine's own baseline with --update-baselines (with "
                f"--dlperf-baseline-profile NAME to keep the committed file), or gate against a profile recorded on "
                f"the same hardware.")

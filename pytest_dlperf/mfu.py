@@ -51,13 +51,15 @@ class Utilisation:
     flops_per_sample: float | None
     achieved_flops: float | None
     peak: Peak
+    analytic_flops_per_sample: float | None = None  # a decoder's 6N + 12·L·H·Q·T per token (PaLM), beside the count
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Utilisation:
-        return cls(d.get("mfu"), d.get("flops_per_sample"), d.get("achieved_flops"), Peak(**d["peak"]))
+        return cls(d.get("mfu"), d.get("flops_per_sample"), d.get("achieved_flops"), Peak(**d["peak"]),
+                   d.get("analytic_flops_per_sample"))
 
     @property
     def text(self) -> str:
@@ -70,9 +72,12 @@ class Utilisation:
         if self.flops_per_sample is None:
             return "MFU: not known (the workload counted no FLOPs)"
         per = f"{self.flops_per_sample / 1e9:.3g} GFLOP/sample fwd+bwd"
+        if self.analytic_flops_per_sample:
+            per = (f"{self.flops_per_sample / 1e6:.4g} MFLOP/token counted, "
+                   f"{self.analytic_flops_per_sample / 1e6:.4g} by 6N + 12·L·H·Q·T")
         if self.mfu is None:
             return f"MFU not known ({self.peak.label}); {per}"
-        return f"MFU {self.mfu:.1%}: {_rate(self.achieved_flops)} of {_rate(self.peak.flops)} ({self.peak.label}); {per}"
+        return f"MFU {self.mfu:.1%}: {_rate(self.achieved_flops)} of {_rate(self.peak.flops)}, {self.peak.label}; {per}"
 
 
 def _rate(flops: float) -> str:
@@ -133,8 +138,9 @@ def utilisation(median_samples_per_s: float, metas: Sequence[Mapping], model: st
     first = metas[0] if metas else {}
     peak = case_peak(model, precision, first.get("ranks") or [], devices_per_node, node_probes,
                      cuda=bool(first.get("cuda")))
+    analytic = (first.get("llm") or {}).get("analytic_flops_per_token")
     if not counts:
-        return Utilisation(None, None, None, peak)
+        return Utilisation(None, None, None, peak, analytic)
     per_sample = statistics.median(counts)
     achieved = median_samples_per_s * per_sample
-    return Utilisation(achieved / peak.flops if peak.flops else None, per_sample, achieved, peak)
+    return Utilisation(achieved / peak.flops if peak.flops else None, per_sample, achieved, peak, analytic)

@@ -64,7 +64,7 @@ def add_workload_options(parser: pytest.Parser) -> None:
            "found here; slurm: --dlperf-slurm-gpus-per-node; ssh, aliyun: cpu (GPU nodes: give gpu)")
     a("--dlperf-backend", alias="--backend", default="ddp", metavar="NAME",
       help="launch backend, or several comma-separated (each runs its matrix; the summary compares "
-           "them): ddp (PyTorch DDP, torchrun), tf (MultiWorkerMirroredStrategy), paddle, "
+           "them): ddp (PyTorch DDP, torchrun), fsdp (PyTorch FSDP2 fully_shard, torchrun), tf (MultiWorkerMirroredStrategy), paddle, "
            "horovod (horovodrun on node 0), perseus (AIACC-Training, perseusrun), acspeed (DDP with "
            "ACSpeed). Alias: --backend")
     a("--dlperf-horovod-controller", choices=("gloo", "mpi"), default="gloo",

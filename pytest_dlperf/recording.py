@@ -70,8 +70,8 @@ class BaselineRecorder:
             return
         runs = ", ".join(f"{t:.4g}" for t in result.throughputs)
         head = (f"recorded from runs that disagree (robust CV {rcv:.1%} above the bound {self.cv_bound:.0%}: "
-                f"{runs} samples/s): a later drop must clear that spread to be called a regression." if disagree
-                else f"recorded from runs of robust CV {rcv:.1%} ({runs} samples/s).")
+                f"{runs} {result.case.unit}): a later drop must clear that spread to be called a regression." if disagree
+                else f"recorded from runs of robust CV {rcv:.1%} ({runs} {result.case.unit}).")
         catch = (f" Against them a session of {repeats} runs as spread would catch a {CATCH_DROP:.0%} slow-down "
                  f"in about {rate:.0%} of sessions (the gate's own test on 200 modelled sessions)."
                  if rate is not None else "")

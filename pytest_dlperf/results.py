@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import metrics, pace
 from .baselines.gate import Verdict, verdict_from_dict
+from .comm import Communication, communication
 from .mfu import Utilisation
 from .records import RunRecord, StepRecord
 from .specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
@@ -17,7 +18,7 @@ class CaseResult:
     case: CaseSpec
     measurement: Measurement
     runs: list[RunRecord]
-    throughputs: list[float]  # global samples/s, one per repeat
+    throughputs: list[float]  # global samples/s (tokens/s for a decoder: case.unit), one per repeat
     mean: float
     median: float
     step_time: dict[str, float]  # p50..p95 seconds over every rank's steps of every repeat
@@ -50,9 +51,14 @@ class CaseResult:
         return [f"repeat {r.repeat}: {r.pace_error}" for r in self.runs if r.pace_error]
 
     @property
+    def communication(self) -> Communication | None:
+        """The all-reduce bandwidth the runs measured beside their window (multi-device cases)."""
+        return communication([r.meta for r in self.runs], self.step_time.get("p50"))
+
+    @property
     def acspeed_line(self) -> str:
         t = self.case.topology
-        return metrics.acspeed_line(t.world_size, t.nodes, self.case.batch_size, self.step_time,
+        return metrics.acspeed_line(t.world_size, t.nodes, self.case.batch_size * self.case.items_per_sample, self.step_time,
                                     unit=device_unit(self.runs), per_node=t.devices_per_node)
 
     def to_dict(self, raw: bool = True) -> dict:
@@ -72,6 +78,7 @@ class CaseResult:
             "acspeed": self.acspeed_line,
             "verdict": {m: v.to_dict() for m, v in self.verdict.items()} if self.verdict is not None else None,
             "mfu": self.utilisation.to_dict() if self.utilisation is not None else None,
+            "allreduce": comm.to_dict() if (comm := self.communication) is not None else None,
         }
         if raw:
             d["runs"] = [
@@ -87,6 +94,7 @@ class CaseResult:
 def case_from_dict(d: dict) -> CaseSpec:
     c = dict(d)
     c.pop("id", None)
+    c.pop("unit", None)
     c["topology"] = Topology.parse(c["topology"])
     return CaseSpec(**c)
 
@@ -120,7 +128,7 @@ def summarize(case: CaseSpec, measurement: Measurement, runs: list[RunRecord]) -
         parsed = r.meta.get("parsed")
         if parsed is None:
             return metrics.throughput(r.steps, *lengths(r)), metrics.step_times(r.steps, *lengths(r))
-        global_batch = case.batch_size * case.topology.world_size
+        global_batch = case.batch_size * case.items_per_sample * case.topology.world_size
         return parsed["throughput"], [global_batch / x for x in parsed["rates"] if x > 0] if parsed.get("per_step") else []
 
     figs = [figures(r) for r in runs]
@@ -133,7 +141,7 @@ def summarize(case: CaseSpec, measurement: Measurement, runs: list[RunRecord]) -
     mean, median = metrics.center(tputs)
     return CaseResult(
         case=case, measurement=measurement, runs=runs, throughputs=tputs, mean=mean, median=median,
-        step_time=pct, per_device={k: case.batch_size / v for k, v in pct.items()},
+        step_time=pct, per_device={k: case.batch_size * case.items_per_sample / v for k, v in pct.items()},
         world_size_seen=int(runs[0].meta.get("world_size", 0)),
     )
 

@@ -27,7 +27,7 @@ def _check_case(c: object) -> str | None:
     """What is wrong with a case's ``case`` object, or None."""
     if not isinstance(c, dict):
         return "'case' is not an object"
-    unknown = set(c) - set(_CASE_FIELDS) - {"id"}
+    unknown = set(c) - set(_CASE_FIELDS) - {"id", "unit"}
     if unknown:
         return f"'case' has unknown field(s) {', '.join(sorted(unknown))}"
     for name in ("model", "precision", "batch_size", "image_size", "topology"):

@@ -10,7 +10,8 @@ if TYPE_CHECKING:
     from .clusters.base import Node
 
 PRECISIONS = ("fp32", "amp")
-SEQUENCE_MODELS = ("bert-base",)  # their input size is a sequence length, shown as seqN in case ids
+SEQUENCE_MODELS = ("bert-base", "llama")  # their input size is a sequence length, shown as seqN in case ids
+TOKEN_MODELS = ("llama",)  # their throughput counts tokens (batch x sequence per device and step), not samples
 
 _TOPO_RE = re.compile(r"^(\d+)n(\d+)g$")
 
@@ -82,6 +83,16 @@ class CaseSpec:
         return f"{self.model}-{self.precision}-bs{self.batch_size}-{self.size_label}{variant}-{self.topology.name}"
 
     @property
+    def unit(self) -> str:
+        """What the case's throughput counts per second: ``tokens/s`` for a decoder, else ``samples/s``."""
+        return "tokens/s" if self.model in TOKEN_MODELS else "samples/s"
+
+    @property
+    def items_per_sample(self) -> int:
+        """Throughput items in one sample: a decoder's sequence is that many tokens."""
+        return self.image_size if self.model in TOKEN_MODELS else 1
+
+    @property
     def group(self) -> tuple[str, str, int, int, str, str]:
         """Cases that share everything but the topology; speedup is taken within a group."""
         return (self.model, self.precision, self.batch_size, self.image_size, self.backend, self.variant)
@@ -95,6 +106,7 @@ class CaseSpec:
         d = asdict(self)
         d["topology"] = self.topology.name
         d["id"] = self.id
+        d["unit"] = self.unit
         return d
 
 

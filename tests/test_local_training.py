@@ -61,7 +61,7 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
     probes = [doc["environment"]["hardware_fingerprints"]["nodes"][n]["compute"]["best"] for n in ("local0", "local1")]
     assert mfu["peak"]["flops"] == pytest.approx(sum(probes) * 1e9)
     assert mfu["mfu"] == pytest.approx(case["median"] * fps / mfu["peak"]["flops"], rel=0.01)
-    assert re.search(r"2n1g: MFU \d+\.\d%: .* GFLOP/s of .* \(probed sgemm x 2 threads\); 0\.50\d GFLOP/sample", r.stdout)
+    assert re.search(r"2n1g: MFU \d+\.\d%: .* GFLOP/s of .* GFLOP/s, probed sgemm x 2 threads; 0\.50\d GFLOP/sample", r.stdout)
     assert tagged_processes(str(report)) == []
 
 

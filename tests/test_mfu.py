@@ -65,7 +65,7 @@ def test_utilisation_from_the_median_and_the_counted_flops():
     meta = {"ranks": [{"threads": 1}], "flops_per_sample": 5e8, "cuda": None}
     u = utilisation(8.0, [meta, meta], "resnet50", "fp32", 1, [_probe(80.0)])
     assert u.mfu == pytest.approx(8.0 * 5e8 / 80e9) and u.text == "5.0%"
-    assert u.line == ("MFU 5.0%: 4 GFLOP/s of 80 GFLOP/s (probed sgemm x 1 thread); "
+    assert u.line == ("MFU 5.0%: 4 GFLOP/s of 80 GFLOP/s, probed sgemm x 1 thread; "
                       "0.5 GFLOP/sample fwd+bwd")
     # a workload that counted nothing (an external program, another framework): no figure invented
     u = utilisation(8.0, [{"ranks": [{"threads": 1}]}], "resnet50", "fp32", 1, [_probe(80.0)])

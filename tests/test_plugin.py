@@ -39,6 +39,7 @@ def test_default_matrix_is_models_x_precisions_x_ladder(suite):
         "vgg16-fp32-bs4-32px-1n1g", "vgg16-fp32-bs4-32px-2n1g",
         "bert-base-fp32-bs2-seq32-1n1g", "bert-base-fp32-bs2-seq32-2n1g",
         "arcface-fp32-bs8-64px-cls4096-1n1g", "arcface-fp32-bs8-64px-cls4096-2n1g",
+        "llama-fp32-bs2-seq64-d256l4-1n1g", "llama-fp32-bs2-seq64-d256l4-2n1g",
     ]
     r = suite.runpytest("--collect-only", "-q", "--dlperf-precision", "fp32,amp", "--dlperf-model", "vgg16")
     assert collected(r) == ["vgg16-fp32-bs4-32px-1n1g", "vgg16-fp32-bs4-32px-2n1g",

@@ -58,6 +58,7 @@ class Entry:
     # the sittings the runs come from, oldest first: [{"recorded_at": ..., "runs": n}]; [] for one sitting
     # (--dlperf-record-sittings K keeps the last K, so the baseline holds the host's level over hours)
     sittings: list[dict[str, Any]] = field(default_factory=list)
+    busbw: float | None = None  # a multi-device case's all-reduce busbw at the bucket size, bytes/s (comm.py)
     extra: dict[str, Any] = field(default_factory=dict)  # other fields, kept as they are
 
     @property
@@ -109,6 +110,8 @@ class Entry:
                                  speedup=result.speedup, efficiency=result.efficiency, variant=c.variant)
         entry.paces = list(getattr(result, "paces", []))
         entry.pace_contract = int(getattr(result, "pace_contract", 0)) if entry.paces else 0
+        comm = getattr(result, "communication", None)
+        entry.busbw = comm.busbw if comm is not None else None
         return entry
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,6 +133,8 @@ class Entry:
             d["variant"] = self.variant
         if self.sittings:
             d["sittings"] = [dict(x) for x in self.sittings]
+        if self.busbw:
+            d["busbw"] = self.busbw
         d.update({k: v for k, v in self.extra.items() if k not in d})
         return d
 
@@ -159,7 +164,7 @@ class Entry:
             raise r.fail("source", f"must be 'recorded', 'published: <citation>' or 'imported: <logs>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
                  "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
-                 "machine", "variant", "paces", "pace_contract", "sittings"}
+                 "machine", "variant", "paces", "pace_contract", "sittings", "busbw"}
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
@@ -174,6 +179,7 @@ class Entry:
             machine=r.get("machine", "str", required=False) or "",
             variant=r.get("variant", "str", required=False) or "",
             sittings=_sittings(r, len(tputs)),
+            busbw=r.get("busbw", "number", required=False),
             extra={k: v for k, v in d.items() if k not in known},
         )
         try:
@@ -252,7 +258,7 @@ def add_sitting(old: Entry, new: Entry, keep: int) -> Entry:
     merged.paces = list(old.paces[cut:]) + list(new.paces) if new.paces else []
     merged.pace_contract = new.pace_contract
     merged.sittings = [dict(s) for s in kept] + [{"recorded_at": new.recorded_at, "runs": len(new.throughputs)}]
-    merged.machine, merged.extra = new.machine, dict(new.extra)
+    merged.machine, merged.extra, merged.busbw = new.machine, dict(new.extra), new.busbw
     return merged
 
 

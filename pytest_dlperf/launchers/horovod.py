@@ -16,12 +16,12 @@ from ..clusters.base import NodeCommand
 from ..specs import CaseSpec
 from .base import ARCFACE_CLASSES, Launcher, RunPlan
 from .tf import BYTES_PER_PACK, TFLauncher
-from .torchrun import TorchrunLauncher
+from .torchrun import SEED_MODELS, TorchrunLauncher
 
 CONTROLLERS = ("gloo", "mpi")
 # Frameworks a Horovod-style engine drives: variant part -> (import name, workload, models).
 FRAMEWORKS = {
-    "torch": ("torch", "torch_ddp.py", TorchrunLauncher.models),
+    "torch": ("torch", "torch_ddp.py", SEED_MODELS),
     "tf": ("tensorflow", "tf_mwms.py", TFLauncher.models),
 }
 FIRST_TRACEBACK = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:err|out)>:Traceback \(most recent call last\)", re.MULTILINE)
@@ -35,7 +35,7 @@ class HorovodLauncher(Launcher):
 
     name = "horovod"
     framework = "horovod"
-    models = TorchrunLauncher.models
+    models = SEED_MODELS  # the decoder is DDP's (and FSDP's) for now
     workload_files = ("torch_ddp.py", "tf_mwms.py")
     spans_nodes = True
     # The same sizes as the frameworks' own backends, so that ratios between engines compare like with like.

@@ -30,7 +30,7 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
         size = rows[0].case.size_label
         table = Table(title=f"{model} {precision} bs{batch}/device {size}{' ' + variant if variant else ''} ({backend})",
                       title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
-        for col in ("topology", "nodes", "devices", "samples/s", "mean", "speedup", "efficiency",
+        for col in ("topology", "nodes", "devices", rows[0].case.unit, "mean", "speedup", "efficiency",
                     "multi-node", "MFU", "p50 step", "p95 step", "repeats"):
             table.add_column(col, justify="left" if col == "topology" else "right")
         for r in rows:
@@ -44,7 +44,10 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
         for r in rows:
             console.print(f"  {r.case.topology.name}: {r.acspeed_line}")
             if r.utilisation is not None and r.utilisation.flops_per_sample is not None:
-                console.print(f"  {r.case.topology.name}: {r.utilisation.line}")
+                console.print(f"  {r.case.topology.name}: {r.utilisation.line}", soft_wrap=True)
+            if (comm := r.communication) is not None:
+                console.print(f"  {r.case.topology.name}: efficiency {_fmt(r.efficiency, '.2f')} beside {comm.line}",
+                              soft_wrap=True)
     return buf.getvalue()
 
 

@@ -45,16 +45,19 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
         lines.append("")
     for rows in groups:
         lines += [f"## {_group_title(rows[0])}", "",
-                  "| topology | nodes | devices | samples/s | efficiency | multi-node eff. | speedup | MFU | "
-                  "p50 step | p95 step | verdict |",
-                  "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+                  f"| topology | nodes | devices | {rows[0].case.unit} | efficiency | all-reduce busbw | "
+                  "multi-node eff. | speedup | MFU | p50 step | p95 step | verdict |",
+                  "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
         for r in rows:
             t = r.case.topology
             verdict = case_verdict(r)
             throughput = (r.verdict or {}).get("throughput")
             change = throughput.change if throughput is not None else None
             shown = verdict.upper() + (f" ({change:+.1%})" if change is not None else "") if verdict else "-"
-            lines.append(f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_fmt(r.efficiency, '.2f')} | "
+            comm = r.communication
+            busbw = f"{comm.busbw / 1e9:.3g} GB/s ({comm.share:.0%} of a step)" if comm and comm.share is not None \
+                else f"{comm.busbw / 1e9:.3g} GB/s" if comm else "-"
+            lines.append(f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_fmt(r.efficiency, '.2f')} | {busbw} | "
                          f"{_fmt(r.multi_node_efficiency, '.2f')} | {_fmt(r.speedup, '.2f')} | "
                          f"{r.utilisation.text if r.utilisation else '-'} | "
                          f"{_fmt(r.step_time.get('p50'), '.3f', ' s')} | {_fmt(r.step_time.get('p95'), '.3f', ' s')} | {shown} |")

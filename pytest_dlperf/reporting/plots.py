@@ -52,7 +52,7 @@ def write_all(out_dir: Path, results: ResultSet) -> list[str]:
         for d, m, lab in zip(devices, [r.median for r in rows], labels):
             ax.annotate(lab, (d, m), textcoords="offset points", xytext=(4, -12), fontsize=8)
         ax.set_xlabel(f"{unit} (devices in total)")
-        ax.set_ylabel("throughput (samples/s, all devices)")
+        ax.set_ylabel(f"throughput ({c.unit}, all devices)")
         ax.set_title(_title(c), fontsize=10)
         ax.set_xticks(sorted(set(devices)))
         ax.set_ylim(bottom=0)
@@ -126,7 +126,7 @@ def _baseline(plt, gated: list[tuple[CaseResult, Verdict]], path: Path) -> str: 
     ax.set_xticks(x, [r.case.topology.name + ("\n(at baseline pace)" if mixed and s == AT_PACE else "")
                       for (r, _), (_, _, s) in zip(gated, figures)])
     ax.set_xlabel("topology")
-    ax.set_ylabel(f"throughput (samples/s), {'; '.join(scales)}")
+    ax.set_ylabel(f"throughput ({gated[0][0].case.unit}), {'; '.join(scales)}")
     ax.set_title(_title(gated[0][0].case) + ": against the baseline", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)

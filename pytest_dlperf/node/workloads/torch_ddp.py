@@ -3,6 +3,9 @@
 node), ACSpeed (DDP after ``import acspeed``), Horovod or AIACC-Training/Perseus (``horovod.torch``,
 ``perseus.torch.horovod``; launched by horovodrun/perseusrun on node 0), chosen with ``--engine``.
 
+Models: the seeds' ResNet-50, VGG-16, BERT-base and ArcFace, and ``llama``, a Llama-style decoder
+trained on next-token prediction with AdamW (its step log counts tokens: a sample is a token).
+
 This script runs on the nodes and imports nothing from the harness: it can be copied anywhere
 and started by hand with the command that ``pytest --dlperf-dryrun`` prints.
 
@@ -30,6 +33,7 @@ import os
 import platform
 import socket
 import sys
+import time
 from collections.abc import Callable
 
 import torch
@@ -41,8 +45,9 @@ from torch.distributed.elastic.multiprocessing.errors import record
 import steplog  # the step-log contract, copied beside this file
 from nodefacts import cpu_model  # copied beside this file, as steplog.py
 
-MODELS = ("resnet50", "vgg16", "bert-base", "arcface")
-ENGINES = ("ddp", "acspeed", "horovod", "perseus")
+MODELS = ("resnet50", "vgg16", "bert-base", "arcface", "llama")
+TOKEN_MODELS = ("llama",)  # a sample is a token: the step log counts tokens, the throughput is tokens/s
+ENGINES = ("ddp", "fsdp", "acspeed", "horovod", "perseus")
 
 
 # ---------------------------------------------------------------- models (torchvision layouts)
@@ -166,7 +171,70 @@ class ArcFace(nn.Module):
         return self.s * (target * torch.cos(torch.acos(cos) + self.m) + (1 - target) * cos)
 
 
-def build_model(name: str, num_classes: int, size: int) -> nn.Module:
+class Rotary(nn.Module):
+    """Rotary position embeddings (RoFormer; Llama's rotate-half form) for heads of ``head_dim``."""
+
+    def __init__(self, seq_len: int, head_dim: int, base: float = 10000.0) -> None:
+        super().__init__()
+        inv = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        angles = torch.outer(torch.arange(seq_len, dtype=torch.float32), inv)
+        self.register_buffer("cos", torch.cat([angles.cos()] * 2, dim=-1), persistent=False)
+        self.register_buffer("sin", torch.cat([angles.sin()] * 2, dim=-1), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (batch, heads, seq, head_dim)
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * self.cos.to(x.dtype) + rotated * self.sin.to(x.dtype)
+
+
+class DecoderBlock(nn.Module):
+    """Pre-norm Llama block: RMSNorm, causal self-attention with rotary positions through
+    ``scaled_dot_product_attention``, RMSNorm, SwiGLU feed-forward; no biases."""
+
+    def __init__(self, dim: int, heads: int, hidden: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.attn_norm, self.ffn_norm = nn.RMSNorm(dim, eps=1e-5), nn.RMSNorm(dim, eps=1e-5)
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+        self.gate_up = nn.Linear(dim, 2 * hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor, rotary: Rotary) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.attn_norm(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(rotary(q), rotary(k), v, is_causal=True)
+        x = x + self.out(y.transpose(1, 2).reshape(b, t, d))
+        gate, up = self.gate_up(self.ffn_norm(x)).chunk(2, dim=-1)
+        return x + self.down(F.silu(gate) * up)
+
+
+class Llama(nn.Module):
+    """A Llama-style decoder for next-token prediction: token embedding, ``layers`` blocks of width
+    ``dim`` (heads of 64), a final RMSNorm and an untied output projection over ``vocab``."""
+
+    def __init__(self, seq_len: int, dim: int, layers: int, vocab: int) -> None:
+        super().__init__()
+        heads = max(dim // 64, 1)
+        hidden = 256 * -(-(8 * dim // 3) // 256)  # SwiGLU's 8/3 d, rounded up to 256 as Llama does
+        self.embed = nn.Embedding(vocab, dim)
+        self.rotary = Rotary(seq_len, dim // heads)
+        self.blocks = nn.ModuleList(DecoderBlock(dim, heads, hidden) for _ in range(layers))
+        self.norm = nn.RMSNorm(dim, eps=1e-5)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        for block in self.blocks:
+            x = block(x, self.rotary)
+        return self.head(self.norm(x))
+
+
+def build_model(name: str, num_classes: int, size: int, llm: tuple[int, int, int] = (256, 4, 32000)) -> nn.Module:
+    """The named model; ``size`` is the image side or the sequence length, ``llm`` the decoder's
+    (width, layers, vocabulary)."""
+    if name == "llama":
+        return Llama(size, *llm)
     if name == "resnet50":
         return ResNet50(num_classes)
     if name == "vgg16":
@@ -186,8 +254,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="how gradients are synchronised (horovod, perseus: started by horovodrun/perseusrun)")
     p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
     p.add_argument("--batch-size", type=int, required=True, help="samples per device per step")
-    p.add_argument("--image-size", type=int, required=True, help="image side; sequence length for bert-base")
+    p.add_argument("--image-size", type=int, required=True, help="image side; sequence length for bert-base and llama")
     p.add_argument("--num-classes", type=int, default=1000, help="classes (ArcFace: identities)")
+    p.add_argument("--llm-dim", type=int, default=256, help="llama: model width (heads of 64)")
+    p.add_argument("--llm-layers", type=int, default=4, help="llama: decoder blocks")
+    p.add_argument("--vocab", type=int, default=32000, help="llama: vocabulary size")
     p.add_argument("--warmup-iters", type=int, default=5, help="warm-up steps, at least")
     p.add_argument("--max-warmup-iters", type=int, default=0,
                    help="warm-up steps at most, until two agree (0: exactly --warmup-iters)")
@@ -214,29 +285,47 @@ class DDPComm:
         self.local_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
         self.name = ("acspeed+" if engine == "acspeed" else "") + dist.get_backend()
         self.versions = {"acspeed": _version("acspeed")} if engine == "acspeed" else {}
+        self.engine = engine
 
-    def wrap(self, model: nn.Module, nosync: bool):
-        """(the module to call, an optimizer over its parameters, a no-sync context factory).
+    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: bool = False):
+        """(the module to call, ``optimizer`` over its parameters, a no-sync context factory).
 
         At world size 1 there is nothing to synchronise, and the model trains without the DDP
         wrapper, as NVIDIA's DeepLearningExamples train on one GPU: DDP's reducer at world 1 cost
         resnet50 bs128 2.6-3.5% (fp32) and 8.5-15% (AMP) of its throughput on an H100 (2026-11-25,
         benchmarks/gpu_reference.py), which the 1n1g figure, the base of speedup and scaling
         efficiency, must not carry."""
+        if self.engine == "fsdp":
+            return self.fully_shard(model, nosync, optimizer, mixed)
         if self.world == 1:
             self.wrapper = "none"
-            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
-            return model, opt, contextlib.nullcontext
+            return model, optimizer(model.parameters()), contextlib.nullcontext
         self.wrapper = "DistributedDataParallel"
         ddp = nn.parallel.DistributedDataParallel(model, device_ids=[self.local_rank] if model_on_cuda(model) else None)
-        opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
-        return ddp, opt, (ddp.no_sync if nosync else contextlib.nullcontext)
+        return ddp, optimizer(ddp.parameters()), (ddp.no_sync if nosync else contextlib.nullcontext)
+
+    def fully_shard(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: bool):
+        """FSDP2 (``torch.distributed.fsdp.fully_shard``): each block, then the root, sharded over the
+        ranks, at every world size (the engine's own overhead is part of its figure); with ``mixed``
+        (amp on GPUs) parameters gathered and computed in bf16, gradients reduced in fp32."""
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        kw = {"mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)} if mixed else {}
+        for block in shard_units(model):
+            fully_shard(block, **kw)
+        fully_shard(model, **kw)
+        if nosync:  # the fault: no reduce-scatter, each rank's shard steps on its own gradients
+            model.set_requires_gradient_sync(False)
+        self.wrapper = "fully_shard"
+        return model, optimizer(model.parameters()), contextlib.nullcontext
 
     def broadcast_(self, t: torch.Tensor) -> None:
         dist.broadcast(t, src=0)
 
     def barrier(self) -> None:
         dist.barrier()
+
+    def all_reduce_(self, t: torch.Tensor) -> None:
+        dist.all_reduce(t)
 
     def all_gather(self, t: torch.Tensor) -> list[torch.Tensor]:
         out = [torch.zeros_like(t) for _ in range(self.world)]
@@ -269,9 +358,9 @@ class HorovodComm:
         self.name = f"{engine}-{how}" + ("+nccl" if cuda and hvd.nccl_built() else "")
         self.versions = {engine: _version(engine)}
 
-    def wrap(self, model: nn.Module, nosync: bool):
+    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: bool = False):
         hvd = self.hvd
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+        opt = optimizer(model.parameters())
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(opt, root_rank=0)
         self.wrapper = "none" if nosync else "DistributedOptimizer"
@@ -284,6 +373,9 @@ class HorovodComm:
 
     def barrier(self) -> None:
         self.hvd.barrier()
+
+    def all_reduce_(self, t: torch.Tensor) -> None:
+        self.hvd.allreduce_(t, op=self.hvd.Sum)
 
     def all_gather(self, t: torch.Tensor) -> list[torch.Tensor]:
         return list(self.hvd.allgather(t[None].cpu()).to(t.device).unbind(0))
@@ -312,19 +404,138 @@ class CudaClock:
 class FirstStepFlops:
     """The step, the first call of it counted by torch's FlopCounterMode: forward and backward
     FLOPs of one rank's batch (the optimizer's elementwise updates are not in its table). Only a
-    warm-up step is counted (``enabled``): the counter's per-op bookkeeping never enters the window."""
+    warm-up step is counted (``enabled``): the counter's per-op bookkeeping never enters the window.
+    On CPUs that step's attention runs on SDPA's math kernel: the counter has no formula for the CPU
+    flash kernel and would count attention as nothing (the GPU kernels it counts)."""
 
-    def __init__(self, step: Callable[[], torch.Tensor], enabled: bool) -> None:
-        self.step, self.enabled, self.total = step, enabled, None
+    def __init__(self, step: Callable[[], torch.Tensor], enabled: bool, cuda: bool) -> None:
+        self.step, self.enabled, self.cuda, self.total = step, enabled, cuda, None
 
     def __call__(self) -> torch.Tensor:
         if not self.enabled or self.total is not None:
             return self.step()
+        from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.utils.flop_counter import FlopCounterMode
-        with FlopCounterMode(display=False) as counter:
+        kernel = contextlib.nullcontext() if self.cuda else sdpa_kernel([SDPBackend.MATH])
+        with kernel, FlopCounterMode(display=False) as counter:
             loss = self.step()
         self.total = counter.get_total_flops()
         return loss
+
+
+def make_step(args: argparse.Namespace, model: nn.Module, wrap: Callable, device: torch.device,
+              cuda: bool) -> Callable[[], torch.Tensor]:
+    """One training step on the rank's batch: the model wrapped by the engine (``wrap``: DDP,
+    FSDP, Horovod's optimizer), forward under autocast with amp, loss, backward, optimizer step.
+    fp16 with a loss scaler on GPUs, as the seeds' AMP; bf16 for the decoder, as LLMs train, and on CPUs."""
+    use_amp = args.precision == "amp"
+    net, opt, no_sync = wrap(model, steplog.no_sync_fault(), optimizer_for(args.model), mixed=use_amp and cuda)
+    amp_dtype = torch.float16 if cuda and args.model not in TOKEN_MODELS else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
+    images, labels = synthetic_batch(args, device, cuda)
+    arcface = args.model == "arcface"
+    # Horovod's optimizer all-reduces in step(); with a loss scaler, finish that before unscaling.
+    hvd_scaled = scaler.is_enabled() and hasattr(opt, "skip_synchronize")
+
+    def step() -> torch.Tensor:
+        net.zero_grad(set_to_none=True)  # (Horovod's optimizer has no set_to_none)
+        with no_sync():
+            with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
+                logits = net(images, labels) if arcface else net(images)
+                # (a decoder's logits are per token: batch x sequence rows)
+                loss = F.cross_entropy(logits.float().flatten(0, -2), labels.flatten())
+            scaler.scale(loss).backward()
+        if hvd_scaled:
+            opt.synchronize()
+            scaler.unscale_(opt)
+            with opt.skip_synchronize():
+                scaler.step(opt)
+        else:
+            scaler.step(opt)
+        scaler.update()
+        return loss.detach()
+
+    return step
+
+
+def synthetic_batch(args: argparse.Namespace, device: torch.device, cuda: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, labels) of one rank's batch, made once: the step trains on it every time."""
+    b, size = args.batch_size, args.image_size
+    if args.model in TOKEN_MODELS:  # next-token prediction: the labels are the inputs shifted by one
+        ids = torch.randint(0, args.vocab, (b, size + 1), device=device)
+        return ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+    if args.model == "bert-base":  # token ids, two classes
+        return (torch.randint(0, 30522, (b, size), device=device), torch.randint(0, 2, (b,), device=device))
+    images = torch.randn(b, 3, size, size, device=device)
+    if cuda:
+        images = images.contiguous(memory_format=torch.channels_last)
+    return images, torch.randint(0, args.num_classes, (b,), device=device)
+
+
+def llm_facts(model: nn.Module, args: argparse.Namespace) -> dict:
+    """The decoder's shape and PaLM's analytic training FLOPs per token, 6N + 12·L·H·Q·T, with N the
+    parameters but the input embedding's (a lookup: no FLOPs), as torchtitan counts them."""
+    n = sum(p.numel() for p in model.parameters()) - model.embed.weight.numel()
+    heads = max(args.llm_dim // 64, 1)
+    attention = 12 * args.llm_layers * heads * (args.llm_dim // heads) * args.image_size
+    return {"dim": args.llm_dim, "layers": args.llm_layers, "heads": heads, "vocab": args.vocab,
+            "non_embedding_parameters": n, "analytic_flops_per_token": 6 * n + attention}
+
+
+BUCKET_BYTES = 25 * 2 ** 20  # DDP's default gradient bucket (bucket_cap_mb=25)
+ALLREDUCE_SECONDS = 0.2  # each size is reduced again until this long has passed (2 times at least)
+
+
+def allreduce_bandwidth(comm, device: torch.device, grad_bytes: int, sync: Callable[[], None]) -> list[dict]:
+    """All-reduce bus bandwidth on the case's ranks, after the window, as nccl-tests defines it:
+    algbw = bytes / time, busbw = algbw x 2(n-1)/n, at the gradient bucket's size (or the whole
+    gradient, if smaller) and at 4x that. Rank 0's clock between barriers; every rank calls it."""
+    out = []
+    base = min(BUCKET_BYTES, max(grad_bytes, 4))
+    for size in (base, 4 * base):
+        t = torch.ones(size // 4, dtype=torch.float32, device=device)
+        comm.all_reduce_(t)  # the first one sets up the buffers
+        sync()
+        comm.barrier()
+        reps, t0 = 0, time.perf_counter()
+        while True:
+            comm.all_reduce_(t)
+            reps += 1
+            sync()
+            done = torch.tensor([reps >= 2 and time.perf_counter() - t0 >= ALLREDUCE_SECONDS], dtype=torch.float64,
+                                device=device)
+            comm.broadcast_(done)  # rank 0 decides how many, so every rank reduces as often
+            if done.item():
+                break
+        seconds = (time.perf_counter() - t0) / reps
+        algbw = size / seconds
+        out.append({"bytes": size, "seconds": seconds, "algbw": algbw,
+                    "busbw": algbw * 2 * (comm.world - 1) / comm.world})
+    return out
+
+
+def shard_units(model: nn.Module) -> list[nn.Module]:
+    """The blocks FSDP shards one by one (each gathered only while it runs): a decoder's or BERT's
+    layers, ResNet's bottlenecks; none for VGG-16 (its root is the unit)."""
+    for owner in (model, getattr(model, "encoder", None), getattr(model, "backbone", None)):
+        for name in ("blocks", "layers"):
+            found = getattr(owner, name, None) if owner is not None else None
+            if isinstance(found, (nn.ModuleList, nn.Sequential)):
+                return list(found)
+    return []
+
+
+def full(p: torch.Tensor) -> torch.Tensor:
+    """A parameter whole: a sharded one (a DTensor) gathered from every rank (a collective)."""
+    return p.full_tensor() if hasattr(p, "full_tensor") else p
+
+
+def optimizer_for(model: str) -> Callable:
+    """AdamW for the decoder (as LLM pretraining trains), SGD with momentum for the others (as the
+    seeds' image and BERT benchmarks do)."""
+    if model in TOKEN_MODELS:
+        return lambda params: torch.optim.AdamW(params, lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    return lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-4)
 
 
 def model_on_cuda(model: nn.Module) -> bool:
@@ -355,43 +566,11 @@ def main(argv: list[str] | None = None) -> int:
         device = torch.device("cpu")
     torch.manual_seed(args.seed + rank)
 
-    model = build_model(args.model, args.num_classes, args.image_size).to(device)
-    if cuda and args.model != "bert-base":
+    model = build_model(args.model, args.num_classes, args.image_size,
+                        (args.llm_dim, args.llm_layers, args.vocab)).to(device)
+    if cuda and args.model not in ("bert-base", *TOKEN_MODELS):
         model = model.to(memory_format=torch.channels_last)
-    nosync = steplog.no_sync_fault()
-    net, opt, no_sync = comm.wrap(model, nosync)
-    use_amp = args.precision == "amp"
-    amp_dtype = torch.float16 if cuda else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=use_amp and cuda)
-
-    if args.model == "bert-base":  # synthetic token ids, two classes
-        images = torch.randint(0, 30522, (args.batch_size, args.image_size), device=device)
-        labels = torch.randint(0, 2, (args.batch_size,), device=device)
-    else:
-        images = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=device)
-        if cuda:
-            images = images.contiguous(memory_format=torch.channels_last)
-        labels = torch.randint(0, args.num_classes, (args.batch_size,), device=device)
-    arcface = args.model == "arcface"
-    # Horovod's optimizer all-reduces in step(); with a loss scaler, finish that before unscaling.
-    hvd_scaled = scaler.is_enabled() and hasattr(opt, "skip_synchronize")
-
-    def step() -> torch.Tensor:
-        net.zero_grad(set_to_none=True)  # (Horovod's optimizer has no set_to_none)
-        with no_sync():
-            with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
-                logits = net(images, labels) if arcface else net(images)
-                loss = F.cross_entropy(logits.float(), labels)
-            scaler.scale(loss).backward()
-        if hvd_scaled:
-            opt.synchronize()
-            scaler.unscale_(opt)
-            with opt.skip_synchronize():
-                scaler.step(opt)
-        else:
-            scaler.step(opt)
-        scaler.update()
-        return loss.detach()
+    step = make_step(args, model, comm.wrap, device, cuda)
 
     decide = torch.zeros(2, dtype=torch.float64, device=device)  # rank 0's [warm-up done, window steps]
 
@@ -405,8 +584,9 @@ def main(argv: list[str] | None = None) -> int:
         if cuda:
             torch.cuda.synchronize(device)
 
-    counted = FirstStepFlops(step, enabled=args.warmup_iters > 0 or args.window_seconds > 0)
-    timed = steplog.time_steps(counted, args, rank, args.batch_size * world, agree=agree, barrier=comm.barrier,
+    per_sample = args.image_size if args.model in TOKEN_MODELS else 1  # the step log counts tokens for the decoder
+    counted = FirstStepFlops(step, enabled=args.warmup_iters > 0 or args.window_seconds > 0, cuda=cuda)
+    timed = steplog.time_steps(counted, args, rank, args.batch_size * per_sample * world, agree=agree, barrier=comm.barrier,
                                sync=sync, device_clock=CudaClock if cuda else None)
     mine = torch.tensor(timed.seconds, dtype=torch.float64, device=device)
     gathered = comm.all_gather(mine)
@@ -414,10 +594,12 @@ def main(argv: list[str] | None = None) -> int:
             "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
             "threads": torch.get_num_threads()}
     hosts = comm.all_gather_object(info)
+    grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    allreduce = allreduce_bandwidth(comm, device, grad_bytes, sync) if world > 1 else []
     digest = torch.zeros(2, dtype=torch.float64, device=device)
     with torch.no_grad():  # every rank's parameters after the last step: equal when in sync
         for p in model.parameters():  # in float64 slices: a copy of it all is 1.1 GB of page faults for VGG-16
-            for d in p.detach().flatten().split(1 << 18):
+            for d in full(p.detach()).flatten().split(1 << 18):
                 d = d.double()
                 digest[0] += d.sum()
                 digest[1] += torch.dot(d, d)
@@ -436,9 +618,11 @@ def main(argv: list[str] | None = None) -> int:
                 backend=comm.name, wrapper=comm.wrapper, cuda=torch.version.cuda if cuda else None,
                 nccl=".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
                 parameters=sum(p.numel() for p in model.parameters()),
-                **({"flops_per_sample": counted.total / args.batch_size} if counted.total else {}),
+                **({"flops_per_sample": counted.total / (args.batch_size * per_sample)} if counted.total else {}),
+                **({"allreduce": allreduce, "gradient_bytes": grad_bytes} if allreduce else {}),
+                **({"sample": "token", "llm": llm_facts(model, args)} if per_sample > 1 else {}),
             )
-            log.steps(timed, gathered, args.batch_size * world)
+            log.steps(timed, gathered, args.batch_size * per_sample * world)
             log.end([d.tolist() for d in digests])
     comm.shutdown()
     return 0

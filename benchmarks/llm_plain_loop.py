@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""The decoder's step as the suite measures it, against a plain loop of the same model timed from
+outside (issue #38: ratio at least 0.99 on CPU). One process, one pinned core, one thread.
+
+- ``workload``: the workload's own step (``torch_ddp.make_step``: autocast context, the loss
+  scaler's pass-through, the engine's no-sync context) measured by the workload's own timing
+  (``steplog.time_steps``: a host sync and a timestamp after every step, the window from its first
+  start to its last end), as a 1n1g launch measures it;
+- ``plain``: a hand-written loop of another instance of the same model (AdamW, the same batch),
+  the window timed from outside: one clock reading before the first step and one after the last.
+
+The two alternate in pairs (ABBA order), so the host's drift falls on both; the ratio workload /
+plain of tokens/s is taken per pair and summarised on the log scale with a 95% t interval.
+
+    python3 benchmarks/llm_plain_loop.py --pairs 12 --steps 10
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+WORKLOADS = Path(__file__).resolve().parent.parent / "pytest_dlperf" / "node" / "workloads"
+sys.path.insert(0, str(WORKLOADS))  # the workload imports steplog and nodefacts as its neighbours
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import steplog  # noqa: E402
+import torch_ddp  # noqa: E402
+from scipy import stats  # noqa: E402
+
+
+def bare(model, nosync, optimizer, mixed=False):  # noqa: ANN001, ANN201 - torch_ddp's wrap signature
+    """The 1n1g launch's wrap: no engine around the model at world size 1."""
+    return model, optimizer(model.parameters()), contextlib.nullcontext
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dim", type=int, default=256)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=32000)
+    p.add_argument("--batch-size", type=int, default=2)
+    p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--steps", type=int, default=10, help="steps per window")
+    p.add_argument("--pairs", type=int, default=12)
+    p.add_argument("--core", type=int, default=0, help="the core to pin to, as the local cluster's node 0")
+    a = p.parse_args()
+    os.sched_setaffinity(0, {a.core})
+    torch.set_num_threads(1)
+    args = argparse.Namespace(model="llama", precision="fp32", batch_size=a.batch_size, image_size=a.seq,
+                              num_classes=0, vocab=a.vocab, llm_dim=a.dim, llm_layers=a.layers,
+                              warmup_iters=0, max_warmup_iters=0, iters=a.steps, window_seconds=0.0, max_iters=0)
+    cpu = torch.device("cpu")
+    size = (a.dim, a.layers, a.vocab)
+    torch.manual_seed(0)
+    step = torch_ddp.make_step(args, torch_ddp.build_model("llama", 0, a.seq, size), bare, cpu, False)
+    torch.manual_seed(0)
+    model = torch_ddp.build_model("llama", 0, a.seq, size)
+    opt = torch_ddp.optimizer_for("llama")(model.parameters())
+    ids, labels = torch_ddp.synthetic_batch(args, cpu, False)
+
+    def plain_step() -> None:
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(ids).float().flatten(0, -2), labels.flatten()).backward()
+        opt.step()
+
+    tokens = a.batch_size * a.seq * a.steps
+
+    def workload() -> float:
+        # rank 1: the same code path without rank 0's live progress lines
+        t = steplog.time_steps(step, args, 1, a.batch_size * a.seq, agree=lambda d, i: (d, i), barrier=lambda: None)
+        return tokens / (t.window[1] - t.window[0])
+
+    def plain() -> float:
+        t0 = time.perf_counter()
+        for _ in range(a.steps):
+            plain_step()
+        return tokens / (time.perf_counter() - t0)
+
+    for _ in range(3):  # warm both: first-touch memory, the allocator's caches
+        step()
+        plain_step()
+    logs = []
+    for i in range(a.pairs):
+        w, q = (workload(), plain()) if i % 2 == 0 else tuple(reversed((plain(), workload())))
+        logs.append(math.log(w / q))
+        print(f"pair {i + 1:2d}: workload {w:8.1f} tokens/s  plain {q:8.1f} tokens/s  ratio {w / q:.4f}", flush=True)
+    mean, sd = statistics.fmean(logs), statistics.stdev(logs)
+    half = stats.t.ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))
+    print(f"\nllama d{a.dim}l{a.layers} vocab {a.vocab}, bs{a.batch_size} seq{a.seq}, {a.steps} steps a window, "
+          f"{a.pairs} pairs on core {a.core}:")
+    print(f"ratio workload / plain: {math.exp(mean):.4f} (95% interval {math.exp(mean - half):.4f} .. "
+          f"{math.exp(mean + half):.4f}); spread of the pairs' log ratios {sd:.2%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
