@@ -12,6 +12,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+from .specs import TOKEN_MODELS
+
 # Dense tensor-core peaks in TFLOP/s (no sparsity), per data type, from NVIDIA's datasheets.
 # A data type a GPU lacks is absent: tf32 then falls back to its fp32 figure (V100 runs fp32
 # convolutions in fp32); bf16 on a GPU without it has no peak.
@@ -85,9 +87,10 @@ def _rate(flops: float) -> str:
 
 
 def dtype_of(model: str, precision: str) -> str:
-    """The data type a GPU case's products run in (the workload's autocast is fp16 on GPUs)."""
+    """The data type a GPU case's products run in (the workload's autocast: bf16 for a decoder,
+    as LLMs train, fp16 for the others, as the seeds' AMP)."""
     if precision == "amp":
-        return "fp16"
+        return "bf16" if model in TOKEN_MODELS else "fp16"
     return "tf32" if model in CONV_MODELS else "fp32"
 
 

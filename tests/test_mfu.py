@@ -36,6 +36,8 @@ def test_gpu_dtype_follows_precision_and_the_model():
     # fp32 convolutions run on TF32 by default (cudnn.allow_tf32), fp32 matrix products do not
     assert [dtype_of("resnet50", "amp"), dtype_of("resnet50", "fp32"), dtype_of("bert-base", "fp32")] == \
         ["fp16", "tf32", "fp32"]
+    # the decoder's autocast is bf16 on GPUs: a V100 has no bf16 peak to count it against
+    assert dtype_of("llama", "amp") == "bf16" and gpu_peak("Tesla V100-SXM2-16GB", dtype_of("llama", "amp")) is None
 
 
 def test_gpu_case_peak_is_the_sum_of_its_devices():
