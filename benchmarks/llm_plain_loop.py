@@ -36,7 +36,7 @@ import torch_ddp  # noqa: E402
 from scipy import stats  # noqa: E402
 
 
-def bare(model, nosync, optimizer, mixed=False):  # noqa: ANN001, ANN201 - torch_ddp's wrap signature
+def bare(model, nosync, optimizer, mixed=None):  # noqa: ANN001, ANN201 - torch_ddp's wrap signature
     """The 1n1g launch's wrap: no engine around the model at world size 1."""
     return model, optimizer(model.parameters()), contextlib.nullcontext
 

@@ -23,6 +23,8 @@ GPU_PEAKS: tuple[tuple[str, str, dict[str, float], str], ...] = (
     (r"H200", "H200 SXM", _H100_SXM, "NVIDIA H200 Tensor Core GPU datasheet (2024)"),
     (r"H100.*PCIe", "H100 PCIe", {"bf16": 756.5, "fp16": 756.5, "tf32": 378.0, "fp32": 51.2},
      "NVIDIA H100 Tensor Core GPU datasheet (2023)"),
+    (r"H100.*NVL", "H100 NVL", {"bf16": 835.5, "fp16": 835.5, "tf32": 417.5, "fp32": 60.0},
+     "NVIDIA H100 Tensor Core GPU datasheet (2023)"),
     (r"H100", "H100 SXM", _H100_SXM, "NVIDIA H100 Tensor Core GPU datasheet (2023)"),
     (r"A100", "A100", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5},
      "NVIDIA A100 Tensor Core GPU datasheet (2021)"),
@@ -60,7 +62,9 @@ class Utilisation:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Utilisation:
-        return cls(d.get("mfu"), d.get("flops_per_sample"), d.get("achieved_flops"), Peak(**d["peak"]),
+        peak = d.get("peak") or {}
+        return cls(d.get("mfu"), d.get("flops_per_sample"), d.get("achieved_flops"),
+                   Peak(peak.get("flops"), str(peak.get("label", "")), str(peak.get("source", ""))),
                    d.get("analytic_flops_per_sample"))
 
     @property

@@ -68,6 +68,11 @@ def _check_figures(d: dict) -> str | None:
         return "'verdict' is not an object of verdicts"
     if not isinstance(d.get("runs", []), list):
         return "'runs' is not a list"
+    mfu = d.get("mfu")
+    if mfu is not None and not (isinstance(mfu, dict) and isinstance(mfu.get("peak"), dict)
+                                and all(v is None or _number(v) for v in
+                                        (mfu.get("mfu"), mfu.get("flops_per_sample"), mfu.get("peak", {}).get("flops")))):
+        return "'mfu' is not null or an object with a 'peak' object and positive numbers (or nulls)"
     return None
 
 

@@ -207,13 +207,17 @@ def test_update_under_xdist_workers_loses_no_case_and_a_speedup_loss_is_judged_o
     e, e1 = doc["entries"][key2], doc["entries"][KEY]
     assert e["speedup"] == pytest.approx(e["median"] / e1["median"])
     assert e["efficiency"] == pytest.approx(e["speedup"] / 2)
-    # Plant a baseline whose 2n1g scaled three times as well; in one process the session's 1n1g
+    # Plant a baseline whose 2n1g scaled far better; in one process the session's 1n1g
     # is there for the 2n1g's speedup, and the drop is judged through both cases' runs. Three runs
     # each: with two (and one recorded) the t test had about 1.5 degrees of freedom, and on a busy CI
     # machine (2026-11-24 22:00) the 67% drop came out not significant.
+    # Three times perfect scaling (a speedup of 6 on 2 devices), not three times the recording: in CI
+    # (2026-11-26) the recording's single 2n1g run came out at a speedup of 1.26, and three times that
+    # against today's 2.29 was not significant.
+    factor = 6 / e["speedup"]
     for k in ("median", "mean", "speedup", "efficiency"):
-        e[k] *= 3
-    e["throughputs"] = [t * 3 for t in e["throughputs"]]
+        e[k] *= factor
+    e["throughputs"] = [t * factor for t in e["throughputs"]]
     profile_file(store).write_text(json.dumps(doc, indent=1))
     assert len(list((tmp_path / "report" / "parts").glob("*.json"))) == 2  # the workers' parts
     r = run(tmp_path, store, "--dlperf-repeats", "3")  # into the same report directory
@@ -301,6 +305,12 @@ def reprobed_store(recorded: Path, tmp: Path, factor: float, probe: float) -> Pa
         fp["compute"]["trials"] = [t * probe for t in fp["compute"]["trials"]]
         fp["compute"]["median"] *= probe
         fp["compute"]["best"] *= probe
+        # the planted machine's cores were its own while it probed: whether the fixture's real probe
+        # happened to share them (cpu/wall 0.43 in CI on 2026-11-26: then nothing is compared) is
+        # not what these tests are about
+        for part in (fp.get("contention"), fp["compute"]):
+            if isinstance(part, dict) and "cpu_wall" in part:
+                part["cpu_wall"] = 1.0
     path.write_text(json.dumps(doc, indent=1))
     return store
 

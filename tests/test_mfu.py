@@ -1,11 +1,14 @@
 """MFU: the peak by GPU and data type (or the probed CPU rate), and the figure from a case's runs."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_dlperf.mfu import Utilisation, case_peak, dtype_of, gpu_peak, utilisation
 from pytest_dlperf.records import RunRecord
 from pytest_dlperf.results import result_from_dict, summarize
+from pytest_dlperf.results_file import ResultsFileError, load
 from pytest_dlperf.specs import CaseSpec, Measurement, Topology
 
 
@@ -84,3 +87,25 @@ def test_utilisation_goes_through_results_json():
     back = result_from_dict(result.to_dict())
     assert back.utilisation == result.utilisation
     assert result.to_dict()["mfu"]["peak"]["label"] == "probed sgemm x 1 thread"
+
+
+def test_h100_nvl_has_its_own_peak():
+    assert gpu_peak("NVIDIA H100 NVL", "bf16") == (835.5, "H100 NVL bf16", "NVIDIA H100 Tensor Core GPU datasheet (2023)")
+
+
+def test_a_results_file_with_a_broken_mfu_is_refused_in_one_line(tmp_path):
+    case = CaseSpec("resnet50", "fp32", 2, 32, Topology(1, 1))
+    result = summarize(case, Measurement(warmup_iters=0, iters=0, repeats=1, timeout=0),
+                       [_run({"world_size": 1, "parsed": {"throughput": 8.0, "rates": []}})])
+    result.utilisation = utilisation(8.0, [{"ranks": [{"threads": 1}], "flops_per_sample": 5e8}], "resnet50",
+                                     "fp32", 1, [_probe(80.0)])
+    d = result.to_dict()
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"cases": [d]}))
+    (back,) = load(path)[0].results
+    assert back.utilisation.mfu == pytest.approx(0.05)
+    d["mfu"] = {"mfu": "high", "peak": {}}
+    path.write_text(json.dumps({"cases": [d]}))
+    with pytest.raises(ResultsFileError, match=r"cases\[0\] \(resnet50-fp32-bs2-32px-1n1g\): 'mfu' is not null or an "
+                                               r"object with a 'peak' object"):
+        load(path)

@@ -293,15 +293,16 @@ def _hidden_text(info: dict | None, status: str) -> str:
             "to gate it closely.")
 
 
-def _fmt(v: float, metric: str) -> str:
-    unit = UNITS[metric]
+def _fmt(v: float, metric: str, unit: str | None = None) -> str:
+    """A figure with its unit (``unit``: the case's throughput unit, tokens/s for a decoder)."""
+    unit = unit if unit is not None and metric == "throughput" else UNITS[metric]
     return f"{v:.4g}{' ' + unit if unit else ''}"
 
 
 def _side(label: str, median: float, cv: float | None, rcv: float | None, n: int, metric: str,
-          extra: str = "") -> str:
+          extra: str = "", unit: str | None = None) -> str:
     spread = f"CV {cv:.1%}, robust CV {rcv:.1%}, " if cv is not None and rcv is not None else ""
-    return f"{label} median {_fmt(median, metric)} ({spread}n={n}{extra})"
+    return f"{label} median {_fmt(median, metric, unit)} ({spread}n={n}{extra})"
 
 
 def _provenance(baseline: Entry, has_runs: bool) -> str:
@@ -471,9 +472,10 @@ def _message(name: str, metric: str, status: VerdictStatus, sides: _Sides, sprea
         stats_txt += (f", one-sided {test.confidence:.0%} bounds {test.low:.3f}..{test.high:.3f} ({test.name}); "
                       + ", ".join(f"{t.name} p={t.p:.3g}" for t in (spread.rank, spread.tt) if t is not None))
     b_extra = _provenance(baseline, bool(sides.baseline))
+    unit = baseline.case.unit
     return (f"{_HEADS[status]} {name} {metric}: "
-            f"{_side('measured', sides.m_med, sides.m_cv, spread.m_rcv, len(sides.measured), metric)} vs "
-            f"{_side('baseline', sides.b_med, spread.b_cv, spread.b_rcv, len(sides.baseline) or 1, metric, b_extra)}: "
+            f"{_side('measured', sides.m_med, sides.m_cv, spread.m_rcv, len(sides.measured), metric, '', unit)} vs "
+            f"{_side('baseline', sides.b_med, spread.b_cv, spread.b_rcv, len(sides.baseline) or 1, metric, b_extra, unit)}: "
             f"{ratio - 1:+.1%} (tolerance -{tol:.0%}); {stats_txt}. Rule: {rule}.{pace_txt}"
             f"{_hidden_text(pace_info, status)}")
 

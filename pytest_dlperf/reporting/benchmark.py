@@ -32,7 +32,7 @@ def _benchmark(r: CaseResult, name: str) -> dict:
         "params": {"dlperf_case": c.id},
         "param": c.id,
         "extra_info": {
-            "unit": "seconds per sample (1 / global samples/s); ops = samples/s",
+            "unit": f"seconds per {c.unit.removesuffix('s/s')} (1 / global {c.unit}); ops = {c.unit}",
             "backend": c.backend, "model": c.model, "precision": c.precision, "batch_size_per_device": c.batch_size,
             "image_size": c.image_size, "variant": c.variant, "topology": c.topology.name,
             "nodes": c.topology.nodes, "devices": c.topology.world_size,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import platform
 import socket
@@ -287,7 +288,7 @@ class DDPComm:
         self.versions = {"acspeed": _version("acspeed")} if engine == "acspeed" else {}
         self.engine = engine
 
-    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: bool = False):
+    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: torch.dtype | None = None):
         """(the module to call, ``optimizer`` over its parameters, a no-sync context factory).
 
         At world size 1 there is nothing to synchronise, and the model trains without the DDP
@@ -304,17 +305,20 @@ class DDPComm:
         ddp = nn.parallel.DistributedDataParallel(model, device_ids=[self.local_rank] if model_on_cuda(model) else None)
         return ddp, optimizer(ddp.parameters()), (ddp.no_sync if nosync else contextlib.nullcontext)
 
-    def fully_shard(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: bool):
+    def fully_shard(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: torch.dtype | None):
         """FSDP2 (``torch.distributed.fsdp.fully_shard``): each block, then the root, sharded over the
         ranks, at every world size (the engine's own overhead is part of its figure); with ``mixed``
-        (amp on GPUs) parameters gathered and computed in bf16, gradients reduced in fp32."""
+        (a decoder's amp on GPUs) parameters gathered and computed in that dtype, gradients reduced in
+        fp32. The seeds' models keep fp32 parameters under autocast: their BatchNorm takes fp16
+        input only beside fp32 weights."""
+        if nosync:
+            raise SystemExit("DLPERF_FAULT=nosync has nothing to show under --engine fsdp: each shard lives "
+                             "on one rank, so the ranks' parameters cannot drift apart; use --engine ddp")
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-        kw = {"mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)} if mixed else {}
+        kw = {"mp_policy": MixedPrecisionPolicy(param_dtype=mixed, reduce_dtype=torch.float32)} if mixed else {}
         for block in shard_units(model):
             fully_shard(block, **kw)
         fully_shard(model, **kw)
-        if nosync:  # the fault: no reduce-scatter, each rank's shard steps on its own gradients
-            model.set_requires_gradient_sync(False)
         self.wrapper = "fully_shard"
         return model, optimizer(model.parameters()), contextlib.nullcontext
 
@@ -358,7 +362,7 @@ class HorovodComm:
         self.name = f"{engine}-{how}" + ("+nccl" if cuda and hvd.nccl_built() else "")
         self.versions = {engine: _version(engine)}
 
-    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: bool = False):
+    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: torch.dtype | None = None):
         hvd = self.hvd
         opt = optimizer(model.parameters())
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
@@ -429,8 +433,9 @@ def make_step(args: argparse.Namespace, model: nn.Module, wrap: Callable, device
     FSDP, Horovod's optimizer), forward under autocast with amp, loss, backward, optimizer step.
     fp16 with a loss scaler on GPUs, as the seeds' AMP; bf16 for the decoder, as LLMs train, and on CPUs."""
     use_amp = args.precision == "amp"
-    net, opt, no_sync = wrap(model, steplog.no_sync_fault(), optimizer_for(args.model), mixed=use_amp and cuda)
     amp_dtype = torch.float16 if cuda and args.model not in TOKEN_MODELS else torch.bfloat16
+    mixed = amp_dtype if use_amp and cuda and args.model in TOKEN_MODELS else None  # FSDP's parameter dtype
+    net, opt, no_sync = wrap(model, steplog.no_sync_fault(), optimizer_for(args.model), mixed=mixed)
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
     images, labels = synthetic_batch(args, device, cuda)
     arcface = args.model == "arcface"
@@ -483,13 +488,14 @@ def llm_facts(model: nn.Module, args: argparse.Namespace) -> dict:
 
 
 BUCKET_BYTES = 25 * 2 ** 20  # DDP's default gradient bucket (bucket_cap_mb=25)
-ALLREDUCE_SECONDS = 0.2  # each size is reduced again until this long has passed (2 times at least)
+ALLREDUCE_SECONDS = 0.2  # each size is reduced back to back about this long (2 times at least)
 
 
 def allreduce_bandwidth(comm, device: torch.device, grad_bytes: int, sync: Callable[[], None]) -> list[dict]:
     """All-reduce bus bandwidth on the case's ranks, after the window, as nccl-tests defines it:
     algbw = bytes / time, busbw = algbw x 2(n-1)/n, at the gradient bucket's size (or the whole
-    gradient, if smaller) and at 4x that. Rank 0's clock between barriers; every rank calls it."""
+    gradient, if smaller) and at 4x that: one timed all-reduce sizes a run of them back to back, timed
+    on rank 0's clock from a barrier to a device sync and a barrier. Every rank calls it."""
     out = []
     base = min(BUCKET_BYTES, max(grad_bytes, 4))
     for size in (base, 4 * base):
@@ -497,17 +503,22 @@ def allreduce_bandwidth(comm, device: torch.device, grad_bytes: int, sync: Calla
         comm.all_reduce_(t)  # the first one sets up the buffers
         sync()
         comm.barrier()
-        reps, t0 = 0, time.perf_counter()
-        while True:
+        t0 = time.perf_counter()
+        comm.all_reduce_(t)
+        sync()
+        one = time.perf_counter() - t0
+        # rank 0 decides how many fill ALLREDUCE_SECONDS, so every rank reduces as often
+        reps = torch.tensor([min(max(2, math.ceil(ALLREDUCE_SECONDS / max(one, 1e-6))), 10000)],
+                            dtype=torch.float64, device=device)
+        comm.broadcast_(reps)
+        n = int(reps.item())
+        comm.barrier()
+        t0 = time.perf_counter()
+        for _ in range(n):  # back to back, as nccl-tests times them
             comm.all_reduce_(t)
-            reps += 1
-            sync()
-            done = torch.tensor([reps >= 2 and time.perf_counter() - t0 >= ALLREDUCE_SECONDS], dtype=torch.float64,
-                                device=device)
-            comm.broadcast_(done)  # rank 0 decides how many, so every rank reduces as often
-            if done.item():
-                break
-        seconds = (time.perf_counter() - t0) / reps
+        sync()
+        comm.barrier()
+        seconds = (time.perf_counter() - t0) / n
         algbw = size / seconds
         out.append({"bytes": size, "seconds": seconds, "algbw": algbw,
                     "busbw": algbw * 2 * (comm.world - 1) / comm.world})
