@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+from .baselines.fingerprint import compute_rate
 from .specs import TOKEN_MODELS
 
 # Dense tensor-core peaks in TFLOP/s (no sparsity), per data type, from NVIDIA's datasheets.
@@ -125,16 +126,15 @@ def case_peak(model: str, precision: str, ranks: Sequence[Mapping], devices_per_
         return Peak(sum(f[0] for f in found if f) * 1e12, f"{len(ranks)} x {', '.join(labels)} peak",
                     "; ".join(sorted({f[2] for f in found if f})))
     total = 0.0
-    for i, rank in enumerate(ranks):
+    threads = [max(int(rank.get("threads") or 1), 1) for rank in ranks]
+    for i, n in enumerate(threads):
         node = i // max(devices_per_node, 1)
         probe = node_probes[node] if node < len(node_probes) else None
-        compute = (probe or {}).get("compute") or {}
-        rate = compute.get("best") or compute.get("median")
-        if compute.get("unit") != "GFLOP/s per core" or not rate:
+        rate = compute_rate(probe)
+        if ((probe or {}).get("compute") or {}).get("unit") != "GFLOP/s per core" or not rate:
             return Peak(None, f"peak unknown: node {node}'s hardware probe measured no FLOP rate")
-        total += rate * 1e9 * max(int(rank.get("threads") or 1), 1)
-    threads = sum(max(int(r.get("threads") or 1), 1) for r in ranks)
-    return Peak(total, f"probed sgemm x {threads} thread{'s' if threads > 1 else ''}",
+        total += rate * 1e9 * n
+    return Peak(total, f"probed sgemm x {sum(threads)} thread{'s' if sum(threads) > 1 else ''}",
                 "this session's hardware probe (fp32 numpy sgemm per core)")
 
 

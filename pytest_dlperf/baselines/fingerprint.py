@@ -49,14 +49,16 @@ _GPU_FACTS = (
 )
 
 
+def compute_rate(fp: Mapping[str, Any] | None) -> float:
+    """A fingerprint's compute probe figure: its best trial, else its median, else 0 (none)."""
+    c = (fp or {}).get("compute") or {}
+    return _num(c.get("best")) or _num(c.get("median")) or 0.0
+
+
 def best_of(a: Mapping[str, dict], b: Mapping[str, dict]) -> dict[str, dict]:
     """Per node, the fingerprint whose compute probe did best: a session probes before every case,
     and the machine's capability is the best it showed (transient host contention only lowers it)."""
-    def score(fp: Mapping[str, Any] | None) -> float:
-        c = (fp or {}).get("compute") or {}
-        return _num(c.get("best")) or _num(c.get("median")) or 0.0
-
-    return {n: (b[n] if n in b and score(b[n]) > score(a.get(n)) else a[n]) if n in a else b[n]
+    return {n: (b[n] if n in b and compute_rate(b[n]) > compute_rate(a.get(n)) else a[n]) if n in a else b[n]
             for n in list(dict.fromkeys([*a, *b]))}
 
 

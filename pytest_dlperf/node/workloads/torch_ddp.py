@@ -481,7 +481,7 @@ def llm_facts(model: nn.Module, args: argparse.Namespace) -> dict:
     """The decoder's shape and PaLM's analytic training FLOPs per token, 6N + 12·L·H·Q·T, with N the
     parameters but the input embedding's (a lookup: no FLOPs), as torchtitan counts them."""
     n = sum(p.numel() for p in model.parameters()) - model.embed.weight.numel()
-    heads = max(args.llm_dim // 64, 1)
+    heads = model.blocks[0].heads
     attention = 12 * args.llm_layers * heads * (args.llm_dim // heads) * args.image_size
     return {"dim": args.llm_dim, "layers": args.llm_layers, "heads": heads, "vocab": args.vocab,
             "non_embedding_parameters": n, "analytic_flops_per_token": 6 * n + attention}
