@@ -375,6 +375,7 @@ class Gate:
             ctx = self.context_of(result, nodes, backend, context)
         except BaselineError as exc:
             return Judgement(Outcome.FAIL, f"{case.id}: {exc}")
+        result.profile = ctx.profile
         tol = resolve_tolerances(ctx.tolerances, self.options.tolerance, marker_tolerances(item))
         record = self.options.update or (ctx.entry is None and self.options.missing == "record")
         comp = self.hardware(ctx.file, ctx.entry, fingerprints) if ctx.entry is not None else None

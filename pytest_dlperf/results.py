@@ -29,6 +29,7 @@ class CaseResult:
     multi_node_efficiency: float | None = None
     verdict: dict[str, Verdict] | None = None  # metric -> the baseline gate's verdict, filled when judged
     utilisation: Utilisation | None = None  # MFU, filled by the session where it knows the nodes' probes
+    profile: str | None = None  # the baseline profile the gate judged it under (dlperf history groups by it)
 
     def __post_init__(self) -> None:
         if self.verdict:  # a verdict given as results.json writes it (a plugin's or a test's result): the object
@@ -79,6 +80,7 @@ class CaseResult:
             "verdict": {m: v.to_dict() for m, v in self.verdict.items()} if self.verdict is not None else None,
             "mfu": self.utilisation.to_dict() if self.utilisation is not None else None,
             "allreduce": comm.to_dict() if (comm := self.communication) is not None else None,
+            "profile": self.profile,
         }
         if raw:
             d["runs"] = [
@@ -112,6 +114,7 @@ def result_from_dict(d: dict) -> CaseResult:
         per_device=d["per_device_samples_per_s"], world_size_seen=d["world_size_seen"],
         verdict={m: verdict_from_dict(v) for m, v in d["verdict"].items()} if d.get("verdict") is not None else None,
         utilisation=Utilisation.from_dict(d["mfu"]) if d.get("mfu") else None,
+        profile=d.get("profile") if isinstance(d.get("profile"), str) else None,
     )
 
 

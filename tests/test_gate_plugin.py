@@ -126,9 +126,13 @@ def test_a_real_slowdown_against_the_baseline_fails_like_a_reviewers_note(record
     for words in ("measured", "baseline", "%", "p=", "Rule: median below baseline x (1 - 0.05)"):
         assert words in out, words
     assert "dlperf baseline gate" in out and "REGRESSION" in out.rsplit("dlperf baseline gate", 1)[1]
-    verdict = json.loads((tmp_path / "report" / "results.json").read_text())["cases"][0]["verdict"]
+    doc = json.loads((tmp_path / "report" / "results.json").read_text())
+    verdict = doc["cases"][0]["verdict"]
     assert verdict["throughput"]["status"] == "regression"
     assert verdict["throughput"]["change"] < -0.3  # -50% planted
+    # what dlperf history draws its lines and commits by: the profile judged under, the commit
+    assert doc["cases"][0]["profile"] == profile_file(store).stem
+    assert len(doc["environment"]["git"]["commit"]) == 12 and isinstance(doc["environment"]["git"]["dirty"], bool)
     assert profile_file(store).read_bytes() == before  # judging never writes
 
 

@@ -329,6 +329,8 @@ class DLPerfSession:
         pf = self.preflight
         env["hardware_fingerprints"] = pf.fingerprints.to_dict() if pf.fingerprints else None
         env["node_frameworks"] = pf.node_frameworks
+        if self.gate.git:  # the repository under test, read once by the gate ("+dirty": uncommitted changes)
+            env["git"] = {"commit": self.gate.git.removesuffix("+dirty"), "dirty": self.gate.git.endswith("+dirty")}
         if self._budget is not None and self._budget.seconds > 0:
             b = self._budget
             env["budget"] = {"seconds": b.seconds, "used": round(b.used, 1),
