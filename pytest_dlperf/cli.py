@@ -3,6 +3,7 @@
     dlperf import LOGDIR --format dlperf-tf2 -o results.json [--record PROFILE]   # peers' logs
     dlperf report results.json [-o DIR]      # summary.md, plots/*.png, benchmark.json again
     dlperf compare A/results.json B/results.json   # per case: A, B and A/B, as the AIACC tables
+    dlperf history RESULTS... -o SITE/      # a static site of every run: lines over time, ladders, run pages
     dlperf bisect --repo PATH --good REF --bad REF -- <pytest args>   # the first slower commit (A/B probes)
     dlperf cluster ls|create|ssh|tmux|scp|stop|start|kill|addip|rename ...   # ECS instances (FastGPU's ecluster)
 """
@@ -123,6 +124,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    from .history import HistoryError, build_site
+
+    try:
+        built, history = build_site(args.results, args.output)
+    except HistoryError as exc:
+        raise SystemExit(f"dlperf history: {exc}") from None
+    for s in history.skipped:
+        print(f"dlperf history: left out {s.path}: {s.reason}", file=sys.stderr)
+    print(f"dlperf history: {len(history.runs)} runs, {len(history.cases)} cases, {built.pages} pages: open {built.index}"
+          + (f" ({len(history.skipped)} file(s) left out, named above and on the index page)" if history.skipped else ""))
+    return 0
+
+
 def cmd_bisect(args: argparse.Namespace) -> int:
     from .bisect import UsageError
     from .bisect.command import Request, run
@@ -167,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     c.set_defaults(fn=cmd_compare)
+    h = sub.add_parser("history", help="a static site over many runs (opens from disk): lines, ladders, run pages")
+    h.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="results.json files, report directories (every results.json under them) or globs")
+    h.add_argument("-o", "--output", type=Path, required=True, metavar="SITE", help="the directory to write the site into")
+    h.set_defaults(fn=cmd_history)
     from .bisect.command import add_parser as add_bisect_parser
     from .clusters.aliyun import ecluster
 

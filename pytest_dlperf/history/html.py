@@ -1,0 +1,71 @@
+"""Small HTML pieces the pages are made of: the page frame, tables, links and an embedded chart.
+Every text from a results.json is escaped; every chart's JSON is made safe inside a script tag."""
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+
+STATUS_CLASS = {"regression": "bad", "noisy": "warn", "hardware": "grey", "improvement": "good", "pass": "ok",
+                "unjudged": "grey", "missing": "grey"}
+
+
+def esc(value: object) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def script_json(value: object) -> str:
+    """JSON to place inside <script>: no "</" can close the tag early."""
+    return json.dumps(value, separators=(",", ":")).replace("</", "<\\/")
+
+
+def page(title: str, body: str, root: str, scripts: Sequence[str] = ()) -> str:
+    """A whole page; ``root``: the relative path to the site's top ("" or "../")."""
+    tags = "".join(f'<script src="{root}assets/{s}"></script>' for s in scripts)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)} - dlperf history</title>'
+            f'<link rel="stylesheet" href="{root}assets/site.css">{tags}</head>\n<body>'
+            f'<nav><a href="{root}index.html">dlperf history</a></nav>\n<h1>{esc(title)}</h1>\n{body}\n</body></html>\n')
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
+    """``rows``' cells are HTML already (escape text with ``esc``)."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'
+
+
+def link(href: str, text: object) -> str:
+    return f'<a href="{esc(href)}">{esc(text)}</a>'
+
+
+def status(value: str | None) -> str:
+    if not value:
+        return "-"
+    return f'<span class="verdict {STATUS_CLASS.get(value, "")}">{esc(value)}</span>'
+
+
+def chart(div_id: str, figure: dict) -> str:
+    """A plotly.js chart drawn when the page loads (the page loads plotly.min.js from assets/)."""
+    return (f'<div id="{div_id}" class="chart"></div>\n<script>Plotly.newPlot("{div_id}", '
+            f'{script_json(figure["data"])}, {script_json(figure["layout"])}, '
+            '{"responsive": true, "displaylogo": false});</script>')
+
+
+def number(value: float | None, fmt: str = ".4g") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
+nav { font-size: 0.9em; margin-bottom: 0.5em; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.7em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+.chart { width: 100%; max-width: 1100px; height: 430px; }
+.verdict { padding: 0 0.4em; border-radius: 3px; }
+.bad { background: #d62728; color: #fff; } .warn { background: #ff7f0e; color: #fff; }
+.good { background: #2ca02c; color: #fff; } .grey { background: #ccc; } .ok { background: #e4f2e4; }
+.skipped { color: #8a1f11; }
+code { font-size: 0.9em; }
+"""

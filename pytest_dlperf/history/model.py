@@ -1,0 +1,62 @@
+"""The history as the pages need it: each case's points per line (profile and machine), each
+model's ladder per line, each run's previous run on the same machine."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..results import CaseResult
+from ..specs import CaseSpec
+from .charts import Point
+from .runs import Run
+from .sources import Skipped
+
+Group = tuple[str, str]  # (profile, machine key)
+
+
+def slug(text: str) -> str:
+    """A file name for a case key, model or run id."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+
+
+def family(case: CaseSpec) -> str:
+    """A model's cases at every topology: the case key without the topology."""
+    return case.key.removesuffix(f"-{case.topology.name}")
+
+
+@dataclass
+class History:
+    """Every run read, in time order, and the files left out."""
+
+    runs: list[Run]
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.labels: dict[Group, str] = {}
+        self.cases: dict[str, dict[Group, list[Point]]] = {}
+        self.specs: dict[str, CaseSpec] = {}
+        for run in self.runs:
+            for r in run.results:
+                g = run.group_of(r)
+                self.labels.setdefault(g, f"{g[0]} on {run.machine.label} [{run.machine.key}]")
+                self.cases.setdefault(r.case.key, {}).setdefault(g, []).append(Point(run, r))
+                self.specs[r.case.key] = r.case
+
+    def families(self) -> dict[str, dict[Group, list[tuple[Run, list[CaseResult]]]]]:
+        """Per model (family) and line: each run's results of that model, for its ladder."""
+        out: dict[str, dict[Group, dict[str, tuple[Run, list[CaseResult]]]]] = {}
+        for key, groups in self.cases.items():
+            fam = family(self.specs[key])
+            for g, points in groups.items():
+                per_run = out.setdefault(fam, {}).setdefault(g, {})
+                for p in points:
+                    per_run.setdefault(p.run.id, (p.run, []))[1].append(p.result)
+        return {fam: {g: list(rs.values()) for g, rs in gs.items()} for fam, gs in out.items()}
+
+    def previous(self, run: Run) -> Run | None:
+        """The run before this one on the same machine."""
+        before = [r for r in self.runs if r.machine.key == run.machine.key and r.created < run.created]
+        return before[-1] if before else None
+
+    def latest(self, key: str) -> Point:
+        return max((p for pts in self.cases[key].values() for p in pts), key=lambda p: p.run.created)

@@ -1,0 +1,78 @@
+"""Writing the site: every page into a new directory beside the target, with plotly.js, the style and
+the ladder script copied in (the site opens from disk, no server, no network), then put in place, so
+that a failed build never leaves a half-written site."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import pages
+from .html import CSS
+from .model import History
+from .sources import HistoryError
+
+MARK = ".dlperf-history"  # a directory holding this is a site we built, safe to replace
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a build wrote."""
+
+    index: Path
+    pages: int
+
+
+def _plotly_js() -> str:
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError:
+        raise HistoryError("plotly is not installed: pip install pytest-dlperf (it depends on plotly)") from None
+    return get_plotlyjs()
+
+
+def _write_pages(history: History, root: Path, final: Path) -> int:
+    """Every page into ``root``; links to a run's files are relative to ``final``, where the site will be."""
+    (root / "assets").mkdir()
+    (root / "assets" / "plotly.min.js").write_text(_plotly_js(), encoding="utf-8")
+    (root / "assets" / "site.css").write_text(CSS, encoding="utf-8")
+    shutil.copyfile(Path(__file__).with_name("ladder.js"), root / "assets" / "ladder.js")
+    written = {"index.html": pages.index(history)}
+    written.update({pages.case_href(k): pages.case_page(history, k) for k in history.cases})
+    written.update({pages.model_href(f): pages.model_page(history, f) for f in history.families()})
+    for run in history.runs:
+        href = pages.run_href(run)
+        written[href] = pages.run_page(history, run, (final / href).parent)
+        if run.ab:
+            written[pages.ab_href(run)] = pages.ab_page(run)
+    for href, text in written.items():
+        (root / href).parent.mkdir(parents=True, exist_ok=True)
+        (root / href).write_text(text, encoding="utf-8")
+    (root / MARK).write_text("built by dlperf history; replaced whole by the next build\n", encoding="utf-8")
+    return len(written)
+
+
+def build(history: History, out: Path) -> Built:
+    """Write the site into ``out`` (new, empty, or a site built before); HistoryError says why not."""
+    out = out.resolve()
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARK).is_file())):
+        raise HistoryError(f"{out}: exists and is not a site dlperf history built: give -o a new or empty directory")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as exc:
+        raise HistoryError(f"{out}: cannot write there ({exc.strerror or exc}): give -o a writable directory") from None
+    try:
+        count = _write_pages(history, tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = out.with_name(f".{out.name}.old") if out.exists() else None
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
+    tmp.rename(out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return Built(out / "index.html", count)

@@ -1,0 +1,78 @@
+"""What ``dlperf history`` reads: results.json files, report directories (each results.json under
+them) and globs over CI artifacts. A file that cannot be read is named with its reason and left out;
+the rest of the site still builds."""
+from __future__ import annotations
+
+import datetime as _dt
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..reporting import SCHEMA
+from ..results_file import ResultsFileError, load
+from .runs import Run
+
+
+class HistoryError(ValueError):
+    """Input that gives no site at all: the message is the one line to show."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A results.json left out of the site, and why (shown by the command and on the index page)."""
+
+    path: Path
+    reason: str
+
+
+def expand(arguments: list[str]) -> list[Path]:
+    """Every results.json the arguments name, each once, in the order given; HistoryError names an
+    argument that names none."""
+    found: dict[Path, None] = {}
+    for arg in arguments:
+        matches = sorted(glob.glob(arg, recursive=True)) if glob.has_magic(arg) else [arg]
+        paths = [p for m in matches for p in _results_under(Path(m))]
+        if not paths:
+            what = "matches no results.json" if glob.has_magic(arg) else (
+                "holds no results.json" if Path(arg).is_dir() else "does not exist")
+            raise HistoryError(f"{arg}: {what}: give results.json files, report directories or globs over them")
+        found.update(dict.fromkeys(p.resolve() for p in paths))
+    return list(found)
+
+
+def _results_under(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(path.rglob("results.json"))
+    return [path] if path.exists() else []
+
+
+def read(path: Path) -> Run | Skipped:
+    """The run a results.json holds, or why it is left out."""
+    try:
+        results, doc = load(path)
+    except ResultsFileError as exc:
+        return Skipped(path, str(exc).removeprefix(f"{path}: "))
+    schema = doc.get("schema", SCHEMA)
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        return Skipped(path, f"'schema' is {schema!r}, not a whole number: not a results.json pytest-dlperf wrote")
+    if schema > SCHEMA:
+        return Skipped(path, f"results.json schema {schema} is newer than this pytest-dlperf reads ({SCHEMA}): "
+                             "build the site with the pytest-dlperf that wrote it, or a newer one")
+    try:
+        created = _dt.datetime.fromisoformat(str(doc.get("created")))
+    except ValueError:
+        return Skipped(path, f"'created' is {doc.get('created')!r}, not an ISO time: the run has no place in time")
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=_dt.timezone.utc)
+    return Run(path=path, created=created, environment=doc.get("environment") or {}, results=list(results.results),
+               failures=doc.get("failures") or {}, ab=doc.get("ab") if isinstance(doc.get("ab"), dict) else None)
+
+
+def read_all(paths: list[Path]) -> tuple[list[Run], list[Skipped]]:
+    """The runs in time order, and the files left out."""
+    runs, skipped = [], []
+    for p in paths:
+        got = read(p)
+        (skipped if isinstance(got, Skipped) else runs).append(got)
+    runs.sort(key=lambda r: (r.created, str(r.path)))
+    return runs, skipped
