@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install, once, everything the project's tests need: the project with its test tools and the
 # other engines' frameworks (pip), the daemons the cluster tests start (Debian's openssh-server,
-# slurm-wlm; OpenMPI for Horovod over MPI: apt, as root), and Horovod built from source (about
+# slurm-wlm; OpenMPI for Horovod over MPI; chromium for the history site: apt, as root), and Horovod built from source (about
 # 5 minutes on 2 cores the first time, then a cached wheel). Quick when all is there already.
 # The README's test command, tests/run.sh, runs it first.
 set -euo pipefail
@@ -11,6 +11,7 @@ missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 command -v slurmctld >/dev/null || missing+=(slurm-wlm)
 command -v mpicxx >/dev/null || missing+=(openmpi-bin libopenmpi-dev)
+command -v chromium >/dev/null || missing+=(chromium)  # dlperf history's pages, opened headless
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
     echo "tests/setup.sh: ${missing[*]} missing and cannot be installed here (needs root and apt-get): install them" >&2

@@ -1,0 +1,113 @@
+"""A history of nightly runs made from one recorded results.json, for the history site's tests and
+benchmark: each night's figures are the recording's times a drift with a planted regression, the
+gate's verdicts of each night against the recording as its baseline, and a machine change."""
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+TEMPLATE = Path(__file__).resolve().parent / "data" / "history" / "results.json"
+OTHER_CPU = "Intel(R) Xeon(R) Platinum 8369B CPU @ 2.70GHz"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``nights`` runs from ``start``, one a day; from ``regression_at`` the throughput is ``drop``
+    times lower; from ``machine_at`` the runs are on another CPU (its own profile and baseline)."""
+
+    nights: int
+    regression_at: int | None = None
+    drop: float = 0.75
+    machine_at: int | None = None
+    start: _dt.datetime = _dt.datetime(2026, 1, 1, 2, 0, tzinfo=_dt.timezone.utc)
+    noise: float = 0.01
+    seed: int = 7
+    models: tuple[str, ...] = ()  # the recording's cases again under these model names (a bigger matrix)
+
+
+def commit_of(night: int) -> str:
+    """A commit every two nights."""
+    return hashlib.sha1(f"commit {night // 2}".encode()).hexdigest()[:12]
+
+
+def _status(ratio: float, tolerance: float) -> str:
+    return "regression" if ratio < 1 - tolerance else "improvement" if ratio > 1 + tolerance else "pass"
+
+
+def _judge(verdict: dict, metric: str, measured: float, baseline: float) -> dict:
+    v = dict(verdict, metric=metric, measured_median=measured, baseline_median=baseline, change=measured / baseline - 1)
+    v["status"] = _status(measured / baseline, v["tolerance"])
+    v["message"] = f"{v['case']} {metric}: {v['status']} ({v['change']:+.1%} vs baseline {baseline:.4g})"
+    return v
+
+
+def _night_case(case: dict, factor: float, base_factor: float, profile: str, rng: random.Random,
+                noise: float) -> dict:
+    c = copy.deepcopy(case)
+    c["throughputs"] = [t * factor * (1 + rng.uniform(-noise, noise)) for t in case["throughputs"]]
+    ordered = sorted(c["throughputs"])
+    c["median"] = ordered[len(ordered) // 2]
+    c["mean"] = sum(ordered) / len(ordered)
+    c["profile"] = profile
+    template = next(iter((case.get("verdict") or {}).values()))
+    c["verdict"] = {"throughput": _judge(template, "throughput", c["median"], case["median"] * base_factor)}
+    return c
+
+
+def _judge_scaling(cases: list[dict], recorded: list[dict]) -> None:
+    """Speedup and efficiency as results.json's reader derives them (median over the one-device
+    case's), judged against the recording's where it judged them."""
+    one = {(c["case"]["backend"], c["case"]["id"].rsplit("-", 1)[0]): c["median"] for c in cases
+           if c["case"]["topology"] == "1n1g"}
+    one_then = {(c["case"]["backend"], c["case"]["id"].rsplit("-", 1)[0]): c["median"] for c in recorded
+                if c["case"]["topology"] == "1n1g"}
+    for c, then in zip(cases, recorded):
+        family = (c["case"]["backend"], c["case"]["id"].rsplit("-", 1)[0])
+        nodes, per_node = (int(x) for x in c["case"]["topology"].rstrip("g").split("n"))
+        if nodes * per_node == 1 or family not in one:
+            continue
+        speedup, speedup_then = c["median"] / one[family], then["median"] / one_then[family]
+        for metric, now, before in (("speedup", speedup, speedup_then),
+                                    ("efficiency", speedup / (nodes * per_node), speedup_then / (nodes * per_node))):
+            if metric in (then.get("verdict") or {}):
+                c["verdict"][metric] = _judge(then["verdict"][metric], metric, now, before)
+
+
+def _as_model(case: dict, model: str) -> dict:
+    c = copy.deepcopy(case)
+    c["case"]["id"] = c["case"]["id"].replace(c["case"]["model"], model, 1)
+    c["case"]["model"] = model
+    return c
+
+
+def write(plan: Plan, out: Path, template: Path = TEMPLATE) -> list[Path]:
+    """One report directory per night under ``out`` (night-000/results.json, ...)."""
+    doc = json.loads(template.read_text(encoding="utf-8"))
+    if plan.models:
+        doc["cases"] = [_as_model(c, m) for m in plan.models for c in doc["cases"]]
+    rng = random.Random(plan.seed)
+    paths = []
+    for night in range(plan.nights):
+        other = plan.machine_at is not None and night >= plan.machine_at
+        factor = (plan.drop if plan.regression_at is not None and night >= plan.regression_at else 1.0)
+        factor *= 1.3 if other else 1.0
+        d = copy.deepcopy(doc)
+        d["created"] = (plan.start + _dt.timedelta(days=night)).isoformat(timespec="seconds")
+        d["environment"]["git"] = {"commit": commit_of(night), "dirty": False}
+        if other:
+            for fp in d["environment"]["hardware_fingerprints"]["nodes"].values():
+                fp["cpu"]["model_name"] = OTHER_CPU
+            d["environment"]["node_devices"] = [OTHER_CPU]
+        profile = "cpu-intel-xeon-platinum-8369b-1c" if other else doc["cases"][0]["profile"]
+        d["cases"] = [_night_case(c, factor, 1.3 if other else 1.0, profile, rng, plan.noise) for c in doc["cases"]]
+        _judge_scaling(d["cases"], doc["cases"])
+        path = out / f"night-{night:03d}" / "results.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(d), encoding="utf-8")
+        paths.append(path)
+    return paths
