@@ -170,3 +170,16 @@ def test_a_second_build_replaces_the_first(site, tmp_path) -> None:
     build_site([str(paths[0])], out)
     assert len(list((out / "runs").iterdir())) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["site"]  # nothing left beside it
+
+
+def test_an_ab_session_has_its_own_page(own_hosts, tmp_path) -> None:
+    """tests/data/history/ab-results.json: a recorded A/B session with a 10% slowdown planted in the candidate."""
+    recorded = Path(__file__).resolve().parent / "data" / "history" / "ab-results.json"
+    built, history = build_site([str(recorded)], tmp_path / "site")
+    (page_file,) = (tmp_path / "site" / "ab").glob("*.html")
+    assert 'href="ab/' in built.index.read_text()
+    with browser.offline() as proxy:
+        page = browser.dom(page_file, proxy, tmp_path / "profile")
+    assert proxy.page_requests(own_hosts) == []
+    assert "<td>SLOWER</td>" in page and "DLPERF_PLANT_SLOWDOWN" in page
+    assert "candidate / reference, pair by pair" in page  # the chart was drawn
