@@ -97,7 +97,7 @@ def test_the_ladder_sets_a_run_beside_another_with_the_ideal_line(site, own_host
 
 def test_runs_of_two_machines_are_never_one_line(site) -> None:
     _, paths = site
-    runs, _ = read_all(paths)
+    runs, _, _ = read_all(paths)
     history = History(runs)
     groups = history.cases["ddp/resnet50-fp32-bs2-32px-2n1g"]
     assert len(groups) == 2
@@ -183,3 +183,42 @@ def test_an_ab_session_has_its_own_page(own_hosts, tmp_path) -> None:
     assert proxy.page_requests(own_hosts) == []
     assert "<td>SLOWER</td>" in page and "DLPERF_PLANT_SLOWDOWN" in page
     assert "candidate / reference, pair by pair" in page  # the chart was drawn
+
+
+def test_a_bisection_has_its_own_page_linking_its_probes_runs(site, own_hosts, tmp_path) -> None:
+    """A steps file as dlperf bisect writes it (its own Steps class): items 0-4, the bad end and the
+    middle probed, item 3 found first bad; one probe's report is a run of the site."""
+    from pytest_dlperf.bisect.evidence import CaseEvidence, ItemVerdict
+    from pytest_dlperf.bisect.items import Item
+    from pytest_dlperf.bisect.steps import ProbeRecord, Steps
+
+    _, paths = site
+    items = [Item(commit_of(2 * i) + "0" * 28, f"change {i}", "") for i in range(5)]
+    steps = Steps(tmp_path / "ci" / "dlperf-bisect.json", {"kind": "git", "repo": "/src", "good": "v1", "bad": "v2",
+                                                             "pytest_args": ["suites/", "-k", "resnet"]}, items)
+    (tmp_path / "ci").mkdir()
+
+    def probe(i: int, verdict: ItemVerdict, ratio: float, report: Path | None) -> ProbeRecord:
+        case = CaseEvidence("slower" if verdict is ItemVerdict.BAD else "same", ratio, ratio - 0.01, ratio + 0.01, 6)
+        return ProbeRecord(i, items[i].key, verdict, {"ddp/resnet50-fp32-bs2-32px-1n1g": case},
+                           str(report) if report else None, None, ["suites/"], "2026-01-01T00:00:00+00:00",
+                           "2026-01-01T00:10:00+00:00")
+
+    for p in (probe(4, ItemVerdict.BAD, 0.75, paths[8].parent), probe(2, ItemVerdict.GOOD, 1.0, None),
+              probe(3, ItemVerdict.BAD, 0.76, None)):
+        steps.record(p)
+    built, history = build_site([str(paths[8].parent), str(tmp_path / "ci")], tmp_path / "site")
+    assert len(history.bisections) == 1 and "first bad: " + commit_of(6) in built.index.read_text()
+    (page_file,) = (tmp_path / "site" / "bisect").glob("*.html")
+    with browser.offline() as proxy:
+        page = browser.dom(page_file, proxy, tmp_path / "profile")
+    assert proxy.page_requests(own_hosts) == []
+    assert f"first bad: {commit_of(6)} change 3; last good: {commit_of(4)} change 2" in page
+    assert 'href="../runs/' in page and "candidate / known-good, by item" in page
+
+
+def test_a_damaged_steps_file_is_named_and_left_out(site, tmp_path, capsys) -> None:
+    _, paths = site
+    (tmp_path / "dlperf-bisect.json").write_text('{"dlperf_bisect": 1, "items": "nope"}')
+    assert cli.main(["history", str(paths[0]), str(tmp_path / "dlperf-bisect.json"), "-o", str(tmp_path / "s")]) == 0
+    assert "'items' is not a list of items" in capsys.readouterr().err

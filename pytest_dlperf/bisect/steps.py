@@ -161,11 +161,26 @@ class Steps:
         if keys != [i.key for i in items]:
             raise UsageError(f"the steps file {path} lists other items ({len(keys)}) than this command now "
                              f"gives ({len(items)}): has --good or --bad moved? {FIX}")
-        try:
-            probes = [ProbeRecord.from_dict(p, items) for p in doc.get("probes") or []]
-        except ValueError as exc:
-            raise UsageError(f"the steps file {path} is damaged: a probe: {exc}: {FIX}") from None
-        return cls(path, command, items, probes)
+        return cls(path, command, items, _probes(path, doc, items))
+
+    @classmethod
+    def load(cls, path: Path) -> Steps:
+        """A steps file as it stands, whichever command wrote it (``dlperf history`` draws it);
+        UsageError where it is damaged. Its items' A/B specs are not kept in the file: ``spec`` is ""."""
+        doc = _read(path)
+        raw = doc.get("items")
+        if not isinstance(raw, list) or not all(isinstance(i, Mapping) and isinstance(i.get("item"), str) for i in raw):
+            raise UsageError(f"the steps file {path} is damaged: 'items' is not a list of items: {FIX}")
+        items = [Item(i["item"], str(i.get("label") or ""), "") for i in raw]
+        command = doc.get("command") if isinstance(doc.get("command"), dict) else {}
+        return cls(path, command, items, _probes(path, doc, items))
+
+
+def _probes(path: Path, doc: Mapping[str, object], items: list[Item]) -> list[ProbeRecord]:
+    try:
+        return [ProbeRecord.from_dict(p, items) for p in doc.get("probes") or []]
+    except ValueError as exc:
+        raise UsageError(f"the steps file {path} is damaged: a probe: {exc}: {FIX}") from None
 
 
 def _check_writable(path: Path) -> None:

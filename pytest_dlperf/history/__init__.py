@@ -16,9 +16,9 @@ __all__ = ["Built", "History", "HistoryError", "Skipped", "build_site"]
 def build_site(arguments: list[str], out: Path) -> tuple[Built, History]:
     """The site of every results.json the arguments name; files that cannot be read are left out
     and named (``History.skipped``); HistoryError where no run at all can be drawn."""
-    runs, skipped = read_all(expand(arguments))
-    if not runs:
+    runs, bisections, skipped = read_all(expand(arguments))
+    if not runs and not bisections:
         why = "; ".join(f"{s.path}: {s.reason}" for s in skipped)
         raise HistoryError(f"no results.json could be read ({why})")
-    history = History(runs, skipped)
+    history = History(runs, skipped, bisections)
     return build(history, out), history

@@ -7,7 +7,8 @@ import json
 from collections.abc import Iterable, Sequence
 
 STATUS_CLASS = {"regression": "bad", "noisy": "warn", "hardware": "grey", "improvement": "good", "pass": "ok",
-                "unjudged": "grey", "missing": "grey"}
+                "unjudged": "grey", "missing": "grey",
+                "good": "ok", "bad": "bad", "undecided": "grey"}  # the last three: a bisection's items
 
 
 def esc(value: object) -> str:

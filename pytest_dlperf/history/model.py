@@ -9,7 +9,7 @@ from ..results import CaseResult
 from ..specs import CaseSpec
 from .charts import Point
 from .runs import Run
-from .sources import Skipped
+from .sources import Bisection, Skipped
 
 Group = tuple[str, str]  # (profile, machine key)
 
@@ -30,6 +30,7 @@ class History:
 
     runs: list[Run]
     skipped: list[Skipped] = field(default_factory=list)
+    bisections: list[Bisection] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.labels: dict[Group, str] = {}

@@ -8,6 +8,8 @@ from pathlib import Path
 from ..ab import report as ab_report
 from ..gating import changes
 from . import charts
+from .bisect_page import href as bisect_href
+from .bisect_page import standing
 from .html import chart, esc, link, number, page, script_json, status, table
 from .model import History, family, slug
 from .runs import Run
@@ -43,7 +45,9 @@ def _skipped(skipped: list[Skipped]) -> str:
 
 def index(history: History) -> str:
     """Every line (profile and machine) with its cases' latest figures, then every run, newest first."""
-    parts = [f"<p>{len(history.runs)} runs, {len(history.cases)} cases.</p>", _skipped(history.skipped)]
+    parts = [f"<p>{len(history.runs)} runs, {len(history.cases)} cases"
+             + (f", {len(history.bisections)} bisections" if history.bisections else "") + ".</p>",
+             _skipped(history.skipped)]
     for g, label in history.labels.items():
         rows = []
         for key, groups in sorted(history.cases.items()):
@@ -60,6 +64,9 @@ def index(history: History) -> str:
                  str(len(r.results)), _run_summary(r), link(ab_href(r), "A/B") if r.ab else ""]
                 for r in reversed(history.runs)]
     parts.append("<h2>Runs</h2>" + table(["run", "commit", "machine", "cases", "verdicts", "A/B"], run_rows))
+    if history.bisections:
+        rows = [[link(bisect_href(b), b.path), esc(standing(b)), str(len(b.steps.probes))] for b in history.bisections]
+        parts.append("<h2>Bisections</h2>" + table(["steps file", "where it stands", "probes"], rows))
     return page("Performance history", "\n".join(parts), "")
 
 

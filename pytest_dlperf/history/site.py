@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import pages
+from .bisect_page import bisect_page
+from .bisect_page import href as bisect_href
 from .html import CSS
 from .model import History
 from .sources import HistoryError
@@ -46,6 +48,9 @@ def _write_pages(history: History, root: Path, final: Path) -> int:
         written[href] = pages.run_page(history, run, (final / href).parent)
         if run.ab:
             written[pages.ab_href(run)] = pages.ab_page(run)
+    runs_by_dir = {run.path.parent.resolve(): pages.run_href(run) for run in history.runs}
+    for b in history.bisections:
+        written[bisect_href(b)] = bisect_page(b, runs_by_dir, (final / bisect_href(b)).parent)
     for href, text in written.items():
         (root / href).parent.mkdir(parents=True, exist_ok=True)
         (root / href).write_text(text, encoding="utf-8")

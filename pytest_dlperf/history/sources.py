@@ -1,12 +1,17 @@
-"""What ``dlperf history`` reads: results.json files, report directories (each results.json under
-them) and globs over CI artifacts. A file that cannot be read is named with its reason and left out;
-the rest of the site still builds."""
+"""What ``dlperf history`` reads: results.json files, ``dlperf bisect`` steps files, report
+directories (each results.json and dlperf-bisect*.json under them) and globs over CI artifacts. A
+file that cannot be read is named with its reason and left out; the rest of the site still builds."""
 from __future__ import annotations
 
 import datetime as _dt
 import glob
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..bisect import UsageError
+from ..bisect.steps import Steps
 
 from ..reporting import SCHEMA
 from ..results_file import ResultsFileError, load
@@ -42,12 +47,40 @@ def expand(arguments: list[str]) -> list[Path]:
 
 def _results_under(path: Path) -> list[Path]:
     if path.is_dir():
-        return sorted(path.rglob("results.json"))
+        return sorted([*path.rglob("results.json"), *path.rglob("dlperf-bisect*.json")])
     return [path] if path.exists() else []
 
 
-def read(path: Path) -> Run | Skipped:
-    """The run a results.json holds, or why it is left out."""
+@dataclass(frozen=True)
+class Bisection:
+    """A ``dlperf bisect`` steps file: its items and every probe so far."""
+
+    path: Path
+    steps: Steps
+
+    @property
+    def id(self) -> str:
+        return "bisect-" + hashlib.sha256(str(self.path).encode()).hexdigest()[:8]
+
+
+def _bisection(path: Path) -> Bisection | Skipped | None:
+    """The steps file at ``path``, or why it is left out; None when the file is not one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # read again as a results.json, which names what is wrong
+    if not isinstance(doc, dict) or "dlperf_bisect" not in doc:
+        return None
+    try:
+        return Bisection(path, Steps.load(path))
+    except UsageError as exc:
+        return Skipped(path, str(exc))
+
+
+def read(path: Path) -> Run | Bisection | Skipped:
+    """The run a results.json holds (or the bisection of a steps file), or why it is left out."""
+    if path.name != "results.json" and (bisection := _bisection(path)) is not None:
+        return bisection
     try:
         results, doc = load(path)
     except ResultsFileError as exc:
@@ -68,11 +101,11 @@ def read(path: Path) -> Run | Skipped:
                failures=doc.get("failures") or {}, ab=doc.get("ab") if isinstance(doc.get("ab"), dict) else None)
 
 
-def read_all(paths: list[Path]) -> tuple[list[Run], list[Skipped]]:
-    """The runs in time order, and the files left out."""
-    runs, skipped = [], []
+def read_all(paths: list[Path]) -> tuple[list[Run], list[Bisection], list[Skipped]]:
+    """The runs in time order, the bisections, and the files left out."""
+    runs, bisections, skipped = [], [], []
     for p in paths:
         got = read(p)
-        (skipped if isinstance(got, Skipped) else runs).append(got)
+        {Run: runs, Bisection: bisections, Skipped: skipped}[type(got)].append(got)
     runs.sort(key=lambda r: (r.created, str(r.path)))
-    return runs, skipped
+    return runs, bisections, skipped
