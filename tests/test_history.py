@@ -178,6 +178,7 @@ def test_an_ab_session_has_its_own_page(own_hosts, tmp_path) -> None:
     built, history = build_site([str(recorded)], tmp_path / "site")
     (page_file,) = (tmp_path / "site" / "ab").glob("*.html")
     assert 'href="ab/' in built.index.read_text()
+    assert history.cases == {}  # its cases are the candidate's: drawn on no case's line
     with browser.offline() as proxy:
         page = browser.dom(page_file, proxy, tmp_path / "profile")
     assert proxy.page_requests(own_hosts) == []

@@ -37,6 +37,8 @@ class History:
         self.cases: dict[str, dict[Group, list[Point]]] = {}
         self.specs: dict[str, CaseSpec] = {}
         for run in self.runs:
+            if run.ab:  # an A/B session's cases are its candidate's: a change under test, not the line's next point
+                continue
             for r in run.results:
                 g = run.group_of(r)
                 self.labels.setdefault(g, f"{g[0]} on {run.machine.label} [{run.machine.key}]")
