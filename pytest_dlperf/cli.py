@@ -81,7 +81,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                          "writable file path") from None
     for r in sorted(results.results, key=lambda r: (r.case.key.rsplit("-", 1)[0], r.case.topology)):
         sp = "-" if r.speedup is None else f"{r.speedup:.2f}"
-        print(f"{r.case.backend}/{r.case.id}: median {r.median:.2f} samples/s, mean {r.mean:.2f}, speedup {sp}, "
+        print(f"{r.case.backend}/{r.case.id}: median {r.median:.2f} {r.case.unit}, mean {r.mean:.2f}, speedup {sp}, "
               f"{len(r.throughputs)} run(s)")
     print(f"dlperf import: wrote {args.output}")
     if args.record:
@@ -111,12 +111,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     a, _ = _load(args.a, "compare")
     b, _ = _load(args.b, "compare")
     console = Console(width=200, color_system=None)
-    console.print(f"A = {args.a}\nB = {args.b}\nsamples/s, medians of repeats; A/B > 1: A is faster")
+    console.print(f"A = {args.a}\nB = {args.b}\nmedians of repeats in each case's unit; A/B > 1: A is faster")
+    units = {r.case.key: r.case.unit for r in (*a.results, *b.results)}
     table = Table(box=box.SIMPLE_HEAD)
-    for col in ("case", "A", "B", "A/B"):
-        table.add_column(col, justify="left" if col == "case" else "right", no_wrap=True)
+    for col in ("case", "A", "B", "unit", "A/B"):
+        table.add_column(col, justify="left" if col in ("case", "unit") else "right", no_wrap=True)
     for key, va, vb, ratio in compare_rows(a, b):
-        table.add_row(key, "-" if va is None else f"{va:.2f}", "-" if vb is None else f"{vb:.2f}",
+        table.add_row(key, "-" if va is None else f"{va:.2f}", "-" if vb is None else f"{vb:.2f}", units[key],
                       "-" if ratio is None else f"{ratio:.3f}")
     console.print(table)
     for note in unmatched_notes(a, b):

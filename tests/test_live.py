@@ -22,6 +22,9 @@ def test_the_line_says_case_repeat_step_and_pace():
     assert line == "dlperf resnet50-fp32-bs8-64px-2n1g  repeat 2/3  window step 12/40  26.1 samples/s"
     assert render("x", 0, 1, {"phase": "warmup", "step": 2, "of": None, "samples_per_s": None}) == \
         "dlperf x  repeat 1/1  warmup step 2"
+    # a decoder's workload counts its steps in tokens: the line says its case's unit
+    assert render("llama-fp32-bs2-seq64-d256l4-1n1g", 0, 1, {"phase": "window", "step": 3, "of": 9,
+                                                             "samples_per_s": 1024.0}, "tokens/s").endswith("  1024.0 tokens/s")
 
 
 def test_progress_lines_are_read_behind_a_launchers_prefix(tmp_path):

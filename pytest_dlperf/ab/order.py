@@ -102,7 +102,7 @@ class PairedOrder:
         t0 = self.budget.clock()
         try:
             for role in turn:
-                show = (lambda info, k=k: s.live.update(rec.name, k, self.ab.method.max_pairs, info)) \
+                show = (lambda info, k=k: s.live.update(rec.name, k, self.ab.method.max_pairs, info, case.unit)) \
                     if s.live.enabled else None
                 run = run_case(s.cluster, s.launcher(case), case, cm,
                                s.options.report_dir / "runs" / rec.name / f"p{k}-{role}", k, on_progress=show,

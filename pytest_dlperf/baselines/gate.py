@@ -272,13 +272,13 @@ def pace_hides(info: dict | None, status: str) -> bool:
     return bool(info) and info.get("at_pace_status") == "regression" and status != "regression"
 
 
-def _pace_text(info: dict) -> str:
+def _pace_text(info: dict, unit: str) -> str:
     """The verdict's sentence on the pace: what was done, both sides' paces, the slope."""
     paces = (f"{info['baseline_pace']:.4g} GB/s; this session's {info['measured_pace']:.4g}, "
              f"x{info['measured_pace'] / info['baseline_pace']:.3f}")
     if info["applied"]:
         return (f" Judged at the baseline runs' pace ({paces}), slope {info['slope']:.2f}; as measured "
-                f"{info['measured_as_run']:.4g} vs {info['baseline_as_run']:.4g} samples/s "
+                f"{info['measured_as_run']:.4g} vs {info['baseline_as_run']:.4g} {unit} "
                 f"({info['measured_as_run'] / info['baseline_as_run'] - 1:+.1%}).")
     return (f" Judged as measured: this session's host ran faster by the pace probe than the recording's "
             f"({paces}), and the pace only excuses a drop, never makes one.")
@@ -388,7 +388,7 @@ def _with_pace(sides: _Sides, baseline: Entry, mp: list[float], bp: list[float],
         at_pace = judge(adj_m, replace(baseline, throughputs=adj_b, paces=[], median=statistics.median(adj_b)),
                         tol, metric="throughput", cv_bound=cv_bound, alpha=alpha, case=case)
         info["at_pace_status"], info["at_pace_change"] = at_pace.status.value, at_pace.change
-    return info, _pace_text(info)
+    return info, _pace_text(info, baseline.case.unit)
 
 
 def _spread(sides: _Sides, cv_bound: float, alpha: float) -> _Spread:

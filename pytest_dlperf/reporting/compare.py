@@ -11,7 +11,8 @@ _FIELDS = [f.name for f in fields(CaseSpec)]
 
 
 def compare_rows(a: ResultSet, b: ResultSet) -> list[tuple[str, float | None, float | None, float | None]]:
-    """(case key, A samples/s, B samples/s, A/B) for every case of either run, A's order first."""
+    """(case key, A's median, B's median, A/B) for every case of either run, A's order first (medians in
+    the case's unit: samples/s, tokens/s for a decoder)."""
     amap = {r.case.key: r.median for r in a.results}
     bmap = {r.case.key: r.median for r in b.results}
     keys = list(dict.fromkeys([*amap, *bmap]))

@@ -1,4 +1,5 @@
-"""A live progress line while a case runs: case, repeat, step of steps and the current samples/s,
+"""A live progress line while a case runs: case, repeat, step of steps and the current rate in the
+case's unit (samples/s, tokens/s for a decoder: the workload counts its steps in that unit),
 from rank 0's ``DLPERF-PROGRESS`` lines (steplog.Progress). Drawn in place after pytest's own
 progress text and wiped when the repeat ends. Silent under ``-q``, when the output is not a
 terminal, and in pytest-xdist workers (their output does not reach a terminal)."""
@@ -18,11 +19,11 @@ def wanted(config: pytest.Config) -> bool:
     return bool(tr is not None and tr.isatty)
 
 
-def render(name: str, repeat: int, repeats: int, info: dict) -> str:
+def render(name: str, repeat: int, repeats: int, info: dict, unit: str = "samples/s") -> str:
     """``dlperf resnet50-fp32-bs8-64px-2n1g  repeat 2/3  window step 12/40  26.1 samples/s``."""
     phase, step, of, rate = info.get("phase", ""), info.get("step"), info.get("of"), info.get("samples_per_s")
     where = f"{phase} step {step}" + (f"/{of}" if of else "") if step is not None else phase
-    pace = f"  {rate:.1f} samples/s" if isinstance(rate, (int, float)) else ""
+    pace = f"  {rate:.1f} {unit}" if isinstance(rate, (int, float)) else ""
     return f"dlperf {name}  repeat {repeat + 1}/{repeats}  {where}{pace}"
 
 
@@ -47,9 +48,9 @@ class LiveLine:
             tw._file.flush()  # noqa: SLF001
         self._shown = len(body)
 
-    def update(self, name: str, repeat: int, repeats: int, info: dict) -> None:
+    def update(self, name: str, repeat: int, repeats: int, info: dict, unit: str = "samples/s") -> None:
         if self.enabled:
-            self._write(render(name, repeat, repeats, info))
+            self._write(render(name, repeat, repeats, info, unit))
 
     def clear(self) -> None:
         if self.enabled and self._shown:

@@ -88,7 +88,8 @@ class CaseOrder:
                 s.preflight.run(case)
                 while budget.another(got.taken, m.repeats, m.min_repeats, after, case.topology.name):
                     rep, t0 = len(got.taken), budget.clock()
-                    show = (lambda info, rep=rep: s.live.update(name, rep, m.repeats, info)) if s.live.enabled else None
+                    show = ((lambda info, rep=rep: s.live.update(name, rep, m.repeats, info, case.unit))
+                            if s.live.enabled else None)
                     try:
                         got.runs.append(run_case(s.cluster, s.launcher(case), case, s.case_measurement(case, m),
                                                  case_dir / f"r{rep}", rep, on_progress=show))
@@ -191,7 +192,7 @@ class RoundsOrder:
             except ClusterError as exc:
                 got.error = str(exc)
                 return
-        show = (lambda info: s.live.update(name, rep, m.repeats, info)) if s.live.enabled else None
+        show = (lambda info: s.live.update(name, rep, m.repeats, info, case.unit)) if s.live.enabled else None
         t0 = s.budget(m).clock()
         try:
             got.runs.append(run_case(s.cluster, s.launcher(case), case, s.case_measurement(case, m),
