@@ -8,6 +8,7 @@ import math
 from dataclasses import fields
 from pathlib import Path
 
+from .baselines.gate import VerdictStatus
 from .results import ResultSet, result_from_dict
 from .specs import CaseSpec, Measurement, Topology
 
@@ -46,6 +47,26 @@ def _check_case(c: object) -> str | None:
     return None
 
 
+# a verdict's figures that the reports and dlperf history compute with: a number or null
+_VERDICT_NUMBERS = ("measured_median", "baseline_median", "change", "measured_cv", "baseline_cv", "p_value")
+
+
+def _check_verdict(v: dict) -> str | None:
+    """What is wrong with one verdict's status, tolerance and figures, or None."""
+    if v.get("status") not in {s.value for s in VerdictStatus}:
+        return f"'status' is {v.get('status')!r}, not a verdict's status"
+    tol = v.get("tolerance")
+    if not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and math.isfinite(tol) and tol >= 0):
+        return f"'tolerance' is {tol!r}, not a fraction (0 or more)"
+    for name in _VERDICT_NUMBERS:
+        x = v.get(name)
+        if x is not None and not (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)):
+            return f"{name!r} is {x!r}, not a number or null"
+    if not isinstance(v.get("message", ""), str):
+        return "'message' is not text"
+    return None
+
+
 def _check_figures(d: dict) -> str | None:
     """What is wrong with a case's figures, or None."""
     tp = d.get("throughputs")
@@ -66,6 +87,10 @@ def _check_figures(d: dict) -> str | None:
     verdict = d.get("verdict")
     if verdict is not None and not (isinstance(verdict, dict) and all(isinstance(v, dict) for v in verdict.values())):
         return "'verdict' is not an object of verdicts"
+    for metric, v in (verdict or {}).items():
+        wrong = _check_verdict(v)
+        if wrong:
+            return f"'verdict.{metric}': {wrong}"
     if not isinstance(d.get("runs", []), list):
         return "'runs' is not a list"
     mfu = d.get("mfu")
@@ -100,6 +125,12 @@ def _cases(path: Path, doc: dict) -> ResultSet:
 
 def load(path: Path) -> tuple[ResultSet, dict]:
     """The results and the whole document of a results.json; ResultsFileError says what is wrong."""
+    doc = read_document(path)
+    return from_document(path, doc), doc
+
+
+def read_document(path: Path) -> dict:
+    """A results.json's JSON, unchecked but for being an object; ResultsFileError where it is not."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -113,10 +144,18 @@ def load(path: Path) -> tuple[ResultSet, dict]:
         raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc}): fix its permissions") from None
     except json.JSONDecodeError as exc:
         raise ResultsFileError(f"{path}: not JSON ({exc}): give a results.json that pytest or dlperf import wrote") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+    if not isinstance(doc, dict):
+        raise ResultsFileError(f"{path}: not a pytest-dlperf results.json (not an object): give one that pytest "
+                               "or dlperf import wrote")
+    return doc
+
+
+def from_document(path: Path, doc: dict) -> ResultSet:
+    """The results of a results.json's document, every field the reports use checked first."""
+    if not isinstance(doc.get("cases"), list):
         raise ResultsFileError(f"{path}: not a pytest-dlperf results.json (no 'cases' list): give one that pytest "
                                "or dlperf import wrote")
     for name in ("environment", "failures"):
         if doc.get(name) is not None and not isinstance(doc[name], dict):
             raise ResultsFileError(f"{path}: {name!r} is not an object: {FIX}")
-    return _cases(path, doc), doc
+    return _cases(path, doc)

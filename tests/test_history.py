@@ -58,7 +58,8 @@ def test_a_case_page_shows_its_line_band_and_the_regression_marked(site, own_hos
     assert len(red) > 400, f"no regression is marked ({len(red)} pixels of its colour)"
     # the marks are right of the band's first stretch: the nights before the drop passed
     assert min(x for x, _ in red) > min(x for x, _ in band) + 200
-    for said in ("tolerance band: cpu-amd-epyc", "baseline as judged", ">regression<", "machine change",
+    assert re.search(r'class="legendtext"[^>]*>regression<', page), "no regression entry in the chart's legend"
+    for said in ("tolerance band: cpu-amd-epyc", "baseline as judged", "machine change",
                  "Scaling efficiency", "over commits"):
         assert said in page, f"{said!r} is not on the case page"
 
@@ -92,7 +93,8 @@ def test_the_ladder_sets_a_run_beside_another_with_the_ideal_line(site, own_host
     assert proxy.page_requests(own_hosts) == []
     assert "ideal (linear from 1n1g)" in page
     assert page.count("run: 2026-01-") and page.count("against: 2026-01-")
-    assert 'option value="1"' in page  # two lines (machines) to choose from
+    lines = re.search(r'<select id="line">(.*?)</select>', page, re.S).group(1)
+    assert lines.count("<option") == 2 and "Platinum 8369B" in lines  # the two machines' lines to choose from
 
 
 def test_runs_of_two_machines_are_never_one_line(site) -> None:
@@ -108,6 +110,11 @@ def test_runs_of_two_machines_are_never_one_line(site) -> None:
     regressions = [t for t in fig["data"] if t.get("name") == "regression"]
     assert sum(len(t["x"]) for t in regressions) == 6  # nights 6-8 on the first machine, 9-11 on the other
     assert [s["x0"] for s in fig["layout"]["shapes"]] == [runs[9].created.isoformat()]
+    # "over commits": every trace's x again, point for point, at its run's commit
+    by_time, by_commit = fig["layout"]["updatemenus"][0]["buttons"]
+    when = {r.created.isoformat(): r.commit for r in runs}
+    assert [[when[x] for x in xs] for xs in by_time["args"][0]["x"]] == by_commit["args"][0]["x"]
+    assert by_commit["args"][1]["shapes"][0]["x0"] == commit_of(9)
     for metric in charts.METRICS:
         if (f := charts.case_figure(metric, "samples/s", groups, history.labels)) is not None:
             go.Figure(f)
@@ -223,3 +230,51 @@ def test_a_damaged_steps_file_is_named_and_left_out(site, tmp_path, capsys) -> N
     (tmp_path / "dlperf-bisect.json").write_text('{"dlperf_bisect": 1, "items": "nope"}')
     assert cli.main(["history", str(paths[0]), str(tmp_path / "dlperf-bisect.json"), "-o", str(tmp_path / "s")]) == 0
     assert "'items' is not a list of items" in capsys.readouterr().err
+
+
+def test_a_damaged_verdict_or_fingerprint_is_named_and_left_out(site, tmp_path, capsys) -> None:
+    _, paths = site
+    doc = json.loads(paths[0].read_text())
+    damaged = {"tolerance": json.loads(json.dumps(doc)), "fingerprints": json.loads(json.dumps(doc))}
+    damaged["tolerance"]["cases"][0]["verdict"]["throughput"]["tolerance"] = None
+    damaged["fingerprints"]["environment"]["hardware_fingerprints"] = ["local0"]
+    for name, d in damaged.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(d))
+    assert cli.main(["history", str(paths[0]), str(tmp_path / "tolerance"), str(tmp_path / "fingerprints"),
+                     "-o", str(tmp_path / "site")]) == 0
+    err = capsys.readouterr().err
+    assert "'verdict.throughput': 'tolerance' is None, not a fraction (0 or more)" in err
+    assert "'environment.hardware_fingerprints' is not an object of nodes' fingerprints" in err
+
+
+def test_a_pace_adjusted_verdict_is_drawn_at_the_figure_it_judged(site) -> None:
+    """Where the pace probe brought the runs to the baseline's pace, the point against the band is
+    the verdict's measured median, and its hover text gives the figure as measured."""
+    _, paths = site
+    runs, _, _ = read_all(paths[:2])
+    v = runs[1].results[0].verdict["throughput"]
+    v.measured_median, v.pace = runs[1].results[0].median * 1.1, {"applied": True}
+    history = History(runs)
+    fig = charts.case_figure("throughput", "samples/s", history.cases[runs[1].results[0].case.key], history.labels)
+    measured = next(t for t in fig["data"] if t.get("mode") == "lines+markers")
+    assert measured["y"][1] == v.measured_median and measured["y"][0] == runs[0].results[0].median
+    assert "as measured" in measured["text"][1] and "as measured" not in measured["text"][0]
+
+
+def test_alternating_machines_mark_one_change(site, tmp_path) -> None:
+    """Two runners taking turns make two lines and one mark, where the second line begins."""
+    _, paths = site
+    turns = [p for i, p in enumerate(paths) if i < 8 and i % 2 == 0]  # the first machine on Jan 1, 3, 5, 7
+    for k, p in enumerate(paths[9:]):  # the other on Jan 2, 4, 6
+        doc = json.loads(p.read_text())
+        doc["created"] = f"2026-01-0{2 * k + 2}T02:00:00+00:00"
+        (tmp_path / f"b{k}").mkdir()
+        (tmp_path / f"b{k}" / "results.json").write_text(json.dumps(doc))
+        turns.append(tmp_path / f"b{k}" / "results.json")
+    runs, _, _ = read_all(turns)
+    assert [r.machine.key for r in runs] == [runs[0].machine.key, runs[1].machine.key] * 3 + [runs[0].machine.key]
+    history = History(runs)
+    fig = charts.case_figure("throughput", "samples/s", history.cases["ddp/resnet50-fp32-bs2-32px-2n1g"],
+                             history.labels)
+    assert len(fig["layout"]["shapes"]) == 1 and fig["layout"]["annotations"][0]["text"] == "machine change"

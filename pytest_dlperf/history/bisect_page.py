@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ..bisect.steps import Found, NotBad, next_step
-from .html import chart, esc, link, page, status, table
+from .html import chart, esc, file_href, link, page, status, table
 from .sources import Bisection
 
 def href(bisection: Bisection) -> str:
@@ -32,7 +32,7 @@ def _report_link(report_dir: str | None, runs_by_dir: dict[Path, str], page_dir:
     where = Path(report_dir).resolve()
     if where in runs_by_dir:
         return link("../" + runs_by_dir[where], "run page")
-    return link(os.path.relpath(where, page_dir), report_dir)
+    return link(file_href(os.path.relpath(where, page_dir)), report_dir)
 
 
 def _figure(bisection: Bisection) -> dict | None:

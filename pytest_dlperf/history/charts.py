@@ -29,6 +29,14 @@ def value(result: CaseResult, metric: str) -> float | None:
     return {"throughput": result.median, "speedup": result.speedup, "efficiency": result.efficiency}[metric]
 
 
+def judged(result: CaseResult, metric: str) -> float | None:
+    """The figure the gate set against the band: its measured median (the throughput at the baseline's
+    pace where the pace probe adjusted it; a speedup whose one-device case another file holds), else
+    the run's own figure."""
+    v = verdict(result, metric)
+    return v.measured_median if v is not None and v.measured_median is not None else value(result, metric)
+
+
 def verdict(result: CaseResult, metric: str) -> Verdict | None:
     return (result.verdict or {}).get(metric)
 
@@ -57,13 +65,16 @@ def _band(points: Sequence[Point], metric: str) -> tuple[list, list, list]:
 def _hover(p: Point, metric: str) -> str:
     v = verdict(p.result, metric)
     said = f"<br>{v.status.value}" + (f" ({v.change:+.1%} vs baseline)" if v.change is not None else "") if v else ""
+    raw = value(p.result, metric)
+    if raw is not None and judged(p.result, metric) != raw:
+        said += f"<br>at the baseline's pace; as measured {raw:.4g}"
     return f"{p.run.when}<br>commit {commit_label(p.run)}{said}"
 
 
 def _line_traces(label: str, colour: str, points: Sequence[Point], metric: str, xs: list) -> list[dict]:
     """One machine's traces: band (two), baseline, measured with its spread."""
     base, low, high = _band(points, metric)
-    ys = [value(p.result, metric) for p in points]
+    ys = [judged(p.result, metric) for p in points]
     traces = []
     if any(b is not None for b in base):
         traces += [
@@ -79,9 +90,11 @@ def _line_traces(label: str, colour: str, points: Sequence[Point], metric: str, 
                 "line": {"color": colour}, "marker": {"color": colour, "size": 6},
                 "text": [_hover(p, metric) for p in points], "hovertemplate": "%{y:.4g}<br>%{text}<extra></extra>"}
     if metric == "throughput":
+        scale = [y / p.result.median for y, p in zip(ys, points)]  # the repeats' range around the judged figure
         measured["error_y"] = {"type": "data", "symmetric": False, "color": _rgba(colour, 0.6),
-                               "array": [max(p.result.throughputs) - p.result.median for p in points],
-                               "arrayminus": [p.result.median - min(p.result.throughputs) for p in points]}
+                               "array": [(max(p.result.throughputs) - p.result.median) * k for p, k in zip(points, scale)],
+                               "arrayminus": [(p.result.median - min(p.result.throughputs)) * k
+                                              for p, k in zip(points, scale)]}
     return traces + [measured]
 
 
@@ -92,21 +105,20 @@ def _verdict_traces(points: Sequence[Point], metric: str, xs: list, shown: set[s
         if at:
             out.append({"type": "scatter", "mode": "markers", "name": status, "legendgroup": status,
                         "showlegend": status not in shown, "x": [xs[i] for i in at],
-                        "y": [value(points[i].result, metric) for i in at],
+                        "y": [judged(points[i].result, metric) for i in at],
                         "marker": {"color": colour, "symbol": symbol, "size": 13, "line": {"width": 2, "color": colour}},
                         "text": [verdict(points[i].result, metric).message for i in at], "hoverinfo": "text"})
             shown.add(status)
     return out
 
 
-def _changes(ordered: Sequence[Point], labels: dict[tuple[str, str], str]) -> list[tuple[Point, str]]:
-    """Where the line's machine or profile changes, in time order: (first point after, its label)."""
-    out, before = [], None
-    for p in ordered:
-        g = p.run.group_of(p.result)
-        if before is not None and g != before:
-            out.append((p, labels[g]))
-        before = g
+def _changes(groups: dict[tuple[str, str], list[Point]]) -> list[tuple[Point, str]]:
+    """Where each line after the first begins, with what changed: the machine, or the profile alone."""
+    starts = sorted((pts[0] for pts in groups.values() if pts), key=lambda p: p.run.created)
+    out = []
+    for before, p in zip(starts, starts[1:]):
+        same_machine = before.run.machine.key == p.run.machine.key
+        out.append((p, f"profile change: {p.result.profile}" if same_machine else f"machine change: {p.run.machine.label}"))
     return out
 
 
@@ -115,28 +127,31 @@ def _marks(changes: list[tuple[Point, str]], x_of) -> tuple[list[dict], list[dic
                "line": {"color": "#444", "dash": "dot", "width": 1.5}} for p, _ in changes]
     notes = [{"xref": "x", "yref": "paper", "x": x_of(p), "y": 0, "xanchor": "left", "yanchor": "bottom",
               "showarrow": False, "bgcolor": "rgba(255,255,255,0.8)",
-              "text": "machine change", "hovertext": label, "font": {"size": 10}} for p, label in changes]
+              "text": said.split(":", 1)[0], "hovertext": said, "font": {"size": 10}} for p, said in changes]
     return shapes, notes
+
+
+def _x_time(p: Point) -> str:
+    return p.run.created.isoformat()
 
 
 def case_figure(metric: str, unit: str, groups: dict[tuple[str, str], list[Point]],
                 labels: dict[tuple[str, str], str]) -> dict | None:
     """A case's metric over time, one line per (profile, machine); None when no run has the metric."""
-    if not any(value(p.result, metric) is not None for pts in groups.values() for p in pts):
+    if not any(judged(p.result, metric) is not None for pts in groups.values() for p in pts):
         return None
     by_time = sorted((p for pts in groups.values() for p in pts), key=lambda p: p.run.created)
     commits = list(dict.fromkeys(commit_label(p.run) for p in by_time))
-    data, data_by_commit, shown = [], [], set()
+    data, data_by_commit, shown, shown_again = [], [], set(), set()
     for i, (g, pts) in enumerate(groups.items()):
         colour = PALETTE[i % len(PALETTE)]
-        dated = [p.run.created.isoformat() for p in pts]
-        traces = _line_traces(labels[g], colour, pts, metric, dated)
-        traces += _verdict_traces(pts, metric, dated, shown)
-        data += traces
-        by_commit = {p.run.created.isoformat(): commit_label(p.run) for p in pts}
-        data_by_commit += [[by_commit[x] for x in t["x"]] for t in traces]
-    changes = _changes(by_time, labels)
-    time_marks = _marks(changes, lambda p: p.run.created.isoformat())
+        dated = [_x_time(p) for p in pts]
+        data += _line_traces(labels[g], colour, pts, metric, dated) + _verdict_traces(pts, metric, dated, shown)
+        by_commit = [commit_label(p.run) for p in pts]  # the same traces again, each point at its commit
+        data_by_commit += [t["x"] for t in _line_traces(labels[g], colour, pts, metric, by_commit)
+                           + _verdict_traces(pts, metric, by_commit, shown_again)]
+    changes = _changes(groups)
+    time_marks = _marks(changes, _x_time)
     commit_marks = _marks(changes, lambda p: commit_label(p.run))
     title = f"{METRICS[metric]}" + (f" ({unit})" if metric == "throughput" else "")
     time_axis = {"type": "date", "title": {"text": "run time (UTC)"}}

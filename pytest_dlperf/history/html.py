@@ -16,8 +16,8 @@ def esc(value: object) -> str:
 
 
 def script_json(value: object) -> str:
-    """JSON to place inside <script>: no "</" can close the tag early."""
-    return json.dumps(value, separators=(",", ":")).replace("</", "<\\/")
+    """JSON to place inside <script>: no "<" at all, so no "</script" or "<!--" can change how it is parsed."""
+    return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c")
 
 
 def page(title: str, body: str, root: str, scripts: Sequence[str] = ()) -> str:
@@ -33,6 +33,13 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'
+
+
+def file_href(path: str) -> str:
+    """A relative file path as a link's address (a "#", "?" or "%" in a name is not the address's)."""
+    from urllib.parse import quote
+
+    return quote(path.replace("\\", "/"))
 
 
 def link(href: str, text: object) -> str:

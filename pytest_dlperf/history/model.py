@@ -57,9 +57,6 @@ class History:
         return {fam: {g: list(rs.values()) for g, rs in gs.items()} for fam, gs in out.items()}
 
     def previous(self, run: Run) -> Run | None:
-        """The run before this one on the same machine."""
-        before = [r for r in self.runs if r.machine.key == run.machine.key and r.created < run.created]
+        """The run before this one on the same machine (an A/B session's build is not the line's)."""
+        before = [r for r in self.runs if r.machine.key == run.machine.key and r.created < run.created and not r.ab]
         return before[-1] if before else None
-
-    def latest(self, key: str) -> Point:
-        return max((p for pts in self.cases[key].values() for p in pts), key=lambda p: p.run.created)

@@ -10,7 +10,7 @@ from ..gating import changes
 from . import charts
 from .bisect_page import href as bisect_href
 from .bisect_page import standing
-from .html import chart, esc, link, number, page, script_json, status, table
+from .html import chart, esc, file_href, link, number, page, script_json, status, table
 from .model import History, family, slug
 from .runs import Run
 from .sources import Skipped
@@ -75,8 +75,9 @@ def _run_summary(run: Run) -> str:
     for r in run.results:
         for v in (r.verdict or {}).values():
             counts[v.status.value] = counts.get(v.status.value, 0) + 1
-    failed = f", {len(run.failures)} failed" if run.failures else ""
-    return " ".join(f"{status(s)}&nbsp;{n}" for s, n in sorted(counts.items())) + esc(failed) or "-"
+    said = [f"{status(s)}&nbsp;{n}" for s, n in sorted(counts.items())]
+    said += [esc(f"{len(run.failures)} failed")] if run.failures else []
+    return " ".join(said) or "-"
 
 
 def case_page(history: History, key: str) -> str:
@@ -146,7 +147,7 @@ def _files(run: Run, page_dir: Path) -> str:
     names = [n for n in ("results.json", "summary.md", "benchmark.json") if (folder / n).is_file()]
     names += sorted(str(p.relative_to(folder)) for p in folder.glob("dlperf_*.json"))
     names += sorted(str(p.relative_to(folder)) for p in (folder / "plots").glob("*.png"))
-    items = "".join(f"<li>{link(os.path.relpath(folder / n, page_dir), n)}</li>" for n in names)
+    items = "".join(f"<li>{link(file_href(os.path.relpath(folder / n, page_dir)), n)}</li>" for n in names)
     return f"<h2>Files</h2><p><code>{esc(folder)}</code></p><ul>{items}</ul>"
 
 

@@ -48,7 +48,8 @@ def machine_of(environment: Mapping[str, Any]) -> Machine:
     is keyed by the devices its workloads reported (and says it was not fingerprinted)."""
     nodes = ((environment.get("hardware_fingerprints") or {}).get("nodes") or {})
     if isinstance(nodes, Mapping) and nodes:
-        facts = [_node_facts(fp) for fp in nodes.values() if isinstance(fp, Mapping)]
+        facts = sorted((_node_facts(fp) for fp in nodes.values() if isinstance(fp, Mapping)),
+                       key=lambda f: json.dumps(f, sort_keys=True, default=str))  # node order is not the machine
         labels = [_node_label(f) for f in facts]
         label = (f"{len(labels)} nodes of {labels[0]}" if len(set(labels)) == 1 and len(labels) > 1
                  else " + ".join(labels))
@@ -104,6 +105,9 @@ class Run:
         for r in self.results:
             for run in r.runs[:1]:
                 out.update(run_versions(run.meta, None))
+        out.pop("pytest_dlperf", None)  # run_versions adds the installed one: the run's is its environment's
+        if self.environment.get("pytest_dlperf"):
+            out["pytest_dlperf"] = str(self.environment["pytest_dlperf"])
         if self.commit:
             out["git"] = self.commit
         return out

@@ -58,6 +58,24 @@ def _write_pages(history: History, root: Path, final: Path) -> int:
     return len(written)
 
 
+def _put_in_place(tmp: Path, out: Path) -> None:
+    """The new site where the old was: the old is moved aside first and back if the new cannot follow."""
+    old = out.with_name(f".{out.name}.old") if out.exists() else None
+    try:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+        tmp.rename(out)
+    except OSError as exc:
+        if old is not None and old.exists() and not out.exists():
+            old.rename(out)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise HistoryError(f"{out}: cannot put the site in place ({exc.strerror or exc}): give -o a directory "
+                           "you can write; the site there is as it was") from None
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def build(history: History, out: Path) -> Built:
     """Write the site into ``out`` (new, empty, or a site built before); HistoryError says why not."""
     out = out.resolve()
@@ -70,14 +88,12 @@ def build(history: History, out: Path) -> Built:
         raise HistoryError(f"{out}: cannot write there ({exc.strerror or exc}): give -o a writable directory") from None
     try:
         count = _write_pages(history, tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise HistoryError(f"{out}: cannot write the site ({exc.strerror or exc}): free space or give -o another "
+                           "directory; the site there is as it was") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = out.with_name(f".{out.name}.old") if out.exists() else None
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-    tmp.rename(out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    _put_in_place(tmp, out)
     return Built(out / "index.html", count)

@@ -14,7 +14,7 @@ from ..bisect import UsageError
 from ..bisect.steps import Steps
 
 from ..reporting import SCHEMA
-from ..results_file import ResultsFileError, load
+from ..results_file import ResultsFileError, from_document, read_document
 from .runs import Run
 
 
@@ -82,23 +82,72 @@ def read(path: Path) -> Run | Bisection | Skipped:
     if path.name != "results.json" and (bisection := _bisection(path)) is not None:
         return bisection
     try:
-        results, doc = load(path)
+        doc = read_document(path)
+        schema = doc.get("schema", SCHEMA)  # checked before the cases: a newer schema may have new fields
+        if not isinstance(schema, int) or isinstance(schema, bool):
+            return Skipped(path, f"'schema' is {schema!r}, not a whole number: not a results.json pytest-dlperf wrote")
+        if schema > SCHEMA:
+            return Skipped(path, f"results.json schema {schema} is newer than this pytest-dlperf reads ({SCHEMA}): "
+                                 "build the site with the pytest-dlperf that wrote it, or a newer one")
+        results = from_document(path, doc)
     except ResultsFileError as exc:
         return Skipped(path, str(exc).removeprefix(f"{path}: "))
-    schema = doc.get("schema", SCHEMA)
-    if not isinstance(schema, int) or isinstance(schema, bool):
-        return Skipped(path, f"'schema' is {schema!r}, not a whole number: not a results.json pytest-dlperf wrote")
-    if schema > SCHEMA:
-        return Skipped(path, f"results.json schema {schema} is newer than this pytest-dlperf reads ({SCHEMA}): "
-                             "build the site with the pytest-dlperf that wrote it, or a newer one")
     try:
         created = _dt.datetime.fromisoformat(str(doc.get("created")))
     except ValueError:
         return Skipped(path, f"'created' is {doc.get('created')!r}, not an ISO time: the run has no place in time")
     if created.tzinfo is None:
         created = created.replace(tzinfo=_dt.timezone.utc)
-    return Run(path=path, created=created, environment=doc.get("environment") or {}, results=list(results.results),
-               failures=doc.get("failures") or {}, ab=doc.get("ab") if isinstance(doc.get("ab"), dict) else None)
+    wrong = _check_environment(doc.get("environment") or {}) or _check_ab(doc.get("ab"))
+    if wrong:
+        return Skipped(path, f"{wrong}: write it again (pytest, or dlperf import) or mend that entry")
+    return Run(path=path, created=created.astimezone(_dt.timezone.utc), environment=doc.get("environment") or {},
+               results=list(results.results), failures=doc.get("failures") or {}, ab=doc.get("ab"))
+
+
+def _check_environment(env: dict) -> str | None:
+    """What is wrong with the environment facts the pages read (fingerprints, git, lists), or None."""
+    fps = env.get("hardware_fingerprints")
+    if fps is not None:
+        nodes = fps.get("nodes") if isinstance(fps, dict) else None
+        if not isinstance(nodes, dict) or not all(isinstance(fp, dict) and isinstance(fp.get("cpu") or {}, dict)
+                                                  and isinstance(fp.get("gpus") or [], list)
+                                                  and all(isinstance(g, dict) for g in fp.get("gpus") or [])
+                                                  for fp in nodes.values()):
+            return "'environment.hardware_fingerprints' is not an object of nodes' fingerprints"
+    if env.get("git") is not None and not isinstance(env["git"], dict):
+        return "'environment.git' is not an object"
+    for name in ("frameworks", "node_devices"):
+        if not isinstance(env.get(name) or [], list):
+            return f"'environment.{name}' is not a list"
+    return None
+
+
+def _check_ab(ab: object) -> str | None:
+    """What is wrong with an A/B section's cases and pairs as its page reads them, or None."""
+    if ab is None:
+        return None
+    cases = ab.get("cases") if isinstance(ab, dict) else None
+    method, sides = (ab.get("method", {}), ab.get("sides", {})) if isinstance(ab, dict) else (None, None)
+    if not isinstance(cases, dict) or not isinstance(method, dict) or not isinstance(sides, dict) \
+            or not all(isinstance(x, dict) for x in sides.values()) \
+            or (method and not isinstance(method.get("tolerance"), (int, float))):
+        return "'ab' is not an A/B section (docs/ab.md)"
+    for name, c in cases.items():
+        if not isinstance(c, dict) or not all(c.get(k) is None or isinstance(c[k], (int, float))
+                                              for k in ("ratio", "low", "high")) \
+                or not isinstance(c.get("differences", []), list):
+            return f"'ab.cases.{name}' is not an A/B case (ratio, low, high: numbers or null)"
+        pairs = c.get("pairs_taken", [])
+        if not isinstance(pairs, list) or not all(
+                isinstance(p, dict) and all(isinstance(p.get(side), dict) and _positive(p[side].get("throughput"))
+                                            for side in ("reference", "candidate")) for p in pairs):
+            return f"'ab.cases.{name}': its pairs are not pairs of a reference's and a candidate's throughput"
+    return None
+
+
+def _positive(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
 
 
 def read_all(paths: list[Path]) -> tuple[list[Run], list[Bisection], list[Skipped]]:
