@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""dlperf history at a year's scale (issue #39): 365 nightly runs of the local default matrix (the
-recorded cases of tests/data/history under the default models' names: 5 models x 1n1g/2n1g), a 25%
-regression from night 200 and another machine from night 300. Prints the build's time and size, and
+"""dlperf history at a year's scale (issue #39): 365 nightly runs of a default matrix made from the
+recorded cases of tests/data/history, a 25% regression from night 200 and another machine from night
+300. ``--matrix local``: the local CPU default (5 models x 1n1g/2n1g, 10 cases); ``--matrix gpu``: a
+GPU cluster's (5 models x fp32/amp x 1n1g..4n8g, 60 cases). Prints the build's time and size, and
 the time headless chromium takes to load each kind of page from disk (less a blank page's).
 
-    python3 benchmarks/history_site.py --nights 365
+    python3 benchmarks/history_site.py --nights 365 --matrix local
 """
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ from tests import browser  # noqa: E402
 from tests.history_runs import Plan, write  # noqa: E402
 
 DEFAULT_MODELS = ("resnet50", "vgg16", "bert-base", "arcface", "llama")
+MATRICES = {"local": {"models": DEFAULT_MODELS},
+            "gpu": {"models": DEFAULT_MODELS, "precisions": ("fp32", "amp"),
+                    "topologies": ("1n1g", "1n2g", "1n4g", "1n8g", "2n8g", "4n8g")}}
 
 
 def _load_seconds(page: Path, profile: Path, trials: int) -> float:
@@ -41,12 +45,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nights", type=int, default=365)
     ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--matrix", choices=sorted(MATRICES), default="local")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         t0 = time.perf_counter()
         paths = write(Plan(nights=args.nights, regression_at=args.nights * 200 // 365,
-                           machine_at=args.nights * 300 // 365, models=DEFAULT_MODELS), tmp_path / "ci")
+                           machine_at=args.nights * 300 // 365, **MATRICES[args.matrix]), tmp_path / "ci")
         made = time.perf_counter() - t0
         t0 = time.perf_counter()
         built, history = build_site([str(tmp_path / "ci")], tmp_path / "site")
@@ -62,7 +67,7 @@ def main() -> int:
         blank.write_text("<!DOCTYPE html><html><body>blank</body></html>")
         profile = tmp_path / "profile"
         base = _load_seconds(blank, profile, args.trials)
-        pages = {"index": site / "index.html", "case (3 charts)": next((site / "cases").glob("ddp_llama*2n1g.html")),
+        pages = {"index": site / "index.html", "case (3 charts)": next((site / "cases").glob("ddp_llama*-2n*.html")),
                  "model ladder": next((site / "models").glob("ddp_llama*.html")),
                  "run": sorted((site / "runs").glob("*.html"))[-1]}
         print(f"page load (chromium --dump-dom, median of {args.trials}, less a blank page's {base:.2f} s):")

@@ -7,6 +7,7 @@ import copy
 import datetime as _dt
 import hashlib
 import json
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,8 @@ class Plan:
     noise: float = 0.01
     seed: int = 7
     models: tuple[str, ...] = ()  # the recording's cases again under these model names (a bigger matrix)
+    precisions: tuple[str, ...] = ()  # ... and these precisions
+    topologies: tuple[str, ...] = ()  # ... at these topologies (the multi-device case's rate scaled by devices)
 
 
 def commit_of(night: int) -> str:
@@ -78,18 +81,43 @@ def _judge_scaling(cases: list[dict], recorded: list[dict]) -> None:
                 c["verdict"][metric] = _judge(then["verdict"][metric], metric, now, before)
 
 
-def _as_model(case: dict, model: str) -> dict:
+def _as_case(case: dict, model: str, precision: str, topology: str | None = None) -> dict:
+    """The recorded case under another model name and precision (and, from the multi-device case, at
+    another topology: its rates times the devices over its own, at 95% per doubling)."""
     c = copy.deepcopy(case)
-    c["case"]["id"] = c["case"]["id"].replace(c["case"]["model"], model, 1)
-    c["case"]["model"] = model
+    c["case"]["id"] = c["case"]["id"].replace(c["case"]["model"], model, 1).replace(c["case"]["precision"], precision, 1)
+    c["case"]["model"], c["case"]["precision"] = model, precision
+    if topology is not None and topology != c["case"]["topology"]:
+        own = c["case"]["topology"]
+        ratio = _devices(topology) / _devices(own) * 0.95 ** math.log2(_devices(topology) / _devices(own))
+        c["throughputs"] = [t * ratio for t in c["throughputs"]]
+        c["median"], c["mean"] = c["median"] * ratio, c["mean"] * ratio
+        c["case"]["id"] = c["case"]["id"].removesuffix(own) + topology
+        c["case"]["topology"] = topology
+        for v in (c.get("verdict") or {}).values():
+            v["case"] = c["case"]["id"]
     return c
+
+
+def _devices(topology: str) -> int:
+    nodes, per_node = topology.rstrip("g").split("n")
+    return int(nodes) * int(per_node)
+
+
+def _matrix(cases: list[dict], plan: Plan) -> list[dict]:
+    if not (plan.models or plan.precisions or plan.topologies):
+        return cases
+    one = next(c for c in cases if c["case"]["topology"] == "1n1g")
+    many = next(c for c in cases if c["case"]["topology"] != "1n1g")
+    topologies = plan.topologies or tuple(c["case"]["topology"] for c in cases)
+    return [_as_case(one if t == "1n1g" else many, m, p, t) for m in plan.models or (one["case"]["model"],)
+            for p in plan.precisions or (one["case"]["precision"],) for t in topologies]
 
 
 def write(plan: Plan, out: Path, template: Path = TEMPLATE) -> list[Path]:
     """One report directory per night under ``out`` (night-000/results.json, ...)."""
     doc = json.loads(template.read_text(encoding="utf-8"))
-    if plan.models:
-        doc["cases"] = [_as_model(c, m) for m in plan.models for c in doc["cases"]]
+    doc["cases"] = _matrix(doc["cases"], plan)
     rng = random.Random(plan.seed)
     paths = []
     for night in range(plan.nights):
