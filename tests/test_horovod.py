@@ -87,13 +87,18 @@ def horovod():
 
 def test_horovod_trains_torch_and_tf_over_two_local_nodes_beside_ddp(horovod, tmp_path):
     """The design card's comparison: ddp and horovod in one session, each with its own matrix, then
-    the engines side by side with the ratio (at 2n1g: the 1n1g cases add launches, not checks)."""
+    the engines side by side with the ratio (at 2n1g: the 1n1g cases add launches, not checks); the
+    decoder too, in tokens/s."""
     report = tmp_path / "report"
-    r = run_suite(report, "--backend", "ddp,horovod", "--dlperf-model", "resnet50", "-k", "2n1g")
+    r = run_suite(report, "--backend", "ddp,horovod", "--dlperf-model", "resnet50,llama", "-k", "2n1g")
     assert r.returncode == 0, r.stdout + r.stderr
     found = by_id(report)
     assert set(found) == {"ddp-resnet50-fp32-bs2-32px-2n1g", "horovod-resnet50-fp32-bs2-32px-torch-2n1g",
-                          "horovod-resnet50-fp32-bs2-32px-tf-2n1g"}
+                          "horovod-resnet50-fp32-bs2-32px-tf-2n1g", "ddp-llama-fp32-bs2-seq32-d256l4-2n1g",
+                          "horovod-llama-fp32-bs2-seq32-torch-d256l4-2n1g"}
+    decoder = found["horovod-llama-fp32-bs2-seq32-torch-d256l4-2n1g"]
+    assert decoder["case"]["unit"] == "tokens/s" and decoder["world_size_seen"] == 2
+    assert decoder["runs"][0]["meta"]["backend"] == "horovod-gloo"
     for name in ("horovod-resnet50-fp32-bs2-32px-torch-2n1g", "horovod-resnet50-fp32-bs2-32px-tf-2n1g"):
         case = found[name]
         (run,) = case["runs"]
@@ -102,7 +107,8 @@ def test_horovod_trains_torch_and_tf_over_two_local_nodes_beside_ddp(horovod, tm
         (command,) = run["commands"]  # one launcher, on node 0, for both nodes
         assert "horovod.runner.launch -np 2 -H 127.0.0.1:1,127.0.0.2:1 --gloo" in command
     doc = results(report)
-    (row,) = [x for x in doc["engines"] if x["topology"] == "2n1g"]
+    (row, llm) = sorted((x for x in doc["engines"] if x["topology"] == "2n1g"), key=lambda x: x["model"] != "resnet50")
+    assert llm["model"] == "llama" and set(llm["engines"]) == {"ddp", "horovod"}
     assert row["framework"] == "torch" and set(row["engines"]) == {"ddp", "horovod"}
     assert row["ratios"]["ddp/horovod"] == pytest.approx(
         found["ddp-resnet50-fp32-bs2-32px-2n1g"]["median"] / found["horovod-resnet50-fp32-bs2-32px-torch-2n1g"]["median"])
@@ -228,6 +234,10 @@ def test_framework_is_the_first_part_of_a_horovod_variant_and_arcface_keeps_its_
     case = CaseSpec(model="arcface", precision="fp32", batch_size=2, image_size=32, topology=Topology(2, 1),
                     backend="horovod", variant="torch-cls4096")
     assert hvd.variant_flags(case) == ["--num-classes", "4096"]
+    assert hvd.variants("cpu", "llama") == ("torch-d256l4",) and hvd.variants("gpu", "llama") == ("torch-d2048l16",)
+    decoder = CaseSpec(model="llama", precision="fp32", batch_size=2, image_size=64, topology=Topology(2, 1),
+                       backend="horovod", variant="torch-d256l4")
+    assert hvd.variant_flags(decoder) == ["--llm-dim", "256", "--llm-layers", "4"]
     assert hvd.frameworks_for(case) == ("horovod", "torch")
     assert case.id == "arcface-fp32-bs2-32px-torch-cls4096-2n1g"
     with pytest.raises(ValueError, match="controller 'ucx'"):

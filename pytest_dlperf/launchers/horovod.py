@@ -14,14 +14,14 @@ import re
 
 from ..clusters.base import NodeCommand
 from ..specs import CaseSpec
-from .base import ARCFACE_CLASSES, Launcher, RunPlan
+from .base import ARCFACE_CLASSES, LLM_SIZES, Launcher, RunPlan
 from .tf import BYTES_PER_PACK, TFLauncher
-from .torchrun import SEED_MODELS, TorchrunLauncher
+from .torchrun import TorchrunLauncher
 
 CONTROLLERS = ("gloo", "mpi")
 # Frameworks a Horovod-style engine drives: variant part -> (import name, workload, models).
 FRAMEWORKS = {
-    "torch": ("torch", "torch_ddp.py", SEED_MODELS),
+    "torch": ("torch", "torch_ddp.py", TorchrunLauncher.models),
     "tf": ("tensorflow", "tf_mwms.py", TFLauncher.models),
 }
 FIRST_TRACEBACK = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:err|out)>:Traceback \(most recent call last\)", re.MULTILINE)
@@ -35,7 +35,7 @@ class HorovodLauncher(Launcher):
 
     name = "horovod"
     framework = "horovod"
-    models = SEED_MODELS  # the decoder is DDP's (and FSDP's) for now
+    models = TorchrunLauncher.models  # the TF workload trains the seeds' models but ArcFace (variants)
     workload_files = ("torch_ddp.py", "tf_mwms.py")
     spans_nodes = True
     # The same sizes as the frameworks' own backends, so that ratios between engines compare like with like.
@@ -48,11 +48,13 @@ class HorovodLauncher(Launcher):
         self.controller = controller
 
     def variants(self, profile: str, model: str) -> tuple[str, ...]:
-        """The framework that trains (torch, tf), and ArcFace's class count: ``torch-cls4096``."""
+        """The framework that trains (torch, tf), then ArcFace's class count or the decoder's size:
+        ``torch-cls4096``, ``torch-d256l4``."""
         out = []
         for part, (_, _, models) in FRAMEWORKS.items():
             if model in models:
-                out.append(f"{part}-cls{ARCFACE_CLASSES[profile]}" if model == "arcface" else part)
+                size = {"arcface": f"-cls{ARCFACE_CLASSES[profile]}", "llama": "-d{}l{}".format(*LLM_SIZES[profile])}
+                out.append(part + size.get(model, ""))
         return tuple(out)
 
     @staticmethod

@@ -2,20 +2,14 @@
 from __future__ import annotations
 
 import posixpath
-import re
 
 from ..clusters.base import NodeCommand
 from ..specs import CaseSpec
-from .base import Launcher, ModelDefaults, RunPlan
+from .base import LLM_SIZES, Launcher, ModelDefaults, RunPlan
 
 
 # The seeds' models, which every torch engine trains (Horovod's and Perseus's too).
 SEED_MODELS = ("resnet50", "vgg16", "bert-base", "arcface")
-# The decoder's width and depth per profile, a case variant (``d256l4``): on CPU nodes small enough
-# for the default suite's budget; on GPUs about 0.95 B parameters, the size a plain eager loop
-# brought to 45% MFU on an H200 in bf16 (issue #38; not yet measured with this workload).
-LLM_SIZES = {"cpu": (256, 4), "gpu": (2048, 16)}
-_LLM_VARIANT = re.compile(r"^d(\d+)l(\d+)$")
 
 
 class TorchrunLauncher(Launcher):
@@ -39,13 +33,6 @@ class TorchrunLauncher(Launcher):
         if model == "llama":
             return ("d{}l{}".format(*LLM_SIZES[profile]),)
         return super().variants(profile, model)
-
-    @staticmethod
-    def variant_flags(case: CaseSpec) -> list[str]:
-        m = _LLM_VARIANT.match(case.variant) if case.model == "llama" else None
-        if m:
-            return ["--llm-dim", m.group(1), "--llm-layers", m.group(2)]
-        return Launcher.variant_flags(case)
 
     def install_hint(self) -> str:
         return ("pip install torch==2.13.0 (CPU nodes: --index-url https://download.pytorch.org/whl/cpu)")
