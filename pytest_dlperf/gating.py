@@ -7,6 +7,8 @@ cases whose test passed are written, at the end, under the file lock).
 """
 from __future__ import annotations
 
+import functools
+
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -158,7 +160,9 @@ def run_versions(meta: dict, git: str | None = None) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def _own_version() -> str | None:
+    """The installed pytest-dlperf's version, read once (a metadata lookup costs about 1 ms)."""
     try:
         return metadata.version("pytest-dlperf")
     except metadata.PackageNotFoundError:

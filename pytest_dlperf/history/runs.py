@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ class Run:
             return None
         return str(git["commit"])[:12] + ("+dirty" if git.get("dirty") else "")
 
-    @property
+    @cached_property
     def versions(self) -> dict[str, str]:
         """What the run ran on (frameworks, Python, CUDA, device, commit), as the gate compares them."""
         out: dict[str, str] = {}
