@@ -67,8 +67,8 @@ def main() -> int:
         blank.write_text("<!DOCTYPE html><html><body>blank</body></html>")
         profile = tmp_path / "profile"
         base = _load_seconds(blank, profile, args.trials)
-        pages = {"index": site / "index.html", "case (3 charts)": next((site / "cases").glob("ddp_llama*-2n*.html")),
-                 "model ladder": next((site / "models").glob("ddp_llama*.html")),
+        pages = {"index": site / "index.html", "case (3 charts)": next((site / "cases").glob("ddp__llama*-2n*.html")),
+                 "model ladder": next((site / "models").glob("ddp__llama*.html")),
                  "run": sorted((site / "runs").glob("*.html"))[-1]}
         print(f"page load (chromium --dump-dom, median of {args.trials}, less a blank page's {base:.2f} s):")
         for name, page in pages.items():

@@ -19,7 +19,7 @@ from pytest_dlperf.history.sources import read_all
 from . import browser
 from .history_runs import Plan, commit_of, write
 
-CASE = "cases/ddp_resnet50-fp32-bs2-32px-2n1g.html"
+CASE = "cases/ddp__resnet50-fp32-bs2-32px-2n1g.html"
 REGRESSION_RGB = (214, 39, 40)  # charts.MARKED["regression"]
 BAND_RGB = (215, 231, 242)  # PALETTE[0] at 0.18 over white
 
@@ -89,7 +89,7 @@ def test_a_run_page_says_what_changed_its_percentiles_and_links_its_files(site, 
 def test_the_ladder_sets_a_run_beside_another_with_the_ideal_line(site, own_hosts, tmp_path) -> None:
     root, _ = site
     with browser.offline() as proxy:
-        page = browser.dom(root / "models" / "ddp_resnet50-fp32-bs2-32px.html", proxy, tmp_path / "profile")
+        page = browser.dom(root / "models" / "ddp__resnet50-fp32-bs2-32px.html", proxy, tmp_path / "profile")
     assert proxy.page_requests(own_hosts) == []
     assert "ideal (linear from 1n1g)" in page
     assert page.count("run: 2026-01-") and page.count("against: 2026-01-")
@@ -168,6 +168,15 @@ def test_bad_arguments_are_one_line_and_write_nothing(site, tmp_path) -> None:
     with pytest.raises(HistoryError, match=r"no results.json could be read .*not a pytest-dlperf results.json"):
         build_site([str(junk)], tmp_path / "b")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_page_names_are_one_to_one() -> None:
+    from pytest_dlperf.history.model import slug
+
+    keys = ["ddp/a-b", "ddp_a-b", "ddp__a-b", "ddp/a b", "ddp/a_20b", ".hidden", "ddp/é"]
+    assert len({slug(k) for k in keys}) == len(keys)
+    assert slug("ddp/resnet50-fp32-bs2-32px-2n1g") == "ddp__resnet50-fp32-bs2-32px-2n1g"
+    assert not slug(".hidden").startswith(".")
 
 
 def test_a_second_build_replaces_the_first(site, tmp_path) -> None:

@@ -2,7 +2,6 @@
 model's ladder per line, each run's previous run on the same machine."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ..results import CaseResult
@@ -15,8 +14,17 @@ Group = tuple[str, str]  # (profile, machine key)
 
 
 def slug(text: str) -> str:
-    """A file name for a case key, model or run id."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+    """A file name for a case key, model or run id, one to one: letters, digits, "-" and "." stay,
+    "/" becomes "__", any other character "_" and its code in hex (so no two keys share a page)."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch.isascii() and (ch.isalnum() or ch == "-" or (ch == "." and i > 0)):
+            out.append(ch)
+        elif ch == "/":
+            out.append("__")
+        else:
+            out.append(f"_{ord(ch):02x}" if ord(ch) < 0x100 else f"_u{ord(ch):06x}")
+    return "".join(out) or "_"
 
 
 def family(case: CaseSpec) -> str:
