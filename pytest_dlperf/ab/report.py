@@ -26,7 +26,7 @@ def _geomean(values: list[float]) -> float | None:
 
 
 def rows(section: dict) -> list[list[str]]:
-    """Per case: reference and candidate samples/s (geometric means over the pairs), their ratio
+    """Per case: reference and candidate throughput (the case's unit; geometric means over the pairs), their ratio
     with its interval, the pairs and the verdict (``incomplete`` where an interrupt cut it short)."""
     out = []
     for name, c in section.get("cases", {}).items():
@@ -67,7 +67,8 @@ def terminal(section: dict, width: int = 160) -> str:
     """The A/B table for the terminal summary."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    table = Table(title="A/B: candidate against reference (samples/s, geometric means over the pairs)",
+    table = Table(title="A/B: candidate against reference (each case's throughput unit: samples/s, tokens/s for a "
+                        "decoder; geometric means over the pairs)",
                   title_justify="left", box=box.SIMPLE_HEAD)
     for col in HEADER:
         table.add_column(col, justify="left" if col in ("case", "verdict") else "right", no_wrap=col == "case")
