@@ -38,6 +38,14 @@ def own_hosts(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     return browser.own_hosts(tmp_path_factory.mktemp("blank"))
 
 
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _near(pixel: tuple[int, ...], rgb: tuple[int, int, int], within: int = 12) -> bool:
     return all(abs(a - b) <= within for a, b in zip(pixel[:3], rgb))
 
@@ -195,6 +203,9 @@ def test_an_ab_session_has_its_own_page(own_hosts, tmp_path) -> None:
     (page_file,) = (tmp_path / "site" / "ab").glob("*.html")
     assert 'href="ab/' in built.index.read_text()
     assert history.cases == {}  # its cases are the candidate's: drawn on no case's line
+    (run_page,) = (tmp_path / "site" / "runs").glob("*.html")
+    assert "../cases/" not in run_page.read_text()  # so its run page links to no case page
+    assert (tmp_path / "site").stat().st_mode & 0o055 == 0o055 & ~_umask()  # readable as any built directory
     with browser.offline() as proxy:
         page = browser.dom(page_file, proxy, tmp_path / "profile")
     assert proxy.page_requests(own_hosts) == []

@@ -175,6 +175,12 @@ def _results(tmp_path: Path) -> Path:
     (lambda c: c["throughputs"].append("fast"), "'throughputs' is ["),
     (lambda c: c.update(median="321"), "'median' is '321', not a positive number"),
     (lambda c: c.update(case="x"), "'case' is not an object"),
+    (lambda c: c.update(verdict={"throughput": {"status": "maybe", "tolerance": 0.05}}),
+     "'verdict.throughput': 'status' is 'maybe', not a verdict's status"),
+    (lambda c: c.update(verdict={"throughput": {"status": "pass", "tolerance": -0.1}}),
+     "'verdict.throughput': 'tolerance' is -0.1, not a fraction (0 or more)"),
+    (lambda c: c.update(verdict={"throughput": {"status": "pass", "tolerance": 0.05, "change": float("nan")}}),
+     "'verdict.throughput': 'change' is nan, not a number or null"),
 ])
 def test_5_damaged_results_json_is_refused_by_report_and_compare(tmp_path, damage, words):
     good = _results(tmp_path)

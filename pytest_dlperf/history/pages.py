@@ -152,7 +152,9 @@ def _files(run: Run, page_dir: Path) -> str:
 
 
 def run_page(history: History, run: Run, page_dir: Path) -> str:
-    rows = [[link("../" + case_href(r.case.key), r.case.key), esc(r.profile or "-"),
+    drawn = history.cases  # an A/B run's cases are on no line: no page to link to
+    rows = [[link("../" + case_href(r.case.key), r.case.key) if r.case.key in drawn and not run.ab else esc(r.case.key),
+             esc(r.profile or "-"),
              esc(f"{r.median:.4g} {r.case.unit}"), esc(f"{min(r.throughputs):.4g}-{max(r.throughputs):.4g}"),
              number(r.speedup, ".3f"), number(r.efficiency, ".3f"),
              *(number(r.step_time.get(q), ".4f") for q in ("p50", "p75", "p90", "p95")),

@@ -3,6 +3,7 @@ the ladder script copied in (the site opens from disk, no server, no network), t
 that a failed build never leaves a half-written site."""
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -95,5 +96,8 @@ def build(history: History, out: Path) -> Built:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 is for the build, not for the site's readers
     _put_in_place(tmp, out)
     return Built(out / "index.html", count)

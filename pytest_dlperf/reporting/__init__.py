@@ -78,7 +78,8 @@ def engine_table(results: ResultSet, width: int = 200) -> str:
         return ""
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    table = Table(title="engines compared: samples/s (efficiency, multi-node efficiency)", title_justify="left",
+    table = Table(title="engines compared: throughput, samples/s or tokens/s as each case counts (efficiency, "
+                        "multi-node efficiency)", title_justify="left",
                   box=box.SIMPLE_HEAD)
     for col in header:
         table.add_column(col, justify="left" if col in ("case", "framework", "topology") else "right", no_wrap=True)

@@ -65,7 +65,8 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
     header, body = engine_grid(results)
     if body:
         lines += ["## Engines compared", "",
-                  "samples/s (efficiency, multi-node efficiency) per engine, and the first engine's ratio.", "",
+                  "throughput (samples/s, tokens/s for a decoder; efficiency, multi-node efficiency) per engine, "
+                  "and the first engine's ratio.", "",
                   "| " + " | ".join(header) + " |", "|---|---|---|" + "--:|" * (len(header) - 3)]
         lines += ["| " + " | ".join(cells) + " |" for cells in body]
         lines.append("")
