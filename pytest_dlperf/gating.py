@@ -8,7 +8,6 @@ cases whose test passed are written, at the end, under the file lock).
 from __future__ import annotations
 
 import functools
-
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field

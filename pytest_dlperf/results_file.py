@@ -4,11 +4,11 @@ the fix, never half-read into a traceback or a report that leaves a case out."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import fields
 from pathlib import Path
 
 from .baselines.gate import VerdictStatus
+from .baselines.schema import _is_number
 from .results import ResultSet, result_from_dict
 from .specs import CaseSpec, Measurement, Topology
 
@@ -20,8 +20,9 @@ class ResultsFileError(ValueError):
     """A results.json that cannot be read: the message is the one line to show."""
 
 
-def _number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+def positive_number(v: object) -> bool:
+    """A finite number above zero (not a bool)."""
+    return _is_number(v) and v > 0
 
 
 def _check_case(c: object) -> str | None:
@@ -56,11 +57,11 @@ def _check_verdict(v: dict) -> str | None:
     if v.get("status") not in {s.value for s in VerdictStatus}:
         return f"'status' is {v.get('status')!r}, not a verdict's status"
     tol = v.get("tolerance")
-    if not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and math.isfinite(tol) and tol >= 0):
+    if not (_is_number(tol) and tol >= 0):
         return f"'tolerance' is {tol!r}, not a fraction (0 or more)"
     for name in _VERDICT_NUMBERS:
         x = v.get(name)
-        if x is not None and not (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)):
+        if x is not None and not _is_number(x):
             return f"{name!r} is {x!r}, not a number or null"
     if not isinstance(v.get("message", ""), str):
         return "'message' is not text"
@@ -70,14 +71,14 @@ def _check_verdict(v: dict) -> str | None:
 def _check_figures(d: dict) -> str | None:
     """What is wrong with a case's figures, or None."""
     tp = d.get("throughputs")
-    if not isinstance(tp, list) or not tp or not all(_number(x) for x in tp):
+    if not isinstance(tp, list) or not tp or not all(positive_number(x) for x in tp):
         return f"'throughputs' is {tp!r}, not a non-empty list of positive numbers (samples/s)"
     for name in ("mean", "median"):
-        if not _number(d.get(name)):
+        if not positive_number(d.get(name)):
             return f"{name!r} is {d.get(name)!r}, not a positive number"
     for name in ("step_time", "per_device_samples_per_s"):
         v = d.get(name)
-        if not isinstance(v, dict) or not all(isinstance(k, str) and _number(x) for k, x in v.items()):
+        if not isinstance(v, dict) or not all(isinstance(k, str) and positive_number(x) for k, x in v.items()):
             return f"{name!r} is {v!r}, not an object of positive numbers"
     if not (isinstance(d.get("world_size_seen"), int) and not isinstance(d.get("world_size_seen"), bool)):
         return f"'world_size_seen' is {d.get('world_size_seen')!r}, not a whole number"
@@ -95,7 +96,7 @@ def _check_figures(d: dict) -> str | None:
         return "'runs' is not a list"
     mfu = d.get("mfu")
     if mfu is not None and not (isinstance(mfu, dict) and isinstance(mfu.get("peak"), dict)
-                                and all(v is None or _number(v) for v in
+                                and all(v is None or positive_number(v) for v in
                                         (mfu.get("mfu"), mfu.get("flops_per_sample"), mfu.get("peak", {}).get("flops")))):
         return "'mfu' is not null or an object with a 'peak' object and positive numbers (or nulls)"
     return None

@@ -3,6 +3,7 @@ model's ladder per line, each run's previous run on the same machine."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..results import CaseResult
 from ..specs import CaseSpec
@@ -53,6 +54,7 @@ class History:
                 self.cases.setdefault(r.case.key, {}).setdefault(g, []).append(Point(run, r))
                 self.specs[r.case.key] = r.case
 
+    @cached_property
     def families(self) -> dict[str, dict[Group, list[tuple[Run, list[CaseResult]]]]]:
         """Per model (family) and line: each run's results of that model, for its ladder."""
         out: dict[str, dict[Group, dict[str, tuple[Run, list[CaseResult]]]]] = {}

@@ -101,9 +101,10 @@ def case_page(history: History, key: str) -> str:
 
 def model_page(history: History, fam: str) -> str:
     """The ladder: throughput against devices for a chosen run next to another, with the ideal line."""
-    lines = history.families()[fam]
+    lines = history.families[fam]
     data = [{"label": history.labels[g], "runs": charts.ladder_data(runs)} for g, runs in lines.items()]
-    unit = next(history.specs[k].unit for k in history.cases if family(history.specs[k]) == fam)
+    (_, results), *_ = next(iter(lines.values()))  # every case of a model counts in its unit
+    unit = results[0].case.unit
     body = (f"<p>Throughput ({esc(unit)}) against devices; the ideal line is the first rung's throughput per "
             "device times the devices. Pick a line (profile and machine), a run and another to set beside it.</p>"
             '<p><label>line <select id="line"></select></label> <label>run <select id="run-a"></select></label> '
@@ -184,8 +185,7 @@ def ab_page(run: Run) -> str:
 def _ab_figure(section: dict) -> dict | None:
     data = []
     for name, c in (section.get("cases") or {}).items():
-        ratios = [p["candidate"]["throughput"] / p["reference"]["throughput"] for p in c.get("pairs_taken", [])
-                  if p.get("reference", {}).get("throughput")]
+        ratios = [p["ratio"] for p in c.get("pairs_taken", [])]  # as the session recorded it (plots/ab.png too)
         if ratios:
             data.append({"type": "scatter", "mode": "lines+markers", "name": name,
                          "x": list(range(1, len(ratios) + 1)), "y": ratios})

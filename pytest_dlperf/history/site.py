@@ -43,7 +43,7 @@ def _write_pages(history: History, root: Path, final: Path) -> int:
     shutil.copyfile(Path(__file__).with_name("ladder.js"), root / "assets" / "ladder.js")
     written = {"index.html": pages.index(history)}
     written.update({pages.case_href(k): pages.case_page(history, k) for k in history.cases})
-    written.update({pages.model_href(f): pages.model_page(history, f) for f in history.families()})
+    written.update({pages.model_href(f): pages.model_page(history, f) for f in history.families})
     for run in history.runs:
         href = pages.run_href(run)
         written[href] = pages.run_page(history, run, (final / href).parent)

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from ..bisect import UsageError
 from ..bisect.steps import Steps
-
 from ..reporting import SCHEMA
-from ..results_file import ResultsFileError, from_document, read_document
+from ..results_file import ResultsFileError, from_document, positive_number, read_document
 from .runs import Run
 
 
@@ -140,14 +139,12 @@ def _check_ab(ab: object) -> str | None:
             return f"'ab.cases.{name}' is not an A/B case (ratio, low, high: numbers or null)"
         pairs = c.get("pairs_taken", [])
         if not isinstance(pairs, list) or not all(
-                isinstance(p, dict) and all(isinstance(p.get(side), dict) and _positive(p[side].get("throughput"))
-                                            for side in ("reference", "candidate")) for p in pairs):
-            return f"'ab.cases.{name}': its pairs are not pairs of a reference's and a candidate's throughput"
+                isinstance(p, dict) and positive_number(p.get("ratio"))
+                and all(isinstance(p.get(side), dict) and positive_number(p[side].get("throughput"))
+                        for side in ("reference", "candidate")) for p in pairs):
+            return (f"'ab.cases.{name}': its pairs are not pairs of a reference's and a candidate's throughput "
+                    "with their ratio")
     return None
-
-
-def _positive(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
 
 
 def read_all(paths: list[Path]) -> tuple[list[Run], list[Bisection], list[Skipped]]:
