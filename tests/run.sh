@@ -6,6 +6,10 @@
 # Arguments go to both pytest runs (for example --durations=25, or -x).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# Hundreds of pytest subprocesses import the project: let Python keep their compiled modules (and
+# pytest its assertion-rewritten ones) in __pycache__, where a PYTHONDONTWRITEBYTECODE in the
+# environment would have every process compile them again (docs/measurements.md, CI).
+unset PYTHONDONTWRITEBYTECODE
 bash tests/setup.sh || exit 1
 python3 -m pytest tests/ -m exclusive "$@"
 alone=$?

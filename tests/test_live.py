@@ -11,10 +11,12 @@ from pathlib import Path
 from pytest_dlperf.reporting.live import render
 from pytest_dlperf.runner import last_progress
 
+from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, UNUSED_PLUGINS
+
 ROOT = Path(__file__).resolve().parent.parent
-ARGS = ["-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "--dlperf-model", "resnet50",
-        "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32", "--dlperf-repeats", "1",
-        "--dlperf-warmup-iters", "1", "--dlperf-iters", "30", "--dlperf-baseline-missing", "skip", "-k", "1n1g"]
+# The tiny engine (the line is the harness's, drawn from the step-log contract's progress lines)
+ARGS = ["-m", "pytest", str(ROOT / "suites"), *UNUSED_PLUGINS, *TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES,
+        "--dlperf-repeats", "1", "--dlperf-iters", "30", "--dlperf-baseline-missing", "skip", "-k", "1n1g"]
 
 
 def test_the_line_says_case_repeat_step_and_pace():
