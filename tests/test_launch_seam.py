@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -11,30 +12,32 @@ from pytest_dlperf.clusters.local import LocalCluster
 
 pytest_plugins = ["pytester"]
 
-# A backend from a conftest: one command on node 0 that starts the torchrun of every node, the way
-# mpirun or horovodrun start all ranks from the first host. It trains for real.
+# A backend from a conftest: one command on node 0 that starts the node program of every node, the
+# way mpirun or horovodrun start all ranks from the first host. Its ranks are the tiny engine's
+# (tests/tiny: real processes exchanging gradients over TCP; what is tested here is the seam, and
+# torchrun over every node trains in test_local_training.py).
 SPANNING = '''
 import shlex
+import sys
+
 import pytest
-from pytest_dlperf import Launcher
+
+sys.path.insert(0, %r)  # the repository, for the tiny engine
 from pytest_dlperf.clusters.base import RUN_TAG_ENV, NodeCommand
-from pytest_dlperf.launchers.torchrun import TorchrunLauncher
+from tests.tiny.plugin import TinyLauncher
 
 
-class Spanning(Launcher):
+class Spanning(TinyLauncher):
     name = "span"
-    framework = "torch"
     models = ("resnet50",)
-    workload_files = ("torch_ddp.py",)
     spans_nodes = True
 
     def ports_needed(self, topology):
         return 2  # two ports chosen on every node
-    defaults = TorchrunLauncher.defaults
 
     def commands(self, plan):
         node0 = plan.nodes[0]
-        per_node = TorchrunLauncher().commands(plan)  # what each node would run
+        per_node = TinyLauncher.commands(self, plan)  # what each node would run
         lines = [f"cat {shlex.quote(plan.hostfile)}",
                  "echo ports " + " ".join(f"{n}={','.join(map(str, p))}" for n, p in plan.ports.items()),
                  "echo addresses " + " ".join(f"{n}={a}" for n, a in plan.addresses.items())]
@@ -52,7 +55,7 @@ def pytest_dlperf_make_launcher(config, backend):
 @pytest.hookimpl
 def pytest_dlperf_backends(config):
     return ["span"]
-'''
+''' % str(Path(__file__).resolve().parent.parent)
 
 SUITE = """
 def test_train(dlperf_case, dlperf):
@@ -60,7 +63,8 @@ def test_train(dlperf_case, dlperf):
 """
 
 TINY = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2",
-        "--dlperf-image-size", "32", "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1"]
+        "--dlperf-image-size", "32", "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1",
+        "--dlperf-probe-seconds", "0.5", "--dlperf-reprobe-pause", "0"]
 
 
 def test_local_nodes_have_distinct_loopback_addresses(tmp_path):
@@ -87,7 +91,7 @@ def test_a_spanning_launcher_from_a_plugin_trains_from_node_0(pytester: pytest.P
     assert "addresses local0=127.0.0.1 local1=127.0.0.2" in log
     argv = shlex.split(run["commands"][0])
     script = argv[argv.index("bash") + 2]  # the rendered line: cd <run dir> && env ... bash -c <script>
-    assert argv[argv.index("bash") + 1] == "-c" and f"--master_port {ports['local0'].split(',')[0]}" in script
+    assert argv[argv.index("bash") + 1] == "-c" and f"--master-port {ports['local0'].split(',')[0]}" in script
 
 
 def test_a_spanning_launcher_must_return_one_command(pytester: pytest.Pytester):
