@@ -11,52 +11,31 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import posixpath
 import re
 import shlex
-import stat
 import tempfile
 import threading
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-import paramiko
 from filelock import FileLock
 
 from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess, SpanAccess, \
     cannot_sweep, ports_printed, swept
 from ..hosts import HostSpec
-from .connect import DEFAULT_KNOWN_HOSTS, Connection, SSHSettings, Target, connect, \
-    load_config, resolve
+from .connect import DEFAULT_KNOWN_HOSTS, SSHSettings, load_config, resolve
+from .host import CHANNEL_ERRORS, Host
 from .options import DEFAULT_SSH_CONFIG
 from .preflight import PROBE_SRC, make_node, parse_probe, problems
-from .remote import LOST, CommandTimeout, SSHProcess, exec_line, run_channel, watch_line
+from .remote import LOST, SSHProcess, watch_line
 
 KILLTAG_SRC = (Path(__file__).resolve().parents[2] / "node" / "killtag.py").read_text()
 FREE_PORT_SRC = ("import socket, sys; ss = [socket.socket() for _ in range(int(sys.argv[1]))]; "
                  "[s.bind(('', 0)) for s in ss]; print(*[s.getsockname()[1] for s in ss])")
 TAIL_LINES = 20
 T = TypeVar("T")
-_CHANNEL_ERRORS = (OSError, EOFError, paramiko.SSHException)
-
-
-@dataclass
-class _Host:
-    """One host: where it is, its connection and SFTP session."""
-
-    index: int
-    spec: HostSpec
-    target: Target
-    conn: Connection | None = None
-    sftp: paramiko.SFTPClient | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    sftp_lock: threading.Lock = field(default_factory=threading.Lock)
-    workdir: str | None = None
 
 
 class SSHCluster(Cluster):
@@ -77,17 +56,17 @@ class SSHCluster(Cluster):
         self.grace = grace
         self.lock_dir = Path(lock_dir or Path(tempfile.gettempdir()) / "pytest-dlperf-ssh-leases")
         self._config = load_config(self.settings.config)
-        self._hosts = [_Host(i, h, resolve(h, self.settings, self._config)) for i, h in enumerate(hosts)]
+        self._hosts = [Host(i, h, resolve(h, self.settings, self._config), self.settings, self._config)
+                       for i, h in enumerate(hosts)]
         self._by_name = {h.spec.name: h for h in self._hosts}
         self._nodes: list[Node] | None = None
         self._preflight_lock = threading.Lock()
         self._procs: list[SSHProcess] = []
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        self._closed = False
 
     # ------------------------------------------------------------------ fan-out
-    def _fan(self, fn: Callable[[_Host], T], hosts: Sequence[_Host]) -> dict[str, T | BaseException]:
+    def _fan(self, fn: Callable[[Host], T], hosts: Sequence[Host]) -> dict[str, T | BaseException]:
         """Run fn on every host at once; each host's result or exception, by node name."""
         if len(hosts) == 1:
             try:
@@ -123,65 +102,24 @@ class SSHCluster(Cluster):
         if bad:
             raise ClusterError(f"{what} failed on {', '.join(names)}:\n" + "\n".join(bad))
 
-    def _host(self, node: Node | str) -> _Host:
+    def _host(self, node: Node | str) -> Host:
         name = node if isinstance(node, str) else node.name
         try:
             return self._by_name[name]
         except KeyError:
             raise ClusterError(f"{name}: not a node of this SSH cluster") from None
 
-    def _node_of(self, host: _Host) -> Node:
+    def _node_of(self, host: Host) -> Node:
         """The node after preflight; before it, a stand-in with what the host list says."""
         if self._nodes is not None:
             return self._nodes[host.index]
         return Node(host.spec.name, host.target.hostname, host.spec.slots or 1, 1, python=self.settings.python)
 
-    # ------------------------------------------------------------------ connections
-    def _connection(self, host: _Host) -> Connection:
-        """The host's connection, opened on first use and again if it went away."""
-        if self._closed:
-            raise ClusterError(f"{host.spec.name}: the SSH cluster is closed")
-        with host.lock:
-            if host.conn is None or not host.conn.alive():
-                if host.conn is not None:
-                    host.conn.close()
-                    host.sftp = None
-                host.conn = connect(host.target, self.settings, self._config)
-            return host.conn
-
-    def _session(self, host: _Host) -> paramiko.Channel:
-        """A new session channel on the host's connection (reconnecting once if it just died)."""
-        for attempt in (0, 1):
-            conn = self._connection(host)
-            try:
-                return conn.transport.open_session(timeout=self.settings.connect_timeout)
-            except _CHANNEL_ERRORS as exc:
-                if attempt or conn.alive():
-                    raise ClusterError(f"{host.spec.name}: cannot open an SSH channel: {exc}") from exc
-        raise AssertionError("unreachable")
-
-    def _sftp(self, host: _Host) -> paramiko.SFTPClient:
-        with host.lock:
-            conn = self._connection(host)
-            if host.sftp is None or host.sftp.get_channel().closed:
-                try:
-                    host.sftp = conn.client.open_sftp()
-                except _CHANNEL_ERRORS as exc:
-                    raise ClusterError(f"{host.spec.name}: cannot start SFTP: {exc}") from exc
-            return host.sftp
-
     # ------------------------------------------------------------------ commands
-    def _exec_host(self, host: _Host, argv: Sequence[str], env: dict[str, str] | None = None,
+    def _exec_host(self, host: Host, argv: Sequence[str], env: dict[str, str] | None = None,
                    cwd: str | None = None, timeout: float = 60.0, stdin: bytes | None = None,
                    guard: bool = True) -> ExecResult:
-        line = exec_line(argv, env, cwd, guard=guard and stdin is None)
-        try:
-            code, out, err = run_channel(self._session(host), line, host.spec.name, timeout, stdin)
-        except CommandTimeout as exc:
-            raise ClusterError(f"{host.spec.name}: {shlex.join(argv)} {exc}") from None
-        except _CHANNEL_ERRORS as exc:
-            raise ClusterError(f"{host.spec.name}: {shlex.join(argv)} could not run: {exc}") from exc
-        return ExecResult(self._node_of(host), code, out, err)
+        return host.exec(self._node_of(host), argv, env, cwd, timeout, stdin, guard)
 
     def exec(self, node: Node | str, argv: Sequence[str], env: dict[str, str] | None = None,
              cwd: str | None = None, timeout: float = 60.0, stdin: bytes | None = None,
@@ -199,7 +137,7 @@ class SSHCluster(Cluster):
         """Run a command (or one per node) on every node at once; with check one failure fails all, named."""
         hosts = list(self._hosts) if nodes is None else [self._host(n) for n in nodes]
 
-        def one(h: _Host) -> ExecResult:
+        def one(h: Host) -> ExecResult:
             return self._exec_host(h, argv(self._node_of(h)) if callable(argv) else argv, env, cwd, timeout)
 
         results = self._fan(one, hosts)
@@ -209,7 +147,7 @@ class SSHCluster(Cluster):
                 for h, r in zip(hosts, results.values())]
 
     # ------------------------------------------------------------------ preflight
-    def _probe(self, host: _Host) -> dict:
+    def _probe(self, host: Host) -> dict:
         python = self.settings.python
         res = self._exec_host(host, [python, "-c", PROBE_SRC, *self.frameworks],
                               timeout=max(30.0, self.settings.connect_timeout * 3), guard=False)
@@ -236,19 +174,6 @@ class SSHCluster(Cluster):
         return list(self.preflight())
 
     # ------------------------------------------------------------------ files
-    def _workdir(self, host: _Host, sftp: paramiko.SFTPClient) -> str:
-        """The node's base directory for run directories (absolute), created 0700 on first use."""
-        if host.workdir is None:
-            base = self.settings.workdir or f"/tmp/pytest-dlperf-{host.target.user}"
-            if not base.startswith("/"):
-                base = posixpath.join(sftp.normalize("."), base)
-            _mkdirs(sftp, base, mode=0o700)
-            st = sftp.lstat(base)
-            if not stat.S_ISDIR(st.st_mode or 0):
-                raise ClusterError(f"{host.spec.name}: {base} is not a directory; pass --dlperf-ssh-workdir")
-            host.workdir = base
-        return host.workdir
-
     def span_access(self, nodes: Sequence[Node], run_dir: str) -> SpanAccess:
         """horovodrun and mpirun take one SSH port for every host: the nodes must share theirs."""
         ports = {self._host(n).target.port for n in nodes}
@@ -260,66 +185,25 @@ class SSHCluster(Cluster):
         return SpanAccess(ssh_port=None if port == 22 else port, ssh_identity=self.settings.node_key)
 
     def make_run_dir(self, node: Node, run_id: str) -> str:
-        host = self._host(node)
-        sftp = self._sftp(host)
-        with host.sftp_lock:
-            try:
-                base = self._workdir(host, sftp)
-                run = posixpath.join(base, run_id)
-                _mkdirs(sftp, run)
-                path = posixpath.join(run, f"node{host.index}")
-                sftp.mkdir(path)
-            except OSError as exc:
-                raise ClusterError(f"{node.name}: cannot create the run directory under "
-                                   f"{self.settings.workdir or '/tmp'}: {exc}; pass --dlperf-ssh-workdir") from exc
-        return path
+        return self._host(node).make_run_dir(run_id)
 
     def upload(self, node: Node, local: Path, remote_dir: str) -> str:
         """SFTP the file into remote_dir, unless the same file (size and mtime) is already there."""
-        host = self._host(node)
-        dest = posixpath.join(remote_dir, local.name)
-        st = local.stat()
-        sftp = self._sftp(host)
-        with host.sftp_lock:
-            try:
-                with contextlib.suppress(FileNotFoundError):
-                    there = sftp.stat(dest)
-                    if there.st_size == st.st_size and int(there.st_mtime or 0) == int(st.st_mtime):
-                        return dest
-                part = f"{dest}.part-{uuid.uuid4().hex[:8]}"
-                sftp.put(str(local), part)
-                sftp.chmod(part, stat.S_IMODE(st.st_mode))
-                sftp.utime(part, (int(st.st_atime), int(st.st_mtime)))
-                sftp.posix_rename(part, dest)
-            except OSError as exc:
-                raise ClusterError(f"{node.name}: upload of {local} to {dest} failed: {exc}") from exc
-        return dest
+        return self._host(node).upload(local, remote_dir)
 
     def download(self, node: Node, remote: str, local: Path) -> None:
         """SFTP the node's file to local (FileNotFoundError when the node has none)."""
-        host = self._host(node)
-        sftp = self._sftp(host)
-        part = local.with_name(f".{local.name}.part-{uuid.uuid4().hex[:8]}")
-        with host.sftp_lock:
-            try:
-                sftp.get(remote, str(part))
-                os.replace(part, local)
-            except FileNotFoundError:
-                raise FileNotFoundError(f"{node.name}: {remote}: no such file") from None
-            except OSError as exc:
-                raise ClusterError(f"{node.name}: download of {remote} failed: {exc}") from exc
-            finally:
-                part.unlink(missing_ok=True)
+        self._host(node).download(remote, local)
 
     def start(self, cmd: NodeCommand, log_path: Path) -> NodeProcess:
         if RUN_TAG_ENV not in cmd.env:
             raise ClusterError(f"{cmd.node.name}: command started without {RUN_TAG_ENV}")
         host = self._host(cmd.node)
-        chan = self._session(host)
+        chan = host.session()
         try:
             chan.set_combine_stderr(True)
             chan.exec_command(watch_line(cmd, self.grace))
-        except _CHANNEL_ERRORS as exc:
+        except CHANNEL_ERRORS as exc:
             chan.close()
             raise ClusterError(f"{cmd.node.name}: could not start {cmd.argv[0]!r}: {exc}") from exc
 
@@ -384,37 +268,15 @@ class SSHCluster(Cluster):
 
     def close(self) -> None:
         self.kill_started()
-        self._closed = True
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=True, cancel_futures=True)
                 self._pool = None
         for h in self._hosts:
-            with h.lock:
-                if h.sftp is not None:
-                    with contextlib.suppress(Exception):
-                        h.sftp.close()
-                    h.sftp = None
-                if h.conn is not None:
-                    h.conn.close()
-                    h.conn = None
+            h.close()
 
 
 def _safe(text: str) -> str:
     """A file name for a host key: unusual characters become '_'."""
     return re.sub(r"[^A-Za-z0-9._@:-]", "_", text).replace(":", "_")
 
-
-def _mkdirs(sftp: paramiko.SFTPClient, path: str, mode: int = 0o755) -> None:
-    """mkdir -p over SFTP."""
-    parts = [p for p in path.split("/") if p]
-    cur = "/" if path.startswith("/") else ""
-    for part in parts:
-        cur = posixpath.join(cur, part) if cur else part
-        try:
-            sftp.stat(cur)
-        except FileNotFoundError:
-            try:
-                sftp.mkdir(cur, mode)
-            except OSError:
-                sftp.stat(cur)  # made by someone else in between
