@@ -197,7 +197,9 @@ def _config(base: Path, nodes: list[str], addresses: dict[str, str], controller:
         "ProctrackType=proctrack/pgid", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
         "MpiDefault=none", "ReturnToService=1",  # a node set DOWN stays down until resumed
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
-        "MinJobAge=5", "KillWait=5", "InactiveLimit=0", "MessageTimeout=20",
+        # An ended job's record stays 60 s (Slurm's default: 300): the harness names a job's end
+        # (NODE_FAIL) from it, and with 5 s a loaded CI host diagnosed after the record was gone.
+        "MinJobAge=60", "KillWait=5", "InactiveLimit=0", "MessageTimeout=20",
     ]
     for name in nodes:
         lines.append(f"NodeName={name} NodeAddr={addresses[name]} CPUs={cpus} State=UNKNOWN Feature=zen4,dlperf-testbox")
