@@ -8,7 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from .baselines.gate import VerdictStatus
-from .baselines.schema import _is_number
+from .baselines.schema import is_number, positive_number
 from .results import ResultSet, result_from_dict
 from .specs import CaseSpec, Measurement, Topology
 
@@ -18,11 +18,6 @@ _CASE_FIELDS = {f.name: f.type for f in fields(CaseSpec)}
 
 class ResultsFileError(ValueError):
     """A results.json that cannot be read: the message is the one line to show."""
-
-
-def positive_number(v: object) -> bool:
-    """A finite number above zero (not a bool)."""
-    return _is_number(v) and v > 0
 
 
 def _check_case(c: object) -> str | None:
@@ -57,11 +52,11 @@ def _check_verdict(v: dict) -> str | None:
     if v.get("status") not in {s.value for s in VerdictStatus}:
         return f"'status' is {v.get('status')!r}, not a verdict's status"
     tol = v.get("tolerance")
-    if not (_is_number(tol) and tol >= 0):
+    if not (is_number(tol) and tol >= 0):
         return f"'tolerance' is {tol!r}, not a fraction (0 or more)"
     for name in _VERDICT_NUMBERS:
         x = v.get(name)
-        if x is not None and not _is_number(x):
+        if x is not None and not is_number(x):
             return f"{name!r} is {x!r}, not a number or null"
     if not isinstance(v.get("message", ""), str):
         return "'message' is not text"

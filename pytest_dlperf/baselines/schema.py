@@ -21,8 +21,14 @@ class BaselineError(Exception):
         super().__init__(f"baseline file {path}: {problem} ({fix})")
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
+    """A finite int or float (not a bool): what a figure in a baseline or results file must be."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def positive_number(v: Any) -> bool:
+    """A finite number above zero (not a bool)."""
+    return is_number(v) and v > 0
 
 
 class _Reader:
@@ -46,8 +52,8 @@ class _Reader:
             "str": isinstance(v, str) and v != "",
             "text": isinstance(v, str),
             "int": isinstance(v, int) and not isinstance(v, bool) and v > 0,
-            "number": _is_number(v) and v > 0,
-            "number0": _is_number(v) and v >= 0,
+            "number": positive_number(v),
+            "number0": is_number(v) and v >= 0,
             "dict": isinstance(v, dict),
             "list": isinstance(v, list),
         }
@@ -70,7 +76,7 @@ class Tolerances:
     def __post_init__(self) -> None:
         for name in METRICS:
             v = getattr(self, name)
-            if not (_is_number(v) and 0 <= v < 1):
+            if not (is_number(v) and 0 <= v < 1):
                 raise ValueError(f"tolerance {name}={v!r}: expected a fraction in [0, 1)")
 
     def get(self, metric: str) -> float:

@@ -22,7 +22,7 @@ from filelock import FileLock, Timeout
 from ..files import atomic_write_text
 from ..specs import CaseSpec, Topology
 from .profile import check_profile_name, default_tolerances
-from .schema import BaselineError, Tolerances, _is_number, _Reader
+from .schema import BaselineError, Tolerances, _Reader, positive_number
 
 SCHEMA = 1
 LOCK_TIMEOUT = 120.0
@@ -148,7 +148,7 @@ class Entry:
         def positives(name: str, required: bool) -> list:
             values = r.get(name, "list", required=required) or []
             for i, x in enumerate(values):
-                if not (_is_number(x) and x > 0):
+                if not positive_number(x):
                     raise r.fail(name, f"item {i} must be a number > 0, not {json.dumps(x)}")
             return values
 

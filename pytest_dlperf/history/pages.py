@@ -103,7 +103,7 @@ def model_page(history: History, fam: str) -> str:
     """The ladder: throughput against devices for a chosen run next to another, with the ideal line."""
     lines = history.families[fam]
     data = [{"label": history.labels[g], "runs": charts.ladder_data(runs)} for g, runs in lines.items()]
-    (_, results), *_ = next(iter(lines.values()))  # every case of a model counts in its unit
+    _, results = next(iter(lines.values()))[0]  # every case of a model counts in its unit
     unit = results[0].case.unit
     body = (f"<p>Throughput ({esc(unit)}) against devices; the ideal line is the first rung's throughput per "
             "device times the devices. Pick a line (profile and machine), a run and another to set beside it.</p>"

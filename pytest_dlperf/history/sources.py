@@ -10,10 +10,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..baselines.schema import positive_number
 from ..bisect import UsageError
 from ..bisect.steps import Steps
 from ..reporting import SCHEMA
-from ..results_file import ResultsFileError, from_document, positive_number, read_document
+from ..results_file import ResultsFileError, from_document, read_document
 from .runs import Run
 
 

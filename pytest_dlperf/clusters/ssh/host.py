@@ -25,7 +25,7 @@ CHANNEL_ERRORS = (OSError, EOFError, paramiko.SSHException)
 
 @dataclass
 class Host:
-    """Where one host is and what is open to it; ``node`` is what the cluster knows of it so far."""
+    """Where one host is (its place in the host list, spec and resolved target) and what is open to it."""
 
     index: int
     spec: HostSpec
