@@ -227,6 +227,21 @@ def _performance(node: str, m: Mapping[str, Any], r: Mapping[str, Any],
     return diffs, notes, ratios
 
 
+@dataclass
+class _Tally:
+    """What the node-by-node comparison has found so far."""
+    differences: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    fixed: int = 0  # differences no second probe can change
+    ratios: list[float] = field(default_factory=list)  # measured / recorded of every probe figure that differs
+    busy: bool = False
+    compared: bool = False
+
+    def differ(self, what: str, fixed: bool) -> None:
+        self.differences.append(what)
+        self.fixed += int(fixed)
+
+
 def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *,
             perf_tolerance: float = 0.25, busy_below: float = 0.85) -> FingerprintComparison:
     """Compare the fingerprints stored with a baseline (``recorded``) with ``measured`` ones."""
@@ -237,55 +252,50 @@ def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *
     if not measured:
         return FingerprintComparison("unknown", notes=["no hardware fingerprint was measured: "
                                                        "machines not compared"])
-    differences: list[str] = []
-    notes: list[str] = []
-    busy = False
-    compared = False
-    fixed = 0  # differences no second probe can change
-    ratios: list[float] = []  # measured / recorded of every probe figure that differs
+    tally = _Tally()
     rec, mea = list(recorded.items()), list(measured.items())
     if len(rec) != len(mea):
-        differences.append(f"{len(mea)} nodes vs {len(rec)}")
-        fixed += 1
+        tally.differ(f"{len(mea)} nodes vs {len(rec)}", fixed=True)
     for (node, m), (_rnode, r) in zip(mea, rec):
-        if not m or not r:
-            side = "measured" if not m else "recorded"
-            notes.append(f"{node}: no {side} fingerprint: not compared")
-            continue
-        compared = True
-        if m.get("probe_version") != r.get("probe_version"):
-            notes.append(f"{node}: probe version {m.get('probe_version')} vs "
-                         f"{r.get('probe_version')}: compared where the fields agree")
-        ident = _identity(node, m, r)
-        differences.extend(ident)
-        fixed += len(ident)
-        cpu_wall, throttled, shared = _busy(m, busy_below)
-        rec_wall, _, rec_shared = _busy(r, busy_below)
-        if shared:
-            busy = True
-            notes.append(f"{node}: the cores were busy during the probe (cpu/wall {cpu_wall:.2f}): "
-                         "performance not compared")
-            continue
-        if rec_shared:
-            busy = True
-            notes.append(f"{node}: the recording machine's cores were busy during its probe "
-                         f"(cpu/wall {rec_wall:.2f}): performance not compared")
-            continue
-        perf, perf_notes, perf_ratios = _performance(node, m, r, perf_tolerance)
-        notes.extend(perf_notes)
-        ratios.extend(perf_ratios)
-        if perf and throttled is not None and throttled > THROTTLED_S:
-            differences.append(f"{node}: CPU time capped by a cgroup quota during the probe "
-                               f"(throttled {throttled:.2f} s); " + "; ".join(perf))
-            fixed += 1
-        else:
-            differences.extend(f"{node}: {d}" for d in perf)
-            if throttled is not None and throttled > THROTTLED_S:
-                notes.append(f"{node}: CPU time capped by a cgroup quota during the probe "
-                             f"(throttled {throttled:.2f} s)")
-    if not compared and not differences:
-        return FingerprintComparison("unknown", differences, notes)
-    status = "differs" if differences else "busy" if busy else "same"
-    performance_only = bool(differences) and not fixed
-    return FingerprintComparison(status, differences, notes, performance_only=performance_only,
-                                 faster_only=performance_only and all(r > 1 for r in ratios))
+        _compare_node(tally, node, m, r, perf_tolerance, busy_below)
+    if not tally.compared and not tally.differences:
+        return FingerprintComparison("unknown", tally.differences, tally.notes)
+    status = "differs" if tally.differences else "busy" if tally.busy else "same"
+    performance_only = bool(tally.differences) and not tally.fixed
+    return FingerprintComparison(status, tally.differences, tally.notes, performance_only=performance_only,
+                                 faster_only=performance_only and all(x > 1 for x in tally.ratios))
+
+
+def _compare_node(tally: _Tally, node: str, m: dict, r: dict, perf_tolerance: float, busy_below: float) -> None:
+    """One node's measured fingerprint ``m`` against its recorded ``r``: identity, then performance
+    unless either probe ran on busy cores."""
+    if not m or not r:
+        tally.notes.append(f"{node}: no {'measured' if not m else 'recorded'} fingerprint: not compared")
+        return
+    tally.compared = True
+    if m.get("probe_version") != r.get("probe_version"):
+        tally.notes.append(f"{node}: probe version {m.get('probe_version')} vs "
+                           f"{r.get('probe_version')}: compared where the fields agree")
+    for d in _identity(node, m, r):
+        tally.differ(d, fixed=True)
+    cpu_wall, throttled, shared = _busy(m, busy_below)
+    rec_wall, _, rec_shared = _busy(r, busy_below)
+    if shared or rec_shared:
+        tally.busy = True
+        tally.notes.append(f"{node}: the cores were busy during the probe (cpu/wall {cpu_wall:.2f}): "
+                           "performance not compared" if shared else
+                           f"{node}: the recording machine's cores were busy during its probe "
+                           f"(cpu/wall {rec_wall:.2f}): performance not compared")
+        return
+    perf, perf_notes, perf_ratios = _performance(node, m, r, perf_tolerance)
+    tally.notes.extend(perf_notes)
+    tally.ratios.extend(perf_ratios)
+    capped = throttled is not None and throttled > THROTTLED_S
+    if perf and capped:
+        tally.differ(f"{node}: CPU time capped by a cgroup quota during the probe "
+                     f"(throttled {throttled:.2f} s); " + "; ".join(perf), fixed=True)
+        return
+    for d in perf:
+        tally.differ(f"{node}: {d}", fixed=False)
+    if capped:
+        tally.notes.append(f"{node}: CPU time capped by a cgroup quota during the probe (throttled {throttled:.2f} s)")

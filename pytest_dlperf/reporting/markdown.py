@@ -26,64 +26,89 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
     """The whole summary.md; ``plots``: PNG file names under plots/ to show at the end; ``budget``:
     results.json's ``environment.budget`` (the cases that ran fewer repeats are named)."""
     failures = failures or {}
+    regressions = [r for r in results.results if case_verdict(r) == "regression"]
+    lines = [f"# {title}", "",
+             f"{len(results.results)} case(s) measured, {len(regressions)} regression(s), {len(failures)} failed", ""]
+    lines += _budget_lines(budget) + _failure_lines(failures) + _case_tables(results) + _engine_lines(results)
+    lines += _gate_notes(results)
+    if plots:
+        lines += ["## Plots", ""] + [f"![{p}](plots/{p})" for p in plots] + [""]
+    return "\n".join(lines)
+
+
+def _budget_lines(budget: dict | None) -> list[str]:
+    if not (budget and budget.get("cut")):
+        return []
+    cut = ", ".join(f"`{case}` ({c['repeats']} of {c['planned']})" for case, c in budget["cut"].items())
+    return [f"Measured within a budget of {budget['seconds']:g} s ({budget['used']:.0f} s used): "
+            f"{len(budget['cut'])} case(s) ran fewer repeats: {cut}.", ""]
+
+
+def _failure_lines(failures: dict[str, str]) -> list[str]:
+    if not failures:
+        return []
+    lines = ["## Failed", ""]
+    for case, why in failures.items():
+        first = why.strip().splitlines()[0] if why.strip() else ""
+        lines.append(f"- `{case}`: {first}")
+    return lines + [""]
+
+
+def _case_tables(results: ResultSet) -> list[str]:
+    """One table per model and precision, the groups with the worst verdict first."""
     groups = list(results.groups().values())
     groups.sort(key=lambda rows: min(SEVERITY.index(case_verdict(r)) if case_verdict(r) in SEVERITY else 0
                                      for r in rows))
-    lines = [f"# {title}", ""]
-    regressions = [r for r in results.results if case_verdict(r) == "regression"]
-    counts = f"{len(results.results)} case(s) measured, {len(regressions)} regression(s), {len(failures)} failed"
-    lines += [counts, ""]
-    if budget and budget.get("cut"):
-        cut = ", ".join(f"`{case}` ({c['repeats']} of {c['planned']})" for case, c in budget["cut"].items())
-        lines += [f"Measured within a budget of {budget['seconds']:g} s ({budget['used']:.0f} s used): "
-                  f"{len(budget['cut'])} case(s) ran fewer repeats: {cut}.", ""]
-    if failures:
-        lines += ["## Failed", ""]
-        for case, why in failures.items():
-            first = why.strip().splitlines()[0] if why.strip() else ""
-            lines.append(f"- `{case}`: {first}")
-        lines.append("")
+    lines: list[str] = []
     for rows in groups:
         lines += [f"## {_group_title(rows[0])}", "",
                   f"| topology | nodes | devices | {rows[0].case.unit} | efficiency | all-reduce busbw | "
                   "multi-node eff. | speedup | MFU | p50 step | p95 step | verdict |",
                   "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
-        for r in rows:
-            t = r.case.topology
-            verdict = case_verdict(r)
-            throughput = (r.verdict or {}).get("throughput")
-            change = throughput.change if throughput is not None else None
-            shown = verdict.upper() + (f" ({change:+.1%})" if change is not None else "") if verdict else "-"
-            comm = r.communication
-            busbw = f"{comm.busbw / 1e9:.3g} GB/s ({comm.share:.0%} of a step)" if comm and comm.share is not None \
-                else f"{comm.busbw / 1e9:.3g} GB/s" if comm else "-"
-            lines.append(f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_fmt(r.efficiency, '.2f')} | {busbw} | "
-                         f"{_fmt(r.multi_node_efficiency, '.2f')} | {_fmt(r.speedup, '.2f')} | "
-                         f"{r.utilisation.text if r.utilisation else '-'} | "
-                         f"{_fmt(r.step_time.get('p50'), '.3f', ' s')} | {_fmt(r.step_time.get('p95'), '.3f', ' s')} | {shown} |")
-        lines.append("")
+        lines += [_case_row(r) for r in rows] + [""]
+    return lines
+
+
+def _case_row(r: CaseResult) -> str:
+    t = r.case.topology
+    verdict = case_verdict(r)
+    throughput = (r.verdict or {}).get("throughput")
+    change = throughput.change if throughput is not None else None
+    shown = verdict.upper() + (f" ({change:+.1%})" if change is not None else "") if verdict else "-"
+    comm = r.communication
+    busbw = f"{comm.busbw / 1e9:.3g} GB/s ({comm.share:.0%} of a step)" if comm and comm.share is not None \
+        else f"{comm.busbw / 1e9:.3g} GB/s" if comm else "-"
+    return (f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_fmt(r.efficiency, '.2f')} | {busbw} | "
+            f"{_fmt(r.multi_node_efficiency, '.2f')} | {_fmt(r.speedup, '.2f')} | "
+            f"{r.utilisation.text if r.utilisation else '-'} | "
+            f"{_fmt(r.step_time.get('p50'), '.3f', ' s')} | {_fmt(r.step_time.get('p95'), '.3f', ' s')} | {shown} |")
+
+
+def _engine_lines(results: ResultSet) -> list[str]:
     header, body = engine_grid(results)
-    if body:
-        lines += ["## Engines compared", "",
-                  "throughput (samples/s, tokens/s for a decoder; efficiency, multi-node efficiency) per engine, "
-                  "and the first engine's ratio.", "",
-                  "| " + " | ".join(header) + " |", "|---|---|---|" + "--:|" * (len(header) - 3)]
-        lines += ["| " + " | ".join(cells) + " |" for cells in body]
-        lines.append("")
+    if not body:
+        return []
+    return ["## Engines compared", "",
+            "throughput (samples/s, tokens/s for a decoder; efficiency, multi-node efficiency) per engine, "
+            "and the first engine's ratio.", "",
+            "| " + " | ".join(header) + " |", "|---|---|---|" + "--:|" * (len(header) - 3),
+            *("| " + " | ".join(cells) + " |" for cells in body), ""]
+
+
+def _gate_notes(results: ResultSet) -> list[str]:
+    """What the gate said beyond PASS, and what changed since the baseline for a regression."""
     notes = [(r, v) for r in results.results for v in (r.verdict or {}).values()
              if v.status in ("regression", "hardware", "noisy", "unjudged")]
     missing = [r for r in results.results if case_verdict(r) == "missing"]
-    if notes or missing:
-        lines += ["## Gate notes", ""]
-        for r, v in notes:
-            changed = "; ".join(v.changes or []) or "nothing recorded (versions, device, commit)"
-            lines.append(f"- `{r.case.backend}/{r.case.id}` {v.metric}: **{v.status.value.upper()}**: "
-                         f"{v.message}" + (f" Changed since the baseline: {changed}."
-                                           if v.status == "regression" else ""))
-        if missing:
-            lines.append(f"- {len(missing)} case(s) had no baseline to gate against: record one with "
-                         "`pytest --update-baselines` on this machine.")
-        lines.append("")
-    if plots:
-        lines += ["## Plots", ""] + [f"![{p}](plots/{p})" for p in plots] + [""]
-    return "\n".join(lines)
+    if not (notes or missing):
+        return []
+    lines = ["## Gate notes", ""]
+    for r, v in notes:
+        changed = "; ".join(v.changes or []) or "nothing recorded (versions, device, commit)"
+        lines.append(f"- `{r.case.backend}/{r.case.id}` {v.metric}: **{v.status.value.upper()}**: "
+                     f"{v.message}" + (f" Changed since the baseline: {changed}."
+                                       if v.status == "regression" else ""))
+    if missing:
+        lines.append(f"- {len(missing)} case(s) had no baseline to gate against: record one with "
+                     "`pytest --update-baselines` on this machine.")
+    return lines + [""]

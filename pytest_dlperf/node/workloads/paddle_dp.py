@@ -72,16 +72,40 @@ def build_model(args: argparse.Namespace) -> nn.Layer:
         num_classes=args.num_classes)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    cuda = paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0
-    paddle.set_device(f"gpu:{int(os.environ.get('FLAGS_selected_gpus', '0').split(',')[0])}" if cuda else "cpu")
-    if args.threads > 0:
-        os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    dist.init_parallel_env()
-    rank, world = dist.get_rank(), dist.get_world_size()
-    paddle.seed(args.seed)  # the same initial parameters on every rank
-    model = build_model(args)
+class Group:
+    """This rank's place in the job and its float all-gather (the barrier, the stop decision and the
+    gathered results all go through it)."""
+
+    def __init__(self) -> None:
+        dist.init_parallel_env()
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+
+    def gather(self, values: list[float]) -> list[list[float]]:
+        if self.world == 1:  # one process: Paddle sets up no communication group
+            return [list(values)]
+        t = paddle.to_tensor(values, dtype="float64")
+        out: list = []
+        dist.all_gather(out, t)
+        return [o.numpy().tolist() for o in out]
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier()
+
+    def agree(self, done: bool, iters: int) -> tuple[bool, int]:
+        """Rank 0 decides for everyone whether the warm-up or the window is over."""
+        decide = self.gather([float(done), float(iters)])[0]
+        return decide[0] > 0, int(decide[1])
+
+    def gather_json(self, info: dict) -> list[dict]:
+        """Every rank's short JSON, through the float all-gather (codes padded to one length)."""
+        codes = self.gather([float(b) for b in json.dumps(info).encode()[:512].ljust(512)])
+        return [json.loads(bytes(int(c) for c in row).decode(errors="replace").rstrip()) for row in codes]
+
+
+def make_step(args: argparse.Namespace, model: nn.Layer, rank: int, cuda: bool):
+    """One training step of DataParallel(model) on this rank's own synthetic batch, under AMP with
+    --precision amp; with the no-sync fault each rank keeps its own gradients."""
     dp = paddle.DataParallel(model)
     opt = paddle.optimizer.Momentum(0.01, momentum=0.9, parameters=model.parameters(), weight_decay=1e-4)
     use_amp = args.precision == "amp"
@@ -109,34 +133,16 @@ def main(argv: list[str] | None = None) -> int:
             scaler.step(opt)
             scaler.update()
         return loss
+    return step
 
-    def sync() -> None:
-        if cuda:
-            paddle.device.synchronize()
 
-    def gather(values: list[float]) -> list[list[float]]:
-        if world == 1:  # one process: Paddle sets up no communication group
-            return [list(values)]
-        t = paddle.to_tensor(values, dtype="float64")
-        out: list = []
-        dist.all_gather(out, t)
-        return [o.numpy().tolist() for o in out]
-
-    def barrier() -> None:
-        if world > 1:
-            dist.barrier()
-
-    def agree(done: bool, iters: int) -> tuple[bool, int]:  # rank 0 decides for everyone
-        decide = gather([float(done), float(iters)])[0]
-        return decide[0] > 0, int(decide[1])
-
-    timed = steplog.time_steps(step, args, rank, args.batch_size * world, agree=agree, barrier=barrier, sync=sync)
-    gathered = gather(timed.seconds)
+def parameter_digest(model: nn.Layer) -> list[float]:
+    """Sum and sum of squares of the trainable parameters, in float64 slices (a float64 copy of all of
+    VGG-16 at once would be 1.1 GB). Trainable only: BatchNorm's running statistics are parameters in
+    Paddle, and each rank keeps its own (DataParallel does not synchronise them)."""
+    digest = [0.0, 0.0]
     with paddle.no_grad():
-        # trainable parameters only: BatchNorm's running statistics are parameters in Paddle, and
-        # each rank keeps its own (DataParallel does not synchronise them)
-        digest = [0.0, 0.0]
-        for p in model.parameters():  # in float64 slices: a copy of it all is 1.1 GB for VGG-16
+        for p in model.parameters():
             if p.stop_gradient:
                 continue
             flat = p.flatten()
@@ -144,12 +150,31 @@ def main(argv: list[str] | None = None) -> int:
                 d = flat[i:i + (1 << 18)].astype("float64")
                 digest[0] += float(d.sum())
                 digest[1] += float((d * d).sum())
-    digests = gather(digest)
-    info = json.dumps({"host": socket.gethostname(), "device": paddle.device.get_device() if cuda else cpu_model(),
-                       "threads": args.threads})
-    codes = gather([float(b) for b in info.encode()[:512].ljust(512)])
-    ranks = [json.loads(bytes(int(c) for c in row).decode(errors="replace").rstrip()) for row in codes]
+    return digest
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cuda = paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0
+    paddle.set_device(f"gpu:{int(os.environ.get('FLAGS_selected_gpus', '0').split(',')[0])}" if cuda else "cpu")
+    if args.threads > 0:
+        os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    group = Group()
+    rank, world = group.rank, group.world
+    paddle.seed(args.seed)  # the same initial parameters on every rank
+    model = build_model(args)
+    step = make_step(args, model, rank, cuda)
+
+    def sync() -> None:
+        if cuda:
+            paddle.device.synchronize()
+
+    timed = steplog.time_steps(step, args, rank, args.batch_size * world, agree=group.agree,
+                               barrier=group.barrier, sync=sync)
+    gathered = group.gather(timed.seconds)
+    digests = group.gather(parameter_digest(model))
+    ranks = group.gather_json({"host": socket.gethostname(),
+                               "device": paddle.device.get_device() if cuda else cpu_model(), "threads": args.threads})
     if rank == 0:
         with steplog.Writer(args.output) as log:
             log.meta(model=args.model, precision=args.precision, batch_size=args.batch_size,
@@ -162,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                      parameters=int(sum(int(p.numel()) for p in model.parameters())))
             log.steps(timed, gathered, args.batch_size * world)
             log.end(digests)
-    barrier()
+    group.barrier()
     return 0
 
 

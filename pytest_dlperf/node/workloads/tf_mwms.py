@@ -176,22 +176,23 @@ class HorovodComm:
         self.hvd.shutdown()  # under MPI: finalize, or mpirun calls the exit abnormal
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def configure_devices(args: argparse.Namespace) -> list:
+    """Threads, this worker's one GPU (the node's k-th visible), and the mixed-precision policy."""
     if args.threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(1)
     gpus = tf.config.list_physical_devices("GPU")
     local = int(os.environ.get("HOROVOD_LOCAL_RANK", args.local_worker))
-    if gpus:  # one worker per GPU: the node's k-th visible GPU
+    if gpus:
         gpus = [gpus[local % len(gpus)]]
         tf.config.set_visible_devices(gpus, "GPU")
     if args.precision == "amp":
         tf.keras.mixed_precision.set_global_policy("mixed_float16" if gpus else "mixed_bfloat16")
-    comm = (MirroredComm if args.engine == "mwms" else HorovodComm)(args, gpus)
-    rank, world = comm.rank, comm.world
-    tf.random.set_seed(args.seed)
+    return gpus
 
+
+def build_training(args: argparse.Namespace, comm, gpus: list):
+    """The model and its optimizer under the strategy's scope, with the optimizer's slots made."""
     with comm.scope():
         model = build_model(args)
         opt = tf.keras.optimizers.SGD(0.01, momentum=0.9)
@@ -201,15 +202,25 @@ def main(argv: list[str] | None = None) -> int:
         # twice (ResNet-50's trace here 8.1 s -> 4.1 s, BERT-base's 7.7 s -> 3.7 s on one core).
         opt.build(model.trainable_variables)
     comm.broadcast_variables(model.variables)
-    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-    global_batch = args.batch_size * world
-    g = tf.random.Generator.from_seed(args.seed + rank)  # each worker its own synthetic batch
+    return model, opt
+
+
+def synthetic_batch(args: argparse.Namespace, rank: int) -> tuple:
+    """This worker's own fixed batch of inputs and labels."""
+    g = tf.random.Generator.from_seed(args.seed + rank)
     if args.model == "bert-base":
         x = g.uniform((args.batch_size, args.image_size), 0, 30522, dtype=tf.int32)
         y = g.uniform((args.batch_size,), 0, 2, dtype=tf.int32)
     else:
         x = g.normal((args.batch_size, args.image_size, args.image_size, 3))
         y = g.uniform((args.batch_size,), 0, args.num_classes, dtype=tf.int32)
+    return x, y
+
+
+def make_train_step(args: argparse.Namespace, comm, model, opt, batch: tuple, global_batch: int):
+    """One training step as a tf.function (XLA-compiled with --xla on); it returns the loss."""
+    x, y = batch
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
     nosync = steplog.no_sync_fault()
 
     def step_fn():
@@ -229,7 +240,46 @@ def main(argv: list[str] | None = None) -> int:
     @tf.function(jit_compile=args.xla == "on")
     def train_step():
         return comm.run(step_fn)
+    return train_step
 
+
+def parameter_digest(model) -> list[float]:
+    """Sum and sum of squares of every trainable parameter, in float64 slices (a float64 copy of all
+    of VGG-16 at once would be 1.1 GB)."""
+    digest = [0.0, 0.0]
+    for v in model.trainable_variables:
+        flat = tf.reshape(v, [-1])
+        for i in range(0, int(flat.shape[0]), 1 << 18):
+            d = tf.cast(flat[i:i + (1 << 18)], tf.float64)
+            digest[0] += float(tf.reduce_sum(d))
+            digest[1] += float(tf.reduce_sum(d * d))
+    return digest
+
+
+def final_barrier(gather) -> None:
+    """No worker leaves before rank 0 has written the log."""
+    try:
+        gather([0.0])
+    except tf.errors.OpError as exc:
+        # gRPC collectives pull: a worker that has every value of this last barrier may exit while
+        # another still pulls its share, which then sees "Socket closed". Every worker has passed
+        # the previous collective, so the log is complete; a peer that really failed says so by
+        # its own exit code.
+        if not isinstance(exc, (tf.errors.UnavailableError, tf.errors.CancelledError, tf.errors.AbortedError)):
+            raise
+        print(f"dlperf: a peer left the final barrier first ({type(exc).__name__}); nothing was lost",
+              file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    gpus = configure_devices(args)
+    comm = (MirroredComm if args.engine == "mwms" else HorovodComm)(args, gpus)
+    rank, world = comm.rank, comm.world
+    tf.random.set_seed(args.seed)
+    model, opt = build_training(args, comm, gpus)
+    global_batch = args.batch_size * world
+    train_step = make_train_step(args, comm, model, opt, synthetic_batch(args, rank), global_batch)
     gather = comm.gather
 
     def agree(done: bool, iters: int) -> tuple[bool, int]:  # worker 0 decides for everyone
@@ -240,14 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     timed = steplog.time_steps(lambda: float(train_step()), args, rank, global_batch, agree=agree,
                                barrier=lambda: gather([0.0]))
     gathered = gather(timed.seconds)
-    digest = [0.0, 0.0]
-    for v in model.trainable_variables:  # in float64 slices: a copy of it all is 1.1 GB for VGG-16
-        flat = tf.reshape(v, [-1])
-        for i in range(0, int(flat.shape[0]), 1 << 18):
-            d = tf.cast(flat[i:i + (1 << 18)], tf.float64)
-            digest[0] += float(tf.reduce_sum(d))
-            digest[1] += float(tf.reduce_sum(d * d))
-    digests = gather(digest)
+    digests = gather(parameter_digest(model))
     info = json.dumps({"host": socket.gethostname(), "device": gpus[0].name if gpus else cpu_model(),
                        "threads": args.threads or os.cpu_count()})
     hosts = [json.loads(h) for h in _gather_text(gather, info)]
@@ -263,17 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                      parameters=int(sum(int(tf.size(v)) for v in model.trainable_variables)))
             log.steps(timed, gathered, global_batch)
             log.end(digests)
-    try:
-        gather([0.0])  # no worker leaves before rank 0 has written the log
-    except tf.errors.OpError as exc:
-        # gRPC collectives pull: a worker that has every value of this last barrier may exit while
-        # another still pulls its share, which then sees "Socket closed". Every worker has passed
-        # the previous collective, so the log is complete; a peer that really failed says so by
-        # its own exit code.
-        if not isinstance(exc, (tf.errors.UnavailableError, tf.errors.CancelledError, tf.errors.AbortedError)):
-            raise
-        print(f"dlperf: a peer left the final barrier first ({type(exc).__name__}); nothing was lost",
-              file=sys.stderr)
+    final_barrier(gather)
     comm.shutdown()
     return 0
 

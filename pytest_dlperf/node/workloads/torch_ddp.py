@@ -562,19 +562,37 @@ def _version(dist_name: str) -> str:
 
 
 @record  # torchrun then shows this rank's traceback in its "Root Cause" summary
+def place(args: argparse.Namespace, local_rank: int, cuda: bool) -> torch.device:
+    """Threads, and this rank's device (its local GPU, with cuDNN's autotuner on)."""
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    if not cuda:
+        return torch.device("cpu")
+    torch.cuda.set_device(local_rank)
+    torch.backends.cudnn.benchmark = True
+    return torch.device("cuda", local_rank)
+
+
+def parameter_digest(model: torch.nn.Module, device: torch.device) -> torch.Tensor:
+    """Sum and sum of squares of every parameter after the last step (equal on every rank in sync;
+    a sharded parameter is gathered whole), in float64 slices: a float64 copy of all of VGG-16 at
+    once is 1.1 GB of page faults."""
+    digest = torch.zeros(2, dtype=torch.float64, device=device)
+    with torch.no_grad():
+        for p in model.parameters():
+            for d in full(p.detach()).flatten().split(1 << 18):
+                d = d.double()
+                digest[0] += d.sum()
+                digest[1] += torch.dot(d, d)
+    return digest
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cuda = torch.cuda.is_available()
     comm = (HorovodComm if args.engine in ("horovod", "perseus") else DDPComm)(args.engine, cuda)
     rank, world, local_rank = comm.rank, comm.world, comm.local_rank
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    if cuda:
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-        torch.backends.cudnn.benchmark = True
-    else:
-        device = torch.device("cpu")
+    device = place(args, local_rank, cuda)
     torch.manual_seed(args.seed + rank)
 
     model = build_model(args.model, args.num_classes, args.image_size,
@@ -599,22 +617,13 @@ def main(argv: list[str] | None = None) -> int:
     counted = FirstStepFlops(step, enabled=args.warmup_iters > 0 or args.window_seconds > 0, cuda=cuda)
     timed = steplog.time_steps(counted, args, rank, args.batch_size * per_sample * world, agree=agree, barrier=comm.barrier,
                                sync=sync, device_clock=CudaClock if cuda else None)
-    mine = torch.tensor(timed.seconds, dtype=torch.float64, device=device)
-    gathered = comm.all_gather(mine)
-    info = {"host": socket.gethostname(), "local_rank": local_rank,
-            "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
-            "threads": torch.get_num_threads()}
-    hosts = comm.all_gather_object(info)
+    gathered = comm.all_gather(torch.tensor(timed.seconds, dtype=torch.float64, device=device))
+    hosts = comm.all_gather_object({"host": socket.gethostname(), "local_rank": local_rank,
+                                    "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
+                                    "threads": torch.get_num_threads()})
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     allreduce = allreduce_bandwidth(comm, device, grad_bytes, sync) if world > 1 else []
-    digest = torch.zeros(2, dtype=torch.float64, device=device)
-    with torch.no_grad():  # every rank's parameters after the last step: equal when in sync
-        for p in model.parameters():  # in float64 slices: a copy of it all is 1.1 GB of page faults for VGG-16
-            for d in full(p.detach()).flatten().split(1 << 18):
-                d = d.double()
-                digest[0] += d.sum()
-                digest[1] += torch.dot(d, d)
-    digests = comm.all_gather(digest)
+    digests = comm.all_gather(parameter_digest(model, device))
 
     if rank == 0:
         with steplog.Writer(args.output) as log:
