@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -124,6 +126,17 @@ class SlurmTestCluster:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+def block_state_files(block: int) -> list[Path]:
+    """slurm.conf of every test cluster directory under /var/tmp that was made for this block."""
+    marker = f"({_net(block)}.1)"
+    found = []
+    for conf in Path("/var/tmp").glob("dlperf-slurm-*/slurm.conf"):
+        with contextlib.suppress(OSError):
+            if marker in conf.read_text():
+                found.append(conf)
+    return found
+
+
 def _ns(block: int, i: int | str) -> str:
     return f"dlperf-slurm-{block}-n{i}"
 
@@ -133,7 +146,8 @@ def _bridge(block: int) -> str:
 
 
 def _clear_stale(block: int) -> None:
-    """Remove what a dead test run left under this process's block: its daemons, namespaces, links.
+    """Remove what a dead test run left under this process's block: its daemons, its directory under
+    /var/tmp, namespaces, links.
 
     Only stale things can be there: the block is held (a file lock) by this process alone. A run
     killed before its teardown leaves slurmd holding its namespace, so the veth pair outlives
@@ -147,6 +161,8 @@ def _clear_stale(block: int) -> None:
             conf = Path(proc.environ().get("SLURM_CONF", ""))
             if conf.parent.name.startswith("dlperf-slurm-") and (not conf.exists() or marker in conf.read_text()):
                 proc.kill()
+    for conf in block_state_files(block):  # the dead runs' state, spool and logs
+        shutil.rmtree(conf.parent, ignore_errors=True)
     for ns in block_namespaces(block):
         for pid in _sh("ip", "netns", "pids", ns, check=False).stdout.split():
             with contextlib.suppress(ProcessLookupError, ValueError):
@@ -207,6 +223,31 @@ def _config(base: Path, nodes: list[str], addresses: dict[str, str], controller:
     return "\n".join(lines) + "\n"
 
 
+def python_environments_under_tmp() -> list[Path]:
+    """The tests' Python environment (a venv, and the interpreter it was made from) where it lies under
+    /tmp, which a node with a /tmp of its own would not see."""
+    found: list[Path] = []
+    for prefix in sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}):
+        if prefix.is_relative_to("/tmp") and not any(prefix.is_relative_to(f) for f in found):
+            found.append(prefix)
+    return found
+
+
+def _private_tmp_script(hold: Path) -> str:
+    """Shell that gives a node its own /tmp ($1) and still shows it the tests' Python environment at its
+    path, as a cluster's shared file system shows the nodes its software (a clone with its venv under
+    /tmp, the issue's fresh machine): each environment is bound aside first, then back at its path."""
+    shared = python_environments_under_tmp()
+    aside = [hold / str(i) for i in range(len(shared))]
+    for d in aside:
+        d.mkdir(parents=True)
+    quote = shlex.quote
+    first = "".join(f"mount --bind {quote(str(env))} {quote(str(d))} && " for env, d in zip(shared, aside))
+    back = "".join(f"mkdir -p {quote(str(env))} && mount --bind {quote(str(d))} {quote(str(env))} && "
+                   for env, d in zip(shared, aside))
+    return first + 'mount --bind "$1" /tmp && ' + back
+
+
 def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
     """slurmctld on a bridge and ``n`` slurmd nodes in network namespaces, all idle when it returns."""
     ensure_slurm()
@@ -250,7 +291,7 @@ def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
             # gives the node its hostname (UTS namespace) resolving to its address (/etc/hosts bound
             # in a mount namespace), as a cluster's DNS would, and a /tmp of its own when asked
             script = 'mount --bind "$3" /etc/hosts && hostname "$2" && '
-            script += 'mount --bind "$1" /tmp && ' if private_tmp else ""
+            script += _private_tmp_script(base / "env" / name) if private_tmp else ""
             argv = [*DIE_WITH_PARENT, "nsenter", f"--net=/run/netns/{_ns(block, i)}", "unshare", "--mount", "--uts", "--propagation",
                     "private", "--", "sh", "-c", script + 'exec slurmd -D -N "$2"', "sh", str(base / "tmp" / name),
                     name, str(hosts)]

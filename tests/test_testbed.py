@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .slurmctl import block_links, block_namespaces, ensure_slurm
+from .slurmctl import block_links, block_namespaces, block_state_files, ensure_slurm
 from .sshd import address_block
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,3 +89,4 @@ def test_a_killed_run_leaves_nothing_that_breaks_the_next_and_runs_at_once_do_no
     assert third.returncode == 0 and "stopped" in out, err[-2000:]
     assert gone(last["daemons"] + [last["sshd"]], timeout=1)
     assert block_links(last["block"]) == [] and block_namespaces(last["block"]) == []
+    assert block_state_files(last["block"]) == []  # the killed runs' directories went with their daemons
