@@ -20,8 +20,9 @@ QUICK_PROBES = ("--dlperf-probe-seconds", "0.5", "--dlperf-reprobe-pause", "0")
 
 
 # Plugins of this environment that the suite does not use and each subprocess would load (hypothesis's
-# import alone took 0.9-1.2 s a session here); blocking a plugin that is not installed is a no-op.
-UNUSED_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+# import alone took 0.9-1.2 s a session here; anyio's, which imports trio, 0.2-0.3 s); blocking a
+# plugin that is not installed is a no-op.
+UNUSED_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:anyio")
 
 
 def command(*args: str, suite: Path | None = None, prefix: Sequence[str] = ()) -> list[str]:
