@@ -6,10 +6,12 @@ outside (issue #38: ratio at least 0.99 on CPU). One process, one pinned core, o
   scaler's pass-through, the engine's no-sync context) measured by the workload's own timing
   (``steplog.time_steps``: a host sync and a timestamp after every step, the window from its first
   start to its last end), as a 1n1g launch measures it;
-- ``plain``: a hand-written loop of another instance of the same model (AdamW, the same batch),
+- ``plain``: a hand-written loop stepping the same model with the same optimizer on the same batch,
   the window timed from outside: one clock reading before the first step and one after the last.
 
-The two alternate in pairs (ABBA order), so the host's drift falls on both; the ratio workload /
+Both under the workload's memory policy on CPU nodes (``torch_ddp.keep_freed_memory``; set
+DLPERF_HOST_MALLOC=default for glibc's own). The two alternate in pairs (ABBA order), so the host's
+drift falls on both; the ratio workload /
 plain of tokens/s is taken per pair and summarised on the log scale with a 95% t interval.
 
     python3 benchmarks/llm_plain_loop.py --pairs 12 --steps 10
@@ -36,9 +38,16 @@ import torch_ddp  # noqa: E402
 from scipy import stats  # noqa: E402
 
 
-def bare(model, nosync, optimizer, mixed=None):  # noqa: ANN001, ANN201 - torch_ddp's wrap signature
-    """The 1n1g launch's wrap: no engine around the model at world size 1."""
-    return model, optimizer(model.parameters()), contextlib.nullcontext
+class Bare:
+    """The 1n1g launch's wrap (torch_ddp's wrap signature): no engine around the model at world size 1.
+    Keeps the optimizer it makes, so that the plain loop steps the very same one."""
+
+    def __init__(self) -> None:
+        self.optimizer = None
+
+    def __call__(self, model, nosync, optimizer, mixed=None):  # noqa: ANN001, ANN204
+        self.optimizer = optimizer(model.parameters())
+        return model, self.optimizer, contextlib.nullcontext
 
 
 def main() -> int:
@@ -54,16 +63,19 @@ def main() -> int:
     a = p.parse_args()
     os.sched_setaffinity(0, {a.core})
     torch.set_num_threads(1)
+    malloc = torch_ddp.keep_freed_memory()  # the workload's memory policy on CPU nodes, for both loops
     args = argparse.Namespace(model="llama", precision="fp32", batch_size=a.batch_size, image_size=a.seq,
                               num_classes=0, vocab=a.vocab, llm_dim=a.dim, llm_layers=a.layers,
                               warmup_iters=0, max_warmup_iters=0, iters=a.steps, window_seconds=0.0, max_iters=0)
     cpu = torch.device("cpu")
     size = (a.dim, a.layers, a.vocab)
+    # One model, one optimizer, one batch for both: two instances measured 5-8% apart in either order
+    # (2026-11-27: AdamW's sqrt and div ran slower on one instance's state than on the other's, so
+    # where a tensor lies in memory, not the step's code, made the difference)
     torch.manual_seed(0)
-    step = torch_ddp.make_step(args, torch_ddp.build_model("llama", 0, a.seq, size), bare, cpu, False)
-    torch.manual_seed(0)
-    model = torch_ddp.build_model("llama", 0, a.seq, size)
-    opt = torch_ddp.optimizer_for("llama")(model.parameters())
+    model, bare = torch_ddp.build_model("llama", 0, a.seq, size), Bare()
+    step = torch_ddp.make_step(args, model, bare, cpu, False)
+    opt = bare.optimizer
     ids, labels = torch_ddp.synthetic_batch(args, cpu, False)
 
     def plain_step() -> None:
@@ -95,7 +107,7 @@ def main() -> int:
     mean, sd = statistics.fmean(logs), statistics.stdev(logs)
     half = stats.t.ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))
     print(f"\nllama d{a.dim}l{a.layers} vocab {a.vocab}, bs{a.batch_size} seq{a.seq}, {a.steps} steps a window, "
-          f"{a.pairs} pairs on core {a.core}:")
+          f"{a.pairs} pairs on core {a.core}, host malloc: {malloc or 'as the environment has it'}:")
     print(f"ratio workload / plain: {math.exp(mean):.4f} (95% interval {math.exp(mean - half):.4f} .. "
           f"{math.exp(mean + half):.4f}); spread of the pairs' log ratios {sd:.2%}")
     return 0

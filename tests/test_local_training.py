@@ -43,6 +43,7 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
         assert all(len(s["rank_times"]) == 2 and s["samples"] == 4 for s in run["steps"])
         assert run["meta"]["nnodes"] == 2 and run["meta"]["backend"] == "gloo"
         assert run["meta"]["wrapper"] == "DistributedDataParallel"
+        assert run["meta"]["host_malloc"].startswith("glibc: ")  # freed memory kept for the next step
         # two launchers, node ranks 0 and 1, meeting on 127.0.0.1 at one port
         assert len(run["commands"]) == 2
         assert "--node_rank 0" in run["commands"][0] and "--node_rank 1" in run["commands"][1]

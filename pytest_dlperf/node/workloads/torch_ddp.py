@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import math
 import os
 import platform
@@ -561,7 +562,35 @@ def _version(dist_name: str) -> str:
         return "unknown"
 
 
-@record  # torchrun then shows this rank's traceback in its "Root Cause" summary
+HOST_MALLOC_ENV = "DLPERF_HOST_MALLOC"  # "default": leave glibc's malloc as it is
+
+
+def keep_freed_memory() -> str | None:
+    """On CPU nodes, have glibc's malloc keep the memory a step frees for the next step (what it did
+    is returned for the meta line; None where nothing was changed).
+
+    By default glibc hands big freed blocks back to the kernel and maps them again at the next step,
+    zero-filled: on a 2-core VM the decoder took 30-48 thousand minor page faults a step, a quarter of
+    each step in the kernel, and that share varied from step to step (docs/measurements.md,
+    2026-11-27). torch's own CPU launcher (torch.backends.xeon.run_cpu) preloads TCMalloc or JeMalloc
+    for this reason; glibc's own settings do it here without a library on the node. Blocks of up to
+    32 MiB (glibc's ceiling) come from the heap and freed memory is not trimmed; bigger blocks (BERT's
+    94 MB embedding gradient) are still mapped afresh."""
+    if os.environ.get(HOST_MALLOC_ENV) == "default":
+        return None
+    preload = os.environ.get("LD_PRELOAD", "")
+    if any(lib in preload for lib in ("jemalloc", "tcmalloc", "mimalloc")):
+        return None  # another allocator is in use: glibc's settings would not apply
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3  # malloc.h
+        if libc.mallopt(m_mmap_threshold, 32 << 20) != 1 or libc.mallopt(m_trim_threshold, 2**31 - 1) != 1:
+            return None
+    except (OSError, AttributeError):  # not glibc
+        return None
+    return "glibc: blocks to 32 MiB from the heap, freed memory kept (mallopt)"
+
+
 def place(args: argparse.Namespace, local_rank: int, cuda: bool) -> torch.device:
     """Threads, and this rank's device (its local GPU, with cuDNN's autotuner on)."""
     if args.threads > 0:
@@ -587,12 +616,14 @@ def parameter_digest(model: torch.nn.Module, device: torch.device) -> torch.Tens
     return digest
 
 
+@record  # torchrun then shows this rank's traceback in its "Root Cause" summary
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cuda = torch.cuda.is_available()
     comm = (HorovodComm if args.engine in ("horovod", "perseus") else DDPComm)(args.engine, cuda)
     rank, world, local_rank = comm.rank, comm.world, comm.local_rank
     device = place(args, local_rank, cuda)
+    host_malloc = None if cuda else keep_freed_memory()
     torch.manual_seed(args.seed + rank)
 
     model = build_model(args.model, args.num_classes, args.image_size,
@@ -641,6 +672,7 @@ def main(argv: list[str] | None = None) -> int:
                 **({"flops_per_sample": counted.total / (args.batch_size * per_sample)} if counted.total else {}),
                 **({"allreduce": allreduce, "gradient_bytes": grad_bytes} if allreduce else {}),
                 **({"sample": "token", "llm": llm_facts(model, args)} if per_sample > 1 else {}),
+                **({"host_malloc": host_malloc} if host_malloc else {}),
             )
             log.steps(timed, gathered, args.batch_size * per_sample * world)
             log.end([d.tolist() for d in digests])
