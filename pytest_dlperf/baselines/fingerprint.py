@@ -280,11 +280,14 @@ def _compare_node(tally: _Tally, node: str, m: dict, r: dict, perf_tolerance: fl
         tally.differ(d, fixed=True)
     cpu_wall, throttled, shared = _busy(m, busy_below)
     rec_wall, _, rec_shared = _busy(r, busy_below)
-    if shared or rec_shared:
+    if shared:
         tally.busy = True
         tally.notes.append(f"{node}: the cores were busy during the probe (cpu/wall {cpu_wall:.2f}): "
-                           "performance not compared" if shared else
-                           f"{node}: the recording machine's cores were busy during its probe "
+                           "performance not compared")
+        return
+    if rec_shared:
+        tally.busy = True
+        tally.notes.append(f"{node}: the recording machine's cores were busy during its probe "
                            f"(cpu/wall {rec_wall:.2f}): performance not compared")
         return
     perf, perf_notes, perf_ratios = _performance(node, m, r, perf_tolerance)
