@@ -98,9 +98,8 @@ class Group:
         return decide[0] > 0, int(decide[1])
 
     def gather_json(self, info: dict) -> list[dict]:
-        """Every rank's short JSON, through the float all-gather (codes padded to one length)."""
-        codes = self.gather([float(b) for b in json.dumps(info).encode()[:512].ljust(512)])
-        return [json.loads(bytes(int(c) for c in row).decode(errors="replace").rstrip()) for row in codes]
+        """Every rank's short JSON, through the float all-gather."""
+        return [json.loads(text) for text in steplog.gather_text(self.gather, json.dumps(info))]
 
 
 def make_step(args: argparse.Namespace, model: nn.Layer, rank: int, cuda: bool):

@@ -145,6 +145,13 @@ def _nothing() -> None:
     pass
 
 
+def gather_text(gather: Callable[[list[float]], list[list[float]]], text: str) -> list[str]:
+    """Every rank's short text (up to 512 bytes) through a workload's float all-gather: the text's
+    bytes as floats, padded to one length, decoded back per rank."""
+    codes = [float(b) for b in text.encode()[:512].ljust(512)]
+    return [bytes(int(c) for c in row).decode(errors="replace").rstrip() for row in gather(codes)]
+
+
 def time_steps(step: Callable[[], Any], args: Any, rank: int, samples_per_step: int, *,
                agree: Callable[[bool, int], tuple[bool, int]], barrier: Callable[[], None],
                sync: Callable[[], None] = _nothing,

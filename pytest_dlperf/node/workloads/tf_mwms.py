@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     digests = gather(parameter_digest(model))
     info = json.dumps({"host": socket.gethostname(), "device": gpus[0].name if gpus else cpu_model(),
                        "threads": args.threads or os.cpu_count()})
-    hosts = [json.loads(h) for h in _gather_text(gather, info)]
+    hosts = [json.loads(h) for h in steplog.gather_text(gather, info)]
 
     if rank == 0:
         with steplog.Writer(args.output) as log:
@@ -309,12 +309,6 @@ def main(argv: list[str] | None = None) -> int:
     final_barrier(gather)
     comm.shutdown()
     return 0
-
-
-def _gather_text(gather, text: str) -> list[str]:
-    """Every worker's short text, through the float all-gather (codes padded to one length)."""
-    codes = [float(b) for b in text.encode()[:512].ljust(512)]
-    return [bytes(int(c) for c in row).decode(errors="replace").rstrip() for row in gather(codes)]
 
 
 if __name__ == "__main__":
