@@ -126,9 +126,14 @@ class SlurmTestCluster:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+def _controller_marker(block: int) -> str:
+    """The controller's address as this block's slurm.conf names it (SlurmctldHost=HOST(ADDR))."""
+    return f"({_net(block)}.1)"
+
+
 def block_state_files(block: int) -> list[Path]:
     """slurm.conf of every test cluster directory under /var/tmp that was made for this block."""
-    marker = f"({_net(block)}.1)"
+    marker = _controller_marker(block)
     found = []
     for conf in Path("/var/tmp").glob("dlperf-slurm-*/slurm.conf"):
         with contextlib.suppress(OSError):
@@ -153,7 +158,7 @@ def _clear_stale(block: int) -> None:
     killed before its teardown leaves slurmd holding its namespace, so the veth pair outlives
     ``ip netns del``; and namespace teardown is asynchronous, so wait until the names are free.
     """
-    marker = f"({_net(block)}.1)"
+    marker = _controller_marker(block)
     for proc in psutil.process_iter(["name"]):
         if proc.info["name"] not in ("slurmctld", "slurmd", "slurmstepd"):
             continue
