@@ -562,7 +562,7 @@ def _version(dist_name: str) -> str:
         return "unknown"
 
 
-HOST_MALLOC_ENV = "DLPERF_HOST_MALLOC"  # "default": leave glibc's malloc as it is
+HOST_MALLOC_ENV = "DLPERF_HOST_MALLOC"  # "keep" (the same as unset) or "default": glibc's malloc as it is
 
 
 def keep_freed_memory() -> str | None:
@@ -576,7 +576,11 @@ def keep_freed_memory() -> str | None:
     for this reason; glibc's own settings do it here without a library on the node. Blocks of up to
     32 MiB (glibc's ceiling) come from the heap and freed memory is not trimmed; bigger blocks (BERT's
     94 MB embedding gradient) are still mapped afresh."""
-    if os.environ.get(HOST_MALLOC_ENV) == "default":
+    asked = os.environ.get(HOST_MALLOC_ENV, "")
+    if asked not in ("", "keep", "default"):
+        raise SystemExit(f"dlperf: {HOST_MALLOC_ENV}={asked!r} is neither 'keep' nor 'default'; "
+                         "unset it to keep freed memory")
+    if asked == "default":
         return None
     preload = os.environ.get("LD_PRELOAD", "")
     if any(lib in preload for lib in ("jemalloc", "tcmalloc", "mimalloc")):
