@@ -570,8 +570,9 @@ def keep_freed_memory() -> str | None:
     is returned for the meta line; None where nothing was changed).
 
     By default glibc hands big freed blocks back to the kernel and maps them again at the next step,
-    zero-filled: on a 2-core VM the decoder took 30-48 thousand minor page faults a step, a quarter of
-    each step in the kernel, and that share varied from step to step (docs/measurements.md,
+    zero-filled: on a 2-core VM a launch of the decoder took about 21 thousand minor page faults a
+    step, and in a benchmark's process 30-48 thousand, a quarter of each step in the kernel, a share
+    that varied from step to step (docs/measurements.md,
     2026-11-27). torch's own CPU launcher (torch.backends.xeon.run_cpu) preloads TCMalloc or JeMalloc
     for this reason; glibc's own settings do it here without a library on the node. Blocks of up to
     32 MiB (glibc's ceiling) come from the heap and freed memory is not trimmed; bigger blocks (BERT's
