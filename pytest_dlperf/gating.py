@@ -23,6 +23,8 @@ from .baselines import verdict_from_dict  # noqa: F401 - importable from here as
 from .baselines.fingerprint import FingerprintComparison, compare
 from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, pace_hides
 from .baselines.store import SittingsError, check_software
+from . import metrics
+from .metrics import PRIMARY, Kind
 from .clusters.base import Node
 from .comm import network_said
 from .preflight.hardware import Fingerprints
@@ -62,21 +64,21 @@ class GateOptions:
             raise pytest.UsageError("--dlperf-record-sittings K says how many sittings --update-baselines keeps: "
                                     "give it with --update-baselines, or leave it out to gate")
         return cls(update=get("dlperf_update_baselines"), profile=get("dlperf_baseline_profile"), directory=directory,
-                   tolerance={"throughput": get("dlperf_tolerance"), "speedup": get("dlperf_speedup_tolerance"),
-                              "efficiency": get("dlperf_efficiency_tolerance")},
+                   tolerance={m.name: get(m.option_dest) for m in metrics.gated()},
                    missing=get("dlperf_baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail",
                    hardware_fails=(get("dlperf_hardware") or ("fail" if in_ci() else "skip")) == "fail",
                    root=Path(config.rootpath), sittings=get("dlperf_record_sittings") or 1)
 
 
 def marker_tolerances(item: pytest.Item | None) -> dict[str, float]:
-    """``@pytest.mark.dlperf(tolerance=0.03, speedup_tolerance=.., efficiency_tolerance=..)``."""
+    """``@pytest.mark.dlperf(tolerance=0.03, speedup_tolerance=.., peak_memory_tolerance=..)``: each gated
+    metric's tolerance under its declared keyword."""
     if item is None:
         return {}
     marker = item.get_closest_marker("dlperf")
     if marker is None:
         return {}
-    names = {"tolerance": "throughput", "speedup_tolerance": "speedup", "efficiency_tolerance": "efficiency"}
+    names = {m.marker_key: m.name for m in metrics.gated()}
     unknown = sorted(set(marker.kwargs) - set(names))
     if unknown or marker.args:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.dlperf takes only "
@@ -409,11 +411,11 @@ class Gate:
         if comp.faster_only and not self.options.update:
             # this machine probes faster than the recording one: a drop is not the hardware's
             judged = self._judge_entry(result, ctx, tol, reference, record)
-            if any(v.metric == "throughput" and v.status is VerdictStatus.REGRESSION for v in judged.verdicts):
+            if any(v.metric == PRIMARY.name and v.status is VerdictStatus.REGRESSION for v in judged.verdicts):
                 judged.message += (f"\nthe hardware cannot explain this drop: this machine probes faster than "
                                    f"the recording one ({comp.summary()})")
                 return judged
-        v = hardware_verdict(result, ctx.entry, tol.throughput, comp)
+        v = hardware_verdict(result, ctx.entry, tol.get(PRIMARY.name), comp)
         result.verdict = {v.metric: v}
         if self.options.update:
             return Judgement(Outcome.PASS, v.message, [v])
@@ -436,22 +438,26 @@ class Gate:
 
     def _verdicts(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
                   reference: CaseResult | None) -> list[Verdict]:
-        """Throughput's verdict, then speedup's and efficiency's where the case spans several devices."""
+        """A verdict per gated metric the case has (declaration order: the primary metric's first); a
+        metric the session did not measure has none (results.json says why), one the entry lacks is MISSING."""
         case, entry = result.case, ctx.entry
         if entry is None:
             reason = self.store.describe_missing(ctx.profile, case.key, named=self.options.profile is not None)
             return [judge(result.throughputs, None, tol, case=case.id, missing_reason=reason)]
-        verdicts = [judge(result.throughputs, entry, tol, metric="throughput", cv_bound=self.options.cv_bound,
-                          alpha=self.options.alpha, case=case.id, measured_paces=result.paces,
-                          measured_pace_contract=result.pace_contract or None)]
-        if case.topology.world_size > 1:
-            runs = _scaling_runs(result, entry, reference, ctx.file)
-            for metric, measured in (("speedup", result.speedup), ("efficiency", result.efficiency)):
-                base = getattr(entry, metric)
-                if measured is not None and base is not None:
-                    verdicts.append(judge_scalar(measured, base, tol, metric=metric, case=case.id,
-                                                 baseline_source=entry.source, runs=runs,
-                                                 alpha=self.options.alpha))
+        verdicts, runs = [], None
+        for m in metrics.gated():
+            if not m.applies(case.topology.world_size):
+                continue
+            if m.kind is Kind.LAUNCH and result.values(m.name):
+                verdicts.append(judge(result.values(m.name), entry, tol, metric=m.name, cv_bound=self.options.cv_bound,
+                                      alpha=self.options.alpha, case=case.id,
+                                      measured_paces=result.paces if m.paced else (),
+                                      measured_pace_contract=(result.pace_contract or None) if m.paced else None))
+            elif m.kind is Kind.SCALING and result.value(m.name) is not None and entry.figure(m.name) is not None:
+                runs = runs or _scaling_runs(result, entry, reference, ctx.file)
+                verdicts.append(judge_scalar(result.value(m.name), entry.figure(m.name), tol, metric=m.name,
+                                             case=case.id, baseline_source=entry.source, runs=runs,
+                                             alpha=self.options.alpha))
         return verdicts
 
     def _pace_notes(self, result: CaseResult, throughput: Verdict) -> None:
@@ -511,11 +517,11 @@ def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: F
             "a throughput difference it explains is not called a regression")
     hidden = (" A machine that probes faster can hide a slow-down behind that figure; only a drop beyond the "
               "tolerance is judged on it." if comp.faster_only else "")
-    message = (f"HARDWARE {case} throughput: not judged: this machine is not the one that recorded the baseline "
+    message = (f"HARDWARE {case} {PRIMARY.name}: not judged: this machine is not the one that recorded the baseline "
                f"({comp.summary()}). Measured median {m_med:.4g} {result.case.unit} vs baseline {b_med:.4g} "
                f"({change:+.1%}).{hidden} Record this machine's own baseline with --update-baselines (with "
                f"--dlperf-baseline-profile NAME to keep the committed file), or gate against a profile recorded on "
                f"the same hardware.")
-    return Verdict(status=VerdictStatus.HARDWARE, case=case, metric="throughput", tolerance=tolerance, message=message,
+    return Verdict(status=VerdictStatus.HARDWARE, case=case, metric=PRIMARY.name, tolerance=tolerance, message=message,
                    rule=rule, measured_median=m_med, measured_n=len(result.throughputs), baseline_median=b_med,
                    baseline_n=len(entry.throughputs) or 1, baseline_source=entry.source, change=change)

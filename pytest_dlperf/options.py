@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from .metrics import DeviceKind, gated
 from .optiongroups import OptionGroup, add_short_names, value_options
 from .optiontypes import csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
 from .specs import PRECISIONS
@@ -140,12 +141,10 @@ def add_gate_options(parser: pytest.Parser) -> None:
       help="gate against this profile's file instead of the detected one (e.g. ecs.ebmgn6v.24xlarge)")
     a("--dlperf-baseline-dir", default=None, metavar="DIR",
       help="the baseline store (default: <rootdir>/baselines)")
-    a("--dlperf-tolerance", type=fraction, default=None, metavar="F",
-      help="allowed throughput drop for this run, e.g. 0.05 (default: the profile file's)")
-    a("--dlperf-speedup-tolerance", type=fraction, default=None, metavar="F",
-      help="allowed speedup drop for this run (default: the profile file's)")
-    a("--dlperf-efficiency-tolerance", type=fraction, default=None, metavar="F",
-      help="allowed scaling-efficiency drop for this run (default: the profile file's)")
+    for m in gated():  # one per gated metric, as declared (metrics/catalog.py)
+        a(m.option_name, type=fraction, default=None, metavar="F",
+          help=f"allowed {m.title} {m.direction.change_word} for this run, e.g. 0.05 (default: the profile file's: "
+               f"{m.default_tolerance(DeviceKind.CPU):g} on CPUs, {m.default_tolerance(DeviceKind.GPU):g} on GPUs)")
     a("--dlperf-baseline-missing", choices=MISSING, default="skip",
       help="a case without a baseline: skip (default, says how to record), fail, or record it")
     a("--dlperf-noisy", choices=NOISY, default="fail",

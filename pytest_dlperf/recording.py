@@ -52,7 +52,7 @@ class BaselineRecorder:
                                 f"--dlperf-record-sittings to start over on this machine.{slow}")
         merged = add_sitting(old, new, self.sittings)
         if merged.case.topology.world_size == 1:
-            merged.speedup, merged.efficiency = new.speedup, new.efficiency
+            _set_scaling(merged, {m.name: new.figure(m.name) for m in _STORED_SCALING})
         else:
             _scale_sittings(merged, self.recorded.get(reference.case.key) if reference is not None else None)
         return merged
@@ -64,7 +64,7 @@ class BaselineRecorder:
         (``catch_rate``) for a session of the node kind's default repeats."""
         rcv = robust_cv(result.throughputs)
         repeats = profile_of(nodes).repeats
-        rate = catch_rate(entry, CATCH_DROP, repeats, tol.throughput, cv_bound=self.cv_bound)
+        rate = catch_rate(entry, CATCH_DROP, repeats, tol.get(metrics.PRIMARY.name), cv_bound=self.cv_bound)
         disagree, weak = rcv > self.cv_bound, rate is not None and rate < CATCH_TARGET
         if not (disagree or weak):
             return
@@ -112,7 +112,7 @@ class BaselineRecorder:
             add: dict[str, Entry] = {}
             for r in results.results:
                 e = current.get(r.case.key)
-                if e is None or e.speedup is not None or r.speedup is None:
+                if e is None or e.figure(_FIRST.name) is not None or r.value(_FIRST.name) is None:
                     continue
                 last = e.throughputs[-e.sittings[-1]["runs"]:] if e.sittings else e.throughputs
                 if [float(x) for x in last] != [float(x) for x in r.throughputs]:
@@ -122,7 +122,7 @@ class BaselineRecorder:
                     if not _scale_sittings(e, current.get(base.case.key) if base is not None else None):
                         continue
                 else:
-                    e.speedup, e.efficiency = r.speedup, r.efficiency
+                    _set_scaling(e, {m.name: r.value(m.name) for m in _STORED_SCALING})
                 add[r.case.key] = e
             if add:
                 self.store.update(profile, add)
@@ -134,8 +134,22 @@ def _scale_sittings(entry: Entry, reference: Entry | None) -> bool:
     """Speedup and efficiency of an entry of several sittings from its merged median and its 1n1g's,
     where that 1n1g holds as many sittings; else none (False)."""
     if reference is None or max(1, len(reference.sittings)) != len(entry.sittings):
-        entry.speedup = entry.efficiency = None
+        _set_scaling(entry, {})
         return False
-    entry.speedup = metrics.speedup(entry.median, reference.median)
-    entry.efficiency = metrics.efficiency(entry.speedup, entry.case.topology.world_size)
+    derived: dict[str, float | None] = {}
+    at = {Topology(1, 1): reference.median}
+    for m in _STORED_SCALING:
+        derived[m.name] = m.derive(metrics.ScalingInputs(entry.median, entry.case.topology, at.get, derived))
+    _set_scaling(entry, derived)
     return True
+
+
+# the gated scaling metrics a baseline entry keeps (speedup, efficiency: each in its own field), in order
+_STORED_SCALING = tuple(m for m in metrics.of_kind(metrics.Kind.SCALING, gated_only=True) if m.stored_as)
+_FIRST = _STORED_SCALING[0]
+
+
+def _set_scaling(entry: Entry, values: dict[str, float | None]) -> None:
+    """The entry's stored scaling figures (None: not known yet, as for a case recorded alone)."""
+    for m in _STORED_SCALING:
+        setattr(entry, m.stored_as, values.get(m.name))

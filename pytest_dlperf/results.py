@@ -1,6 +1,7 @@
 """Results: one CaseResult per case (all its repeats), and the set that derives speedups."""
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass, field
 
 from . import metrics, pace
@@ -9,6 +10,11 @@ from .comm import Communication, communication
 from .mfu import Utilisation
 from .records import RunRecord, StepRecord
 from .specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
+
+# results.json's contract ("schema"): 2 adds each case's "metrics" (every declared metric's figures, unit
+# and direction, or why it was not measured); dlperf report, compare and history read 1 and 2
+CONTRACT = 2
+READS = (1, 2)
 
 
 @dataclass
@@ -24,9 +30,10 @@ class CaseResult:
     step_time: dict[str, float]  # p50..p95 seconds over every rank's steps of every repeat
     per_device: dict[str, float]  # p50..p95 samples/s per device (batch / step time)
     world_size_seen: int
-    speedup: float | None = None
-    efficiency: float | None = None
-    multi_node_efficiency: float | None = None
+    # the other per-launch metrics (metrics.Kind.LAUNCH): name -> one figure per launch, where every launch has one
+    figures: dict[str, list[float]] = field(default_factory=dict)
+    absent: dict[str, str] = field(default_factory=dict)  # per-launch metric -> why the case has no figure of it
+    scaling: dict[str, float | None] = field(default_factory=dict)  # scaling metric -> its figure (ResultSet)
     verdict: dict[str, Verdict] | None = None  # metric -> the baseline gate's verdict, filled when judged
     utilisation: Utilisation | None = None  # MFU, filled by the session where it knows the nodes' probes
     profile: str | None = None  # the baseline profile the gate judged it under (dlperf history groups by it)
@@ -34,6 +41,51 @@ class CaseResult:
     def __post_init__(self) -> None:
         if self.verdict:  # a verdict given as results.json writes it (a plugin's or a test's result): the object
             self.verdict = {m: v if isinstance(v, Verdict) else verdict_from_dict(v) for m, v in self.verdict.items()}
+
+    def values(self, metric: str) -> list[float]:
+        """A per-launch metric's figures, one per launch ([]: not measured, or not a per-launch metric)."""
+        if metric == metrics.PRIMARY.name:
+            return list(self.throughputs)
+        return list(self.figures.get(metric, []))
+
+    def value(self, metric: str) -> float | None:
+        """The case's figure of a metric: a per-launch one's median, a scaling one's, a case one's; None: none."""
+        m = metrics.get(metric)
+        if m.kind is metrics.Kind.LAUNCH:
+            runs = self.values(metric)
+            return self.median if m is metrics.PRIMARY else statistics.median(runs) if runs else None
+        if m.kind is metrics.Kind.SCALING:
+            return self.scaling.get(metric)
+        return m.per_case(self)
+
+    def metrics_dict(self) -> dict[str, dict]:
+        """results.json's ``metrics`` (contract 2): every declared metric the case has, with its unit,
+        direction and kind, its figure and, per launch, its figures; or why it was not measured."""
+        out: dict[str, dict] = {}
+        for m in metrics.declared():
+            value = self.value(m.name)
+            if value is None and m.name not in self.absent:
+                continue
+            d: dict = {"unit": m.raw_unit(self.case.unit), "better": m.direction.value, "kind": m.kind.value,
+                       "gated": m.gated, "value": value}
+            if m.kind is metrics.Kind.LAUNCH:
+                d["values"] = self.values(m.name)
+            if value is None:
+                d["not_measured"] = self.absent[m.name]
+            out[m.name] = d
+        return out
+
+    @property
+    def speedup(self) -> float | None:
+        return self.scaling.get(metrics.SPEEDUP.name)
+
+    @property
+    def efficiency(self) -> float | None:
+        return self.scaling.get(metrics.EFFICIENCY.name)
+
+    @property
+    def multi_node_efficiency(self) -> float | None:
+        return self.scaling.get(metrics.MULTI_NODE_EFFICIENCY.name)
 
     @property
     def paces(self) -> list[float]:
@@ -76,6 +128,7 @@ class CaseResult:
             "speedup": self.speedup,
             "efficiency": self.efficiency,
             "multi_node_efficiency": self.multi_node_efficiency,
+            "metrics": self.metrics_dict(),
             "acspeed": self.acspeed_line,
             "verdict": {m: v.to_dict() for m, v in self.verdict.items()} if self.verdict is not None else None,
             "mfu": self.utilisation.to_dict() if self.utilisation is not None else None,
@@ -108,10 +161,14 @@ def result_from_dict(d: dict) -> CaseResult:
                       started_at=r.get("started_at", 0.0), pace=r.get("pace"), pace_error=r.get("pace_error", ""),
                       node_paces=r.get("node_paces", {}))
             for r in d.get("runs", [])]
+    declared = d.get("metrics") or {}  # contract 2; a contract-1 case has the primary metric's figures only
+    launch = [m.name for m in metrics.of_kind(metrics.Kind.LAUNCH) if m is not metrics.PRIMARY]
     return CaseResult(
         case=case_from_dict(d["case"]), measurement=Measurement(**d["measurement"]), runs=runs,
         throughputs=d["throughputs"], mean=d["mean"], median=d["median"], step_time=d["step_time"],
         per_device=d["per_device_samples_per_s"], world_size_seen=d["world_size_seen"],
+        figures={n: list(declared[n]["values"]) for n in launch if (declared.get(n) or {}).get("values")},
+        absent={n: str(declared[n]["not_measured"]) for n in launch if (declared.get(n) or {}).get("not_measured")},
         verdict={m: verdict_from_dict(v) for m, v in d["verdict"].items()} if d.get("verdict") is not None else None,
         utilisation=Utilisation.from_dict(d["mfu"]) if d.get("mfu") else None,
         profile=d.get("profile") if isinstance(d.get("profile"), str) else None,
@@ -122,31 +179,52 @@ def summarize(case: CaseSpec, measurement: Measurement, runs: list[RunRecord]) -
     """Throughput per repeat, then mean and median over repeats; percentiles over all steps."""
     if not runs:
         raise ValueError(f"{case.id}: no runs to summarize")
-    def lengths(r: RunRecord) -> tuple[int, int]:  # what the workload ran (it sizes the window)
-        return int(r.meta.get("warmup_iters", measurement.warmup_iters)), int(r.meta.get("iters", measurement.iters))
-
-    def figures(r: RunRecord) -> tuple[float, list[float]]:
-        """(samples/s, step seconds): from the step log, or what a parser read in the program's output
-        (``meta["parsed"]``: its throughput, and step times only where its rates are single steps')."""
-        parsed = r.meta.get("parsed")
-        if parsed is None:
-            return metrics.throughput(r.steps, *lengths(r)), metrics.step_times(r.steps, *lengths(r))
-        global_batch = case.batch_size * case.items_per_sample * case.topology.world_size
-        return parsed["throughput"], [global_batch / x for x in parsed["rates"] if x > 0] if parsed.get("per_step") else []
-
-    figs = [figures(r) for r in runs]
-    tputs = [tput for tput, _ in figs]
-    times = [t for _, ts in figs for t in ts]
+    tputs = [metrics.PRIMARY.per_launch(r, case, measurement) for r in runs]
+    times = [t for r in runs for t in _step_seconds(r, case, measurement)]
     printed = [r.meta["parsed"]["step_time"] for r in runs if (r.meta.get("parsed") or {}).get("step_time")]
     # percentiles over every step where steps are known; the tool's own where it printed them for a
     # single run (those of several runs cannot be pooled); else none: absent, never filled in
     pct = metrics.percentiles(times) if times else dict(printed[0]) if len(runs) == 1 and printed else {}
     mean, median = metrics.center(tputs)
+    figures, absent = _other_figures(case, measurement, runs)
     return CaseResult(
         case=case, measurement=measurement, runs=runs, throughputs=tputs, mean=mean, median=median,
         step_time=pct, per_device={k: case.batch_size * case.items_per_sample / v for k, v in pct.items()},
-        world_size_seen=int(runs[0].meta.get("world_size", 0)),
+        world_size_seen=int(runs[0].meta.get("world_size", 0)), figures=figures, absent=absent,
     )
+
+
+def _step_seconds(r: RunRecord, case: CaseSpec, m: Measurement) -> list[float]:
+    """A launch's step seconds: every rank's in the window from the step log, or, from a program's own
+    output (``meta["parsed"]``), its rates' steps only where they are single steps'."""
+    parsed = r.meta.get("parsed")
+    if parsed is None:
+        return metrics.step_times(r.steps, int(r.meta.get("warmup_iters", m.warmup_iters)),
+                                  int(r.meta.get("iters", m.iters)))
+    global_batch = case.batch_size * case.items_per_sample * case.topology.world_size
+    return [global_batch / x for x in parsed["rates"] if x > 0] if parsed.get("per_step") else []
+
+
+def _other_figures(case: CaseSpec, m: Measurement, runs: list[RunRecord]) -> tuple[dict[str, list[float]],
+                                                                                  dict[str, str]]:
+    """Each other per-launch metric's figures where every launch has one, else why the case has none
+    (a launch without it is never left out to make a figure of the others)."""
+    figures, absent = {}, {}
+    for metric in metrics.of_kind(metrics.Kind.LAUNCH):
+        if metric is metrics.PRIMARY:
+            continue
+        got, why = [], []
+        for r in runs:
+            try:
+                got.append(metric.per_launch(r, case, m))
+            except metrics.NotMeasured as exc:
+                why.append(str(exc))
+        if not why:
+            figures[metric.name] = got
+        else:
+            absent[metric.name] = why[0] if len(why) == len(runs) else \
+                f"{len(why)} of {len(runs)} launches have none ({why[0]})"
+    return figures, absent
 
 
 @dataclass
@@ -167,14 +245,15 @@ class ResultSet:
         return None
 
     def _derive(self) -> None:
+        """Each scaling metric of every case, in declaration order, from its group's medians."""
         for r in self.results:
-            t = r.case.topology
-            base = self.find(r.case, Topology(1, 1))
-            r.speedup = metrics.speedup(r.median, base.median if base else None)
-            r.efficiency = metrics.efficiency(r.speedup, t.world_size)
-            full = self.find(r.case, Topology(1, t.devices_per_node))
-            r.multi_node_efficiency = metrics.multi_node_efficiency(
-                r.median, t.nodes, full.median if full else None)
+            def median_at(topology: Topology, r: CaseResult = r) -> float | None:
+                other = self.find(r.case, topology)
+                return other.median if other is not None else None
+
+            r.scaling = {}
+            for m in metrics.of_kind(metrics.Kind.SCALING):
+                r.scaling[m.name] = m.derive(metrics.ScalingInputs(r.median, r.case.topology, median_at, r.scaling))
 
     def groups(self) -> dict[tuple, list[CaseResult]]:
         out: dict[tuple, list[CaseResult]] = {}

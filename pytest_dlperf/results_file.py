@@ -7,9 +7,10 @@ import json
 from dataclasses import fields
 from pathlib import Path
 
+from . import metrics
 from .baselines.gate import VerdictStatus
 from .baselines.schema import is_number, positive_number
-from .results import ResultSet, result_from_dict
+from .results import READS, ResultSet, result_from_dict
 from .specs import CaseSpec, Measurement, Topology
 
 FIX = "write it again (pytest, or dlperf import) or mend that entry"
@@ -89,11 +90,37 @@ def _check_figures(d: dict) -> str | None:
             return f"'verdict.{metric}': {wrong}"
     if not isinstance(d.get("runs", []), list):
         return "'runs' is not a list"
+    wrong = _check_metrics(d.get("metrics"))
+    if wrong:
+        return wrong
     mfu = d.get("mfu")
     if mfu is not None and not (isinstance(mfu, dict) and isinstance(mfu.get("peak"), dict)
                                 and all(v is None or positive_number(v) for v in
                                         (mfu.get("mfu"), mfu.get("flops_per_sample"), mfu.get("peak", {}).get("flops")))):
         return "'mfu' is not null or an object with a 'peak' object and positive numbers (or nulls)"
+    return None
+
+
+def _check_metrics(section: object) -> str | None:
+    """What is wrong with a case's ``metrics`` (contract 2; absent in contract 1), or None."""
+    if section is None:
+        return None
+    if not isinstance(section, dict) or not all(isinstance(v, dict) for v in section.values()):
+        return "'metrics' is not an object of objects"
+    for name, d in section.items():
+        try:
+            metric = metrics.get(name)
+        except ValueError:
+            return f"'metrics.{name}' is not a metric this pytest-dlperf knows (a newer one wrote it?)"
+        value, values = d.get("value"), d.get("values", [])
+        if value is not None and not is_number(value):
+            return f"'metrics.{name}.value' is {value!r}, not a number or null"
+        if not isinstance(values, list) or not all(positive_number(x) for x in values):
+            return f"'metrics.{name}.values' is {values!r}, not a list of positive numbers"
+        if value is None and not d.get("not_measured"):
+            return f"'metrics.{name}' has neither a value nor why it was not measured"
+        if metric.kind is metrics.Kind.LAUNCH and value is not None and not values:
+            return f"'metrics.{name}' has a value but no per-launch values"
     return None
 
 
@@ -147,7 +174,13 @@ def read_document(path: Path) -> dict:
 
 
 def from_document(path: Path, doc: dict) -> ResultSet:
-    """The results of a results.json's document, every field the reports use checked first."""
+    """The results of a results.json's document (contract 1 or 2), every field the reports use checked first."""
+    schema = doc.get("schema", 1)
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema not in READS:
+        newer = isinstance(schema, int) and not isinstance(schema, bool) and schema > max(READS)
+        raise ResultsFileError(f"{path}: results.json contract {schema!r} is "
+                               + (f"newer than this pytest-dlperf reads ({', '.join(map(str, READS))}): upgrade "
+                                  "pytest-dlperf" if newer else "not one pytest-dlperf wrote: give a run's results.json"))
     if not isinstance(doc.get("cases"), list):
         raise ResultsFileError(f"{path}: not a pytest-dlperf results.json (no 'cases' list): give one that pytest "
                                "or dlperf import wrote")

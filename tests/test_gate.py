@@ -300,10 +300,10 @@ def test_scaling_runs_need_a_run_on_every_side():
 
 
 def test_resolve_tolerances_layers_in_rising_priority():
-    default = Tolerances(0.05, 0.07, 0.07)
-    t = resolve_tolerances(default, Tolerances(0.04, 0.06, 0.06), {"throughput": 0.10}, None,
+    default = Tolerances(throughput=0.05, speedup=0.07, efficiency=0.07)
+    t = resolve_tolerances(default, Tolerances(throughput=0.04, speedup=0.06, efficiency=0.06), {"throughput": 0.10}, None,
                            {"throughput": 0.03, "speedup": None})
-    assert t == Tolerances(0.03, 0.06, 0.06)
+    assert t == Tolerances(throughput=0.03, speedup=0.06, efficiency=0.06)
     with pytest.raises(ValueError, match="unknown tolerance metric"):
         resolve_tolerances(default, {"latency": 0.1})
     with pytest.raises(ValueError, match="fraction"):

@@ -80,9 +80,12 @@ def test_recording_keeps_raw_repeats_tolerance_and_versions(recorded):
     path = profile_file(recorded)
     assert path.name.startswith("cpu-") and "tiny" not in path.name  # the tiny engine has no framework to name
     doc = json.loads(path.read_text())
-    assert doc["schema"] == 1 and doc["profile"] == path.stem
+    assert doc["schema"] == 2 and doc["profile"] == path.stem
     e = doc["entries"][KEY]
     assert len(e["throughputs"]) == 5 and all(t > 0 for t in e["throughputs"])
+    # the other gated per-launch metrics' runs, one per launch: peak memory (bytes) and time to first step (s)
+    assert set(e["figures"]) == {"peak_memory", "time_to_first_step"}
+    assert all(len(v) == 5 and all(x > 0 for x in v) for v in e["figures"].values())
     assert e["median"] == sorted(e["throughputs"])[2]
     assert e["versions"]["python"] == platform.python_version() and e["recorded_at"] and e["source"] == "recorded"
     assert e["tolerance"]["throughput"] > 0

@@ -139,7 +139,7 @@ def test_a_damaged_or_newer_file_is_named_and_the_rest_builds(site, tmp_path, ca
     assert cli.main(["history", str(paths[1].parent), str(bad), "-o", str(tmp_path / "site")]) == 0
     err = capsys.readouterr().err
     assert f"left out {bad / 'corrupt' / 'results.json'}: not JSON" in err
-    assert "schema 99 is newer than this pytest-dlperf reads (1)" in err
+    assert "schema 99 is newer than this pytest-dlperf reads (2)" in err
     index = (tmp_path / "site" / "index.html").read_text()
     assert "Left out (2)" in index and "1 runs, 2 cases" in index
 

@@ -51,7 +51,7 @@ def test_dlperf_import_writes_results_and_records_a_profile_the_gate_reads(tmp_p
     # and the report renders from it
     r = dlperf("report", str(out), "-o", str(tmp_path / "rep"))
     assert r.returncode == 0, r.stderr
-    assert "| 1n4g | 1 | 4 | 1143.46 | 0.89 |" in (tmp_path / "rep" / "summary.md").read_text()
+    assert "| 1n4g | 1 | 4 | 1143.46 | 3.55 | 0.89 |" in (tmp_path / "rep" / "summary.md").read_text()
 
 
 def test_the_warmup_rule_is_the_formats_and_can_be_changed():

@@ -80,9 +80,10 @@ def test_2_percentiles_are_the_logs_own_or_absent(tmp_path):
     (tf,) = load(tfdir, "tf_cnn").results
     assert tf.step_time == {} and tf.per_device == {} and round(tf.median, 2) == 2075.05
     text = render(load(tfdir, "tf_cnn"))
-    # efficiency 1.00, no busbw (one device), no multi-node figure, speedup 1.00, then MFU, p50 and p95
-    # step and the verdict shown absent (a log gives no FLOP count and no step times)
-    assert "| 1n1g | 1 | 1 | 2075.05 | 1.00 | - | - | 1.00 | - | - | - | - |" in text
+    # speedup and efficiency 1.00; the metrics no row has (busbw, multi-node, MFU) get no column; peak
+    # memory, time to first step, p50 and p95 step and the verdict shown absent (a log gives none of them)
+    assert "| 1n1g | 1 | 1 | 2075.05 | 1.00 | 1.00 | - | - | - | - | - |" in text
+    assert "- peak memory not measured (1n1g): a program's own output reports no peak memory" in text
     assert "no step times (none in the log)" in tf.acspeed_line
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from .. import metrics
 from ..gating import changes, run_versions
+from ..metrics import DeviceKind, Direction, Kind, Metric
 from ..specs import CaseSpec, Topology
 from . import sequential, worktree
 from .options import ABOptions
@@ -18,6 +20,8 @@ if TYPE_CHECKING:
     from ..session.hub import DLPerfSession
 
 
+# another metric's paired verdict says how the candidate's figure compares, whichever way is better
+OTHER_VERDICTS = {"slower": "worse", "faster": "better"}
 METHOD_TEXT = ("paired t on the log ratios, a repeated-significance confidence sequence calibrated by "
                "simulation (one nominal level at every look from the first to the cap)")
 
@@ -103,8 +107,33 @@ class ABSession:
         if final and why and got.status is sequential.Decision.UNDECIDED:
             rec.verdict["reason"] += f" (stopped by {why})"
         rec.complete = got.status is not sequential.Decision.CONTINUE
+        self._other_metrics(rec, final=rec.complete)
         if len(rec.pairs) == 1:  # both sides have run once: what differs between them is known
             rec.differences = self.differences(rec)
+
+    def _other_metrics(self, rec: PairedCase, final: bool) -> None:
+        """Each other gated per-launch metric (peak memory, ...) that both sides measured in every pair: its
+        paired verdict from the same pairs, on its own tolerance (the pairs stop when throughput decides)."""
+        for m in metrics.of_kind(Kind.LAUNCH, gated_only=True):
+            data = rec.figures(m.name) if m is not metrics.PRIMARY else []
+            if not data:
+                continue
+            lower = m.direction is Direction.LOWER
+            got = sequential.decide(data, self._method_for(m), final=final, lower_is_better=lower,
+                                    subject=f"candidate {m.title}",
+                                    words=("lower", "higher") if lower else ("slower", "faster"))
+            verdict = assessment_dict(got)
+            verdict["verdict"] = OTHER_VERDICTS.get(verdict["verdict"], verdict["verdict"])
+            rec.metrics[m.name] = verdict
+
+    def _method_for(self, metric: Metric) -> sequential.Method:
+        """The paired test for another metric: the session's, at that metric's tolerance (its option, else
+        its declared default for the nodes' device kind)."""
+        given = self.session.gate.options.tolerance.get(metric.name)
+        if given is None:
+            kind = DeviceKind.GPU if any(n.gpus > 0 for n in self.session.cluster.nodes()) else DeviceKind.CPU
+            given = metric.default_tolerance(kind)
+        return replace(self.method, tolerance=given)
 
     def differences(self, rec: PairedCase) -> list[str]:
         """What differs between the sides: the spec (python, files' commit, variables) and what the
@@ -146,6 +175,9 @@ class ABSession:
             said += "; the sides differ in: " + "; ".join(rec.differences)
         scaling = self.scaling(rec)
         fails = status == "slower" or (status == "undecided" and self.options.undecided_fails)
+        for name, v in rec.metrics.items():
+            said += f"; {metrics.get(name).title} {v['verdict'].upper()}: {v['reason']}"
+            fails = fails or v["verdict"] == "worse" or (v["verdict"] == "undecided" and self.options.undecided_fails)
         if scaling is not None:
             said += f"; scaling efficiency {scaling['verdict'].upper()}: {scaling['reason']}"
             fails = fails or scaling["verdict"] == "slower"

@@ -109,7 +109,9 @@ class PairedOrder:
                                side=self.ab.sides[role])
                 if "frameworks" not in run.meta:  # a program the project did not write: its side's versions
                     run.meta["frameworks"] = self.ab.frameworks_of(role, case)
-                launches[role] = rec.half = Launch(role, summarize(case, cm, [run]).throughputs[0], run)
+                got_one = summarize(case, cm, [run])
+                launches[role] = rec.half = Launch(role, got_one.throughputs[0], run,
+                                                   {name: v[0] for name, v in got_one.figures.items()})
             rec.half = None
             rec.pairs.append(Pair(k, turn[0], launches["reference"], launches["candidate"]))
             self.ab.conclude(rec, final=False)

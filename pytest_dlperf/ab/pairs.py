@@ -15,10 +15,12 @@ class Launch:
     role: str
     throughput: float
     run: RunRecord
+    figures: dict[str, float] = field(default_factory=dict)  # the launch's other gated per-launch metrics
 
     def to_dict(self) -> dict:
         return {"throughput": self.throughput, "started_at": self.run.started_at,
-                "wall_seconds": round(self.run.wall_seconds, 3), "run_dir": self.run.run_dir}
+                "wall_seconds": round(self.run.wall_seconds, 3), "run_dir": self.run.run_dir,
+                **({"figures": dict(self.figures)} if self.figures else {})}
 
 
 @dataclass
@@ -52,6 +54,8 @@ class PairedCase:
     complete: bool = False  # its verdict is final (decided, capped or stopped by the budget)
     error: str | None = None  # a launch or preflight that failed stopped the case
     differences: list[str] = field(default_factory=list)  # what differs between the sides
+    # the other gated per-launch metrics' paired verdicts (peak memory, ...): name -> as results.json shows it
+    metrics: dict[str, dict] = field(default_factory=dict)
 
     @property
     def status(self) -> str | None:
@@ -60,6 +64,11 @@ class PairedCase:
     def throughputs(self) -> list[tuple[float, float]]:
         """(reference, candidate) samples/s per pair, in the order taken."""
         return [(p.reference.throughput, p.candidate.throughput) for p in self.pairs]
+
+    def figures(self, metric: str) -> list[tuple[float, float]]:
+        """(reference, candidate) figures of another metric per pair; [] unless every pair has both."""
+        got = [(p.reference.figures.get(metric), p.candidate.figures.get(metric)) for p in self.pairs]
+        return [(r, c) for r, c in got] if got and all(r is not None and c is not None for r, c in got) else []
 
     def runs(self, role: str) -> list[RunRecord]:
         """One side's runs, in the order taken (the half pair's too)."""
@@ -77,6 +86,8 @@ class PairedCase:
                  pairs_taken=[p.to_dict() for p in self.pairs])
         if self.half is not None:
             d["unpaired"] = {"role": self.half.role, **self.half.to_dict()}
+        if self.metrics:
+            d["metrics"] = {name: dict(v) for name, v in self.metrics.items()}
         if self.error:
             d["error"] = self.error
         return d

@@ -12,6 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from .. import metrics
 from .pairs import PairedCase
 
 HEADER = ("case", "reference", "candidate", "cand/ref", "interval", "pairs", "verdict")
@@ -41,11 +42,27 @@ def rows(section: dict) -> list[list[str]]:
         interval = "-" if c.get("low") is None else f"{c['low']:.3f}-{c['high']:.3f}"
         out.append([name, "-" if ref is None else f"{ref:.2f}", "-" if cand is None else f"{cand:.2f}",
                     _pct(c.get("ratio")), interval, str(len(taken)), verdict])
+        for metric, v in (c.get("metrics") or {}).items():  # the other gated metrics' paired verdicts
+            out.append(_metric_row(name, metric, v, taken))
     for name, s in section.get("scaling", {}).items():
         interval = "-" if s.get("low") is None else f"{s['low']:.3f}-{s['high']:.3f}"
         out.append([f"{name} scaling efficiency", "", "", _pct(s.get("ratio")), interval, str(s.get("pairs", "")),
                     str(s.get("verdict", "")).upper()])
     return out
+
+
+def _metric_row(name: str, metric: str, v: dict, taken: list[dict]) -> list[str]:
+    """A case's row for another metric's paired verdict: both sides' geometric means in its unit."""
+    try:
+        m = metrics.get(metric)
+    except ValueError:
+        return [f"{name} {metric}", "-", "-", _pct(v.get("ratio")), "-", str(v.get("pairs", "")),
+                str(v.get("verdict", "")).upper()]
+    sides = [_geomean([p[role].get("figures", {}).get(metric) for p in taken
+                       if p[role].get("figures", {}).get(metric)]) for role in ("reference", "candidate")]
+    interval = "-" if v.get("low") is None else f"{v['low']:.3f}-{v['high']:.3f}"
+    return [f"{name} {m.title}", *(m.show(x) for x in sides), _pct(v.get("ratio")), interval,
+            str(v.get("pairs", "")), str(v.get("verdict", "")).upper()]
 
 
 def sides_lines(section: dict) -> list[str]:
@@ -80,6 +97,8 @@ def terminal(section: dict, width: int = 160) -> str:
     for name, c in section.get("cases", {}).items():
         if c.get("reason"):
             console.print(f"{name}: {c['reason']}")
+        for metric, v in (c.get("metrics") or {}).items():
+            console.print(f"{name} {metric}: {v.get('reason', '')}")
     return buf.getvalue()
 
 
@@ -136,4 +155,8 @@ def ab_junit_properties(rec: PairedCase) -> list[tuple[str, object]]:
     for key in ("ratio", "low", "high"):
         if v.get(key) is not None:
             props.append((f"dlperf_ab_{key}", round(v[key], 5)))
+    for metric, other in rec.metrics.items():
+        props.append((f"dlperf_ab_{metric}_verdict", other.get("verdict") or "none"))
+        if other.get("ratio") is not None:
+            props.append((f"dlperf_ab_{metric}_ratio", round(other["ratio"], 5)))
     return props

@@ -327,11 +327,14 @@ def log_ratios(data: Sequence[tuple[float, float]] | Sequence[float]) -> list[fl
 
 
 def decide(data: Sequence[tuple[float, float]] | Sequence[float], method: Method = Method(),
-           final: bool = False) -> Assessment:
-    """The verdict after the pairs so far: (reference, candidate) throughputs or their log ratios.
+           final: bool = False, lower_is_better: bool = False, subject: str = "candidate",
+           words: tuple[str, str] = ("slower", "faster")) -> Assessment:
+    """The verdict after the pairs so far: (reference, candidate) figures or their log ratios.
 
     final: no more pairs will come (the budget ran out, the session is ending): an open interval is
-    UNDECIDED rather than CONTINUE, as it is at max_pairs.
+    UNDECIDED rather than CONTINUE, as it is at max_pairs. ``lower_is_better`` (peak memory, time to
+    first step): SLOWER means the candidate's figure is higher, worse; the rules are applied to the
+    reciprocal ratios and the reason and figures give the ratios as measured, in ``words``.
     """
     x = log_ratios(data)
     n, gamma = len(x), method.gamma
@@ -347,11 +350,16 @@ def decide(data: Sequence[tuple[float, float]] | Sequence[float], method: Method
         return Assessment(Decision.CONTINUE, n, ratio, None, None, gamma,
                           f"{n} of the {method.min_pairs} pairs needed for a first look")
     interval = t_interval(x, gamma)
-    status = classify(interval, method.tolerance)
+    status = classify(_flipped(interval) if lower_is_better else interval, method.tolerance)
     if status is None:
         status = Decision.UNDECIDED if final or n >= method.max_pairs else Decision.CONTINUE
     return Assessment(status, n, math.exp(interval.mean), math.exp(interval.low), math.exp(interval.high), gamma,
-                      _reason(status, interval, method.tolerance, f"{n} pairs"))
+                      _reason(status, interval, method.tolerance, f"{n} pairs", subject, words))
+
+
+def _flipped(interval: Interval) -> Interval:
+    """The interval of the reciprocal ratio (reference / candidate): a lower-is-better figure's, oriented."""
+    return Interval(-interval.mean, -interval.high, -interval.low)
 
 
 def _scaling_logs(ratios: Sequence[float], case: str) -> list[float]:

@@ -84,7 +84,9 @@ from enum import Enum
 
 from .significance import Significance, rank_test, scaling_test, scipy_stats, significant, t_test
 from .fingerprint import robust_cv
-from .schema import METRICS, Tolerances
+from .. import metrics
+from ..metrics import Direction, Kind
+from .schema import Tolerances
 from .store import Entry, run_groups
 
 DEFAULT_ALPHA = 0.05
@@ -119,7 +121,6 @@ STATUSES = tuple(s.value for s in VerdictStatus)
 # Launches per case that give the gate a spread against a single baseline figure (the one-sample t
 # test); 3, the default, on both sides lets the rank test decide alone.
 NEEDED_LAUNCHES = 2
-UNITS = {"throughput": "samples/s", "speedup": "x", "efficiency": ""}
 
 
 @dataclass
@@ -294,9 +295,10 @@ def _hidden_text(info: dict | None, status: str) -> str:
 
 
 def _fmt(v: float, metric: str, unit: str | None = None) -> str:
-    """A figure with its unit (``unit``: the case's throughput unit, tokens/s for a decoder)."""
-    unit = unit if unit is not None and metric == "throughput" else UNITS[metric]
-    return f"{v:.4g}{' ' + unit if unit else ''}"
+    """A figure in its declared unit (``unit``: the case's throughput unit, tokens/s for a decoder)."""
+    m = metrics.get(metric)
+    shown = m.unit_for(unit or "samples/s")
+    return f"{v / m.scale:.4g}{' ' + shown if shown else ''}"
 
 
 def _side(label: str, median: float, cv: float | None, rcv: float | None, n: int, metric: str,
@@ -353,8 +355,7 @@ class _Spread:
 
 def _checked(measured: Sequence[float], tolerance: float | Tolerances, metric: str) -> tuple[float, list[float]]:
     """The metric's tolerance and the measured values, or ValueError naming what is wrong."""
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+    metrics.get(metric)  # ValueError naming the declared metrics
     tol = tolerance.get(metric) if isinstance(tolerance, Tolerances) else float(tolerance)
     if not 0 <= tol < 1:
         raise ValueError(f"tolerance {tol!r}: expected a fraction in [0, 1)")
@@ -391,37 +392,51 @@ def _with_pace(sides: _Sides, baseline: Entry, mp: list[float], bp: list[float],
     return info, _pace_text(info, baseline.case.unit)
 
 
-def _spread(sides: _Sides, cv_bound: float, alpha: float) -> _Spread:
-    """Significance of a drop (rank test, else t test) and the noisy check on the measured runs."""
+def _as_measured(test: Significance | None, direction: Direction) -> Significance | None:
+    """A test run on the figures oriented higher-is-better, with its bounds as measured / baseline of
+    the figures as they are (a lower-is-better metric's bounds are the reciprocals, swapped)."""
+    if test is None or direction is Direction.HIGHER:
+        return test
+    return replace(test, low=1.0 / test.high, high=1.0 / test.low)
+
+
+def _spread(sides: _Sides, cv_bound: float, alpha: float, direction: Direction = Direction.HIGHER) -> _Spread:
+    """Significance of a change for the worse (rank test, else t test; on the figures oriented so that
+    higher is better) and the noisy check on the measured runs."""
     xs, b_raw = sides.measured, sides.baseline
     m_rcv = _robust_cv(xs)
     spread_p = spread_test(xs, b_raw)
     noisy = m_rcv is not None and m_rcv > cv_bound and (spread_p is None or spread_p <= alpha)
     wider = f" and wider than the baseline runs' (F test p={spread_p:.3g})" if spread_p is not None else ""
     cvs = f"measured robust CV {m_rcv:.1%} above the bound {cv_bound:.0%}{wider}" if noisy else ""
-    return _Spread(rank=rank_test(xs, b_raw, alpha) if b_raw else None, tt=t_test(xs, b_raw, sides.b_med, alpha),
+    ox, ob = [direction.orient(x) for x in xs], [direction.orient(x) for x in b_raw]
+    rank = rank_test(ox, ob, alpha) if ob else None
+    tt = t_test(ox, ob, direction.orient(sides.b_med), alpha)
+    return _Spread(rank=_as_measured(rank, direction), tt=_as_measured(tt, direction),
                    b_cv=_cv(b_raw), b_rcv=_robust_cv(b_raw), m_rcv=m_rcv, noisy=noisy, cvs=cvs, measured_n=len(xs))
 
 
-def _status(ratio: float, tol: float, spread: _Spread, alpha: float) -> tuple[VerdictStatus, str]:
-    """The rule of the module doc: the status, and the rule that decided it in words."""
-    test, change = spread.test, ratio - 1
-    lo = test.low if test else None
-    below = ratio < 1 - tol
-    if below and test is not None and significant(test, alpha):
-        return VerdictStatus.REGRESSION, (f"median below baseline x (1 - {tol:g}) and the drop is significant "
+def _status(ratio: float, tol: float, spread: _Spread, alpha: float,
+            direction: Direction = Direction.HIGHER) -> tuple[VerdictStatus, str]:
+    """The rule of the module doc, either way round: the status, and the rule that decided it in words."""
+    test, change, d = spread.test, ratio - 1, direction
+    worst = (test.low if d is Direction.HIGHER else test.high) if test else None  # the bound on the worse side
+    beyond, line, what = d.worse(ratio, tol), d.limit(tol), d.change_word
+    if beyond and test is not None and significant(test, alpha):
+        return VerdictStatus.REGRESSION, (f"median {d.beyond} {line} and the {what} is significant "
                                           f"({test.name} p={test.p:.3g} <= {alpha:g})")
-    if below and test is None:
+    if beyond and test is None:
         return VerdictStatus.UNJUDGED, _unjudged_rule(change, spread.measured_n)
-    if spread.noisy and ratio < 1 and (lo is None or lo < 1 - tol):
+    if spread.noisy and d.worse_at_all(ratio) and (worst is None or d.worse(worst, tol)):
         return VerdictStatus.NOISY, (f"too noisy to judge: {spread.cvs}, and the bounds do not "
-                                     f"rule out a drop beyond {tol:.0%}")
-    if below:
-        return VerdictStatus.PASS, (f"median below baseline x (1 - {tol:g}) but the drop is not significant given "
+                                     f"rule out a {what} beyond {tol:.0%}")
+    if beyond:
+        return VerdictStatus.PASS, (f"median {d.beyond} {line} but the {what} is not significant given "
                                     f"the spread ({test.name} p={test.p:.3g} > {alpha:g}): not called a regression")
-    if ratio > 1 + tol:
-        return VerdictStatus.IMPROVEMENT, f"faster than baseline by {change:.1%}: consider --update-baselines"
-    return VerdictStatus.PASS, f"within tolerance: median at or above baseline x (1 - {tol:g})"
+    if d.better(ratio, tol):
+        return VerdictStatus.IMPROVEMENT, (f"{d.better_word} than baseline by {abs(change):.1%}: "
+                                           "consider --update-baselines")
+    return VerdictStatus.PASS, f"within tolerance: median {d.within} {line}"
 
 
 def _host_check(status: VerdictStatus, rule: str, mp: list[float], bp: list[float],
@@ -438,15 +453,16 @@ def _host_check(status: VerdictStatus, rule: str, mp: list[float], bp: list[floa
         "Run again at a quieter moment, or record the baseline again on this host (--update-baselines)")
 
 
-def _rule_notes(status: VerdictStatus, spread: _Spread, cv_bound: float) -> str:
+def _rule_notes(status: VerdictStatus, spread: _Spread, cv_bound: float,
+                direction: Direction = Direction.HIGHER) -> str:
     """What the rule adds on noise that did not decide the status."""
     out = ""
     if spread.noisy and status in (VerdictStatus.PASS, VerdictStatus.IMPROVEMENT):
-        out += f" ({spread.cvs}, but a median not below the baseline's never fails)"
+        out += f" ({spread.cvs}, but a median not {direction.beyond} the baseline's never fails)"
     if spread.b_rcv is not None and spread.b_rcv > cv_bound:
         out += (f" (the baseline's own runs are noisy: robust CV {spread.b_rcv:.1%} above the bound {cv_bound:.0%}; "
-                "only drops beyond the bounds can be told from that noise: record the case on a quieter "
-                "machine or with more --dlperf-repeats to gate it closely)")
+                f"only {direction.change_word}s beyond the bounds can be told from that noise: record the case on a "
+                "quieter machine or with more --dlperf-repeats to gate it closely)")
     return out
 
 
@@ -476,7 +492,8 @@ def _message(name: str, metric: str, status: VerdictStatus, sides: _Sides, sprea
     return (f"{_HEADS[status]} {name} {metric}: "
             f"{_side('measured', sides.m_med, sides.m_cv, spread.m_rcv, len(sides.measured), metric, '', unit)} vs "
             f"{_side('baseline', sides.b_med, spread.b_cv, spread.b_rcv, len(sides.baseline) or 1, metric, b_extra, unit)}: "
-            f"{ratio - 1:+.1%} (tolerance -{tol:.0%}); {stats_txt}. Rule: {rule}.{pace_txt}"
+            f"{ratio - 1:+.1%} (tolerance {metrics.get(metric).direction.signed(tol)}); {stats_txt}. "
+            f"Rule: {rule}.{pace_txt}"
             f"{_hidden_text(pace_info, status)}")
 
 
@@ -494,20 +511,25 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
         why = missing_reason or "no baseline; record one with --update-baselines"
         return Verdict(VerdictStatus.MISSING, name, metric, tol, f"{name} {metric}: {why}", "no baseline",
                        measured_median=m_med, measured_cv=m_cv, measured_n=len(xs))
-    b_med = baseline.median if metric == "throughput" else getattr(baseline, metric)
+    declared = metrics.get(metric)
+    b_med = baseline.figure(metric)
     if b_med is None:
-        return Verdict(VerdictStatus.MISSING, name, metric, tol, f"{name} {metric}: the baseline entry has no {metric}",
+        later = (f" (recorded before pytest-dlperf measured its {declared.title}, or by an engine that does not: "
+                 "record it again with --update-baselines to gate it)" if declared.kind is Kind.LAUNCH else "")
+        return Verdict(VerdictStatus.MISSING, name, metric, tol,
+                       f"{name} {metric}: the baseline entry has no {metric}{later}",
                        f"no baseline {metric}", measured_median=m_med, measured_cv=m_cv, measured_n=len(xs),
                        baseline_source=baseline.source)
-    sides = _Sides(xs, list(baseline.throughputs) if metric == "throughput" else [], m_med, m_cv, b_med)
+    sides = _Sides(xs, baseline.values(metric) if declared.kind is Kind.LAUNCH else [], m_med, m_cv, b_med)
     pace_info, pace_txt = None, ""
     mp, bp = [float(p) for p in measured_paces], [float(p) for p in baseline.paces]
-    if metric == "throughput" and (mp or bp):
+    if declared.paced and (mp or bp):
         pace_info, pace_txt = _with_pace(sides, baseline, mp, bp, measured_pace_contract, tol, cv_bound, alpha, case)
-    spread = _spread(sides, cv_bound, alpha)
+    direction = declared.direction
+    spread = _spread(sides, cv_bound, alpha, direction)
     ratio = sides.m_med / sides.b_med
-    status, rule = _host_check(*_status(ratio, tol, spread, alpha), mp, bp, pace_info)
-    rule += _rule_notes(status, spread, cv_bound)
+    status, rule = _host_check(*_status(ratio, tol, spread, alpha, direction), mp, bp, pace_info)
+    rule += _rule_notes(status, spread, cv_bound, direction)
     test = spread.test
     return Verdict(status=status, case=name, metric=metric, tolerance=tol, rule=rule,
                    message=_message(name, metric, status, sides, spread, tol, baseline, rule, pace_txt, pace_info),
@@ -542,10 +564,11 @@ def catch_rate(baseline: Entry, drop: float, repeats: int, tolerance: float | To
 def judge_scalar(measured: float | None, baseline: float | None, tolerance: float | Tolerances, *,
                  metric: str, case: str, baseline_source: str = "recorded", runs: ScalingRuns | None = None,
                  alpha: float = DEFAULT_ALPHA) -> Verdict:
-    """Speedup or efficiency: a ratio of medians per side, judged on its own tolerance and, where
-    ``runs`` are given, on the significance of the drop; higher never fails."""
-    if metric not in ("speedup", "efficiency"):
-        raise ValueError(f"judge_scalar is for speedup and efficiency, not {metric!r}")
+    """A gated scaling metric (speedup, efficiency): a ratio of medians per side, judged on its own
+    tolerance and, where ``runs`` are given, on the significance of the drop; higher never fails."""
+    declared = metrics.get(metric)
+    if declared.kind is not Kind.SCALING or declared.direction is not Direction.HIGHER:
+        raise ValueError(f"judge_scalar is for the higher-is-better scaling metrics, not {metric!r}")
     tol = tolerance.get(metric) if isinstance(tolerance, Tolerances) else float(tolerance)
     if measured is None or baseline is None:
         why = "not measured in this session" if measured is None else "no baseline value"
@@ -599,8 +622,9 @@ def resolve_tolerances(default: Tolerances, *layers: Mapping[str, float | None] 
         if layer is None:
             continue
         values = layer.to_dict() if isinstance(layer, Tolerances) else dict(layer)
-        unknown = set(values) - set(METRICS)
+        known = metrics.names(metrics.gated())
+        unknown = set(values) - set(known)
         if unknown:
-            raise ValueError(f"unknown tolerance metric(s) {', '.join(sorted(unknown))}; expected {', '.join(METRICS)}")
-        out = out.override(**values)
+            raise ValueError(f"unknown tolerance metric(s) {', '.join(sorted(unknown))}; expected {', '.join(known)}")
+        out = out.override(values)
     return out

@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 from ..clusters.base import Node
+from ..metrics import DeviceKind
 from .schema import Tolerances
 
 # Frameworks whose major version matters per backend; a backend not listed keeps every one given.
@@ -112,13 +113,16 @@ def check_profile_name(name: str) -> str:
 _ECS_GPU = re.compile(r"^ecs\.(ebm|s|v)?gn")
 
 
-def default_tolerances(profile: str) -> Tolerances:
-    """The built-in tolerances of a new profile file.
-
-    GPUs: 3% everywhere (DLPerf's repeated runs agree within about 1%). CPUs: 5% on throughput,
-    15% on speedup and efficiency, which are ratios of two medians judged without a spread and,
-    on a few shared cores, move by tens of percent between sessions.
-    """
+def device_kind(profile: str) -> DeviceKind:
+    """The device kind a profile's nodes have: CPU for ``cpu-*`` and the ECS families without GPUs."""
     if profile.startswith("cpu") or (profile.startswith("ecs.") and not _ECS_GPU.match(profile)):
-        return Tolerances(throughput=0.05, speedup=0.15, efficiency=0.15)
-    return Tolerances(throughput=0.03, speedup=0.03, efficiency=0.03)
+        return DeviceKind.CPU
+    return DeviceKind.GPU
+
+
+def default_tolerances(profile: str) -> Tolerances:
+    """The built-in tolerances of a new profile file: each gated metric's declared default for the
+    profile's device kind (``metrics.catalog``: e.g. throughput 3% on GPUs, where DLPerf's repeated
+    runs agree within about 1%, and 5% on CPUs; speedup and efficiency 15% on CPUs, ratios of two
+    medians that move by tens of percent between sessions on a few shared cores)."""
+    return Tolerances.defaults(device_kind(profile))

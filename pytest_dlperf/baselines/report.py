@@ -8,6 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from .. import metrics
 from .gate import Verdict
 
 ORDER = {"regression": 0, "noisy": 1, "hardware": 2, "missing": 3, "unjudged": 4, "improvement": 5, "pass": 6}
@@ -26,14 +27,16 @@ def verdict_table(verdicts: Sequence[Verdict], include_pass: bool = False, width
     for col in ("verdict", "case", "metric", "measured", "baseline", "change", "tolerance", "p / bounds"):
         table.add_column(col, justify="left" if col in ("verdict", "case", "metric") else "right")
     for v in sorted(rows, key=lambda v: (ORDER[v.status], v.case, v.metric)):
-        m = "-" if v.measured_median is None else f"{v.measured_median:.4g}" + (
+        metric = metrics.get(v.metric)  # figures in its declared unit (GiB, not bytes), tolerance signed its way
+        m = "-" if v.measured_median is None else f"{v.measured_median / metric.scale:.4g}" + (
             f" ±{v.measured_cv:.0%}" if v.measured_cv is not None else "")
-        b = "-" if v.baseline_median is None else f"{v.baseline_median:.4g}" + (
+        b = "-" if v.baseline_median is None else f"{v.baseline_median / metric.scale:.4g}" + (
             f" ±{v.baseline_cv:.0%}" if v.baseline_cv is not None else "")
         stat = "-"
         if v.interval is not None and v.p_value is not None:
             stat = f"p={v.p_value:.2g} {v.interval[0]:.2f}..{v.interval[1]:.2f}"
-        table.add_row(v.status.upper(), v.case, v.metric, m, b, _pct(v.change), f"-{v.tolerance:.0%}", stat)
+        table.add_row(v.status.upper(), v.case, v.metric, m, b, _pct(v.change), metric.direction.signed(v.tolerance),
+                      stat)
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()

@@ -1,15 +1,17 @@
-"""The baseline files' building blocks: the metrics, tolerances, and field-by-field validation that
-names the file and the field at fault. Shared by store.py (files) and profile.py (default tolerances)."""
+"""The baseline files' building blocks: tolerances per gated metric (the metrics are declared in
+``metrics``), and field-by-field validation that names the file and the field at fault. Shared by
+store.py (files) and profile.py (default tolerances)."""
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
-METRICS = ("throughput", "speedup", "efficiency")
+from .. import metrics
+from ..metrics import DeviceKind
+
 _FIX = "the file was not modified; fix it by hand, or move it away and record again with --update-baselines"
 
 
@@ -65,45 +67,73 @@ class _Reader:
         return v
 
 
-@dataclass(frozen=True)
 class Tolerances:
-    """Allowed relative drop per metric before the gate calls it a regression (0.05 = 5%)."""
+    """Allowed relative change per gated metric before the gate calls it worse (0.05 = 5%): a drop of
+    a higher-is-better metric, a rise of a lower-is-better one (``metrics.Direction``). It may hold
+    some metrics only (a layer: an entry's, the command line's, a test marker's); the gate judges with
+    one that the profile's defaults complete (``resolve_tolerances``)."""
 
-    throughput: float = 0.05
-    speedup: float = 0.05
-    efficiency: float = 0.05
+    __slots__ = ("_values",)
 
-    def __post_init__(self) -> None:
-        for name in METRICS:
-            v = getattr(self, name)
+    def __init__(self, values: Mapping[str, float | None] | None = None, /, **given: float | None) -> None:
+        merged = {k: v for k, v in {**(values or {}), **given}.items() if v is not None}
+        for name, v in merged.items():
+            metric = metrics.get(name)  # ValueError naming the known metrics
+            if not metric.gated:
+                raise ValueError(f"tolerance {name}: {metric.title} is reported, not gated; gated metrics: "
+                                 f"{', '.join(metrics.names(metrics.gated()))}")
             if not (is_number(v) and 0 <= v < 1):
                 raise ValueError(f"tolerance {name}={v!r}: expected a fraction in [0, 1)")
-
-    def get(self, metric: str) -> float:
-        if metric not in METRICS:
-            raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
-        return float(getattr(self, metric))
-
-    def override(self, **values: float | None) -> Tolerances:
-        """A copy with the given metrics replaced (None keeps the current value)."""
-        return Tolerances(**{m: values[m] if values.get(m) is not None else getattr(self, m) for m in METRICS})
-
-    def to_dict(self) -> dict[str, float]:
-        return {m: getattr(self, m) for m in METRICS}
+        self._values = {m.name: float(merged[m.name]) for m in metrics.gated() if m.name in merged}
 
     @classmethod
-    def read(cls, r: _Reader, name: str, required: bool) -> Tolerances | None:
+    def defaults(cls, kind: DeviceKind) -> Tolerances:
+        """Every gated metric's declared default for the device kind."""
+        return cls({m.name: m.default_tolerance(kind) for m in metrics.gated()})
+
+    def get(self, metric: str) -> float:
+        if metric not in self._values:
+            metrics.get(metric)  # an unknown name says so
+            raise ValueError(f"no tolerance for {metric} (known: {', '.join(self._values) or 'none'})")
+        return self._values[metric]
+
+    def __contains__(self, metric: object) -> bool:
+        return metric in self._values
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tolerances) and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._values.items())))
+
+    def __repr__(self) -> str:
+        return f"Tolerances({', '.join(f'{k}={v:g}' for k, v in self._values.items())})"
+
+    def override(self, values: Mapping[str, float | None] | None = None, /, **given: float | None) -> Tolerances:
+        """A copy with the given metrics replaced (None keeps the current value)."""
+        return Tolerances({**self._values, **{k: v for k, v in {**(values or {}), **given}.items() if v is not None}})
+
+    def to_dict(self) -> dict[str, float]:
+        return dict(self._values)
+
+    @classmethod
+    def read(cls, r: _Reader, name: str, required: bool, defaults: Tolerances | None = None) -> Tolerances | None:
+        """The file's tolerances under ``name``; metrics it does not name take ``defaults`` (the profile's
+        declared defaults: a metric declared after the file was written has none in it)."""
         d = r.get(name, "dict", required)
         if d is None:
             return None
         sub = _Reader(r.path, d, f"{r.where}{name}.")
-        bad = sorted(set(d) - set(METRICS))
+        known = metrics.names(metrics.gated())
+        bad = sorted(set(d) - set(known))
         if bad:
-            raise sub.fail(bad[0], f"is not a metric; expected {', '.join(METRICS)}")
-        values = {m: sub.get(m, "number0") for m in METRICS}
+            raise sub.fail(bad[0], f"is not a gated metric; expected {', '.join(known)}")
+        # the metrics of schema 1 (kept in their own entry fields) are named in every file; a metric declared
+        # later takes the profile's default where a file written before it does not name it
+        values = {m.name: sub.get(m.name, "number0", required=bool(m.stored_as)) for m in metrics.gated()
+                  if m.name in d or m.stored_as}
         try:
-            return cls(**values)
+            got = cls(values)
         except ValueError as exc:
             raise BaselineError(r.path, f"{r.where}{name}: {exc}") from None
-
-
+        return defaults.override(got.to_dict()) if defaults is not None else got

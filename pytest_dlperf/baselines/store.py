@@ -19,12 +19,15 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from .. import metrics
 from ..files import atomic_write_text
+from ..metrics import Kind
 from ..specs import CaseSpec, Topology
 from .profile import check_profile_name, default_tolerances
 from .schema import BaselineError, Tolerances, _Reader, positive_number
 
-SCHEMA = 1
+SCHEMA = 2  # 2: entries may hold other metrics' runs ("figures"); tolerances of every gated metric
+READS = (1, 2)  # a schema-1 file (throughput, speedup, efficiency only) is read as it is
 LOCK_TIMEOUT = 120.0
 
 
@@ -59,6 +62,9 @@ class Entry:
     # (--dlperf-record-sittings K keeps the last K, so the baseline holds the host's level over hours)
     sittings: list[dict[str, Any]] = field(default_factory=list)
     busbw: float | None = None  # a multi-device case's all-reduce busbw at the bucket size, bytes/s (comm.py)
+    # the runs of the gated per-launch metrics kept nowhere else (metric name -> one figure per run, in
+    # the order taken): peak memory, time to first step; a metric absent here has no baseline yet
+    figures: dict[str, list[float]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # other fields, kept as they are
 
     @property
@@ -71,6 +77,24 @@ class Entry:
     def key(self) -> str:
         """The same key as CaseSpec.key, e.g. ``ddp/resnet50-fp32-bs8-64px-2n1g``."""
         return self.case.key
+
+    def values(self, metric: str) -> list[float]:
+        """The recorded runs' figures of a per-launch metric ([] : none recorded, or a published median)."""
+        m = metrics.get(metric)
+        if m.kind is not Kind.LAUNCH:
+            return []
+        return list(getattr(self, m.stored_as)) if m.stored_as else list(self.figures.get(m.name, []))
+
+    def figure(self, metric: str) -> float | None:
+        """The entry's figure of a metric: a per-launch metric's median (the stored median for the primary
+        one, which a published entry gives without runs), a scaling metric's stored value; None: none."""
+        m = metrics.get(metric)
+        if m is metrics.PRIMARY:
+            return self.median
+        if m.kind is Kind.LAUNCH:
+            runs = self.values(metric)
+            return statistics.median(runs) if runs else None
+        return getattr(self, m.stored_as, None) if m.stored_as else None
 
     @property
     def published(self) -> bool:
@@ -107,11 +131,16 @@ class Entry:
         entry = cls.from_samples(model=c.model, precision=c.precision, batch_size=c.batch_size,
                                  image_size=c.image_size, backend=c.backend, topology=c.topology.name,
                                  throughputs=result.throughputs, tolerance=tolerance, versions=versions,
-                                 speedup=result.speedup, efficiency=result.efficiency, variant=c.variant)
+                                 variant=c.variant)
+        for m in metrics.gated():  # the gated scaling figures, each in the field schema 1 gave it
+            if m.kind is Kind.SCALING and m.stored_as:
+                setattr(entry, m.stored_as, result.value(m.name))
         entry.paces = list(getattr(result, "paces", []))
         entry.pace_contract = int(getattr(result, "pace_contract", 0)) if entry.paces else 0
         comm = getattr(result, "communication", None)
         entry.busbw = comm.busbw if comm is not None else None
+        entry.figures = {m.name: [float(x) for x in result.values(m.name)] for m in metrics.gated()
+                         if m.kind is Kind.LAUNCH and not m.stored_as and result.values(m.name)}
         return entry
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,6 +164,8 @@ class Entry:
             d["sittings"] = [dict(x) for x in self.sittings]
         if self.busbw:
             d["busbw"] = self.busbw
+        if self.figures:
+            d["figures"] = {k: list(v) for k, v in self.figures.items()}
         d.update({k: v for k, v in self.extra.items() if k not in d})
         return d
 
@@ -164,7 +195,7 @@ class Entry:
             raise r.fail("source", f"must be 'recorded', 'published: <citation>' or 'imported: <logs>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
                  "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
-                 "machine", "variant", "paces", "pace_contract", "sittings", "busbw"}
+                 "machine", "variant", "paces", "pace_contract", "sittings", "busbw", "figures"}
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
@@ -180,6 +211,7 @@ class Entry:
             variant=r.get("variant", "str", required=False) or "",
             sittings=_sittings(r, len(tputs)),
             busbw=r.get("busbw", "number", required=False),
+            figures=_figures(r),
             extra={k: v for k, v in d.items() if k not in known},
         )
         try:
@@ -189,6 +221,22 @@ class Entry:
         if real_key != key:
             raise BaselineError(path, f"entry key {key!r} does not match its fields, which make {real_key!r}")
         return entry
+
+
+def _figures(r: _Reader) -> dict[str, list[float]]:
+    """The entry's ``figures``, checked: each a gated per-launch metric kept nowhere else, with its runs'
+    positive figures."""
+    d = r.get("figures", "dict", required=False) or {}
+    sub = _Reader(r.path, d, f"{r.where}figures.")
+    known = [m.name for m in metrics.gated() if m.kind is Kind.LAUNCH and not m.stored_as]
+    out = {}
+    for name, values in d.items():
+        if name not in known:
+            raise sub.fail(name, f"is not a gated per-launch metric kept here; expected {', '.join(known)}")
+        if not (isinstance(values, list) and values and all(positive_number(x) for x in values)):
+            raise sub.fail(name, f"must be a non-empty list of numbers > 0, not {json.dumps(values)[:60]}")
+        out[name] = [float(x) for x in values]
+    return out
 
 
 def _sittings(r: _Reader, runs: int) -> list[dict[str, Any]]:
@@ -259,6 +307,9 @@ def add_sitting(old: Entry, new: Entry, keep: int) -> Entry:
     merged.pace_contract = new.pace_contract
     merged.sittings = [dict(s) for s in kept] + [{"recorded_at": new.recorded_at, "runs": len(new.throughputs)}]
     merged.machine, merged.extra, merged.busbw = new.machine, dict(new.extra), new.busbw
+    # another metric's runs join where the recorded ones have one figure per run; else this sitting's alone
+    merged.figures = {name: (list(old.figures[name][cut:]) if len(old.figures.get(name, [])) == len(old.throughputs)
+                             else []) + list(values) for name, values in new.figures.items()}
     return merged
 
 
@@ -285,9 +336,11 @@ class BaselineFile:
         return self.machines.get(entry.machine) if entry.machine else None
 
     def tolerances_for(self, key: str) -> Tolerances:
-        """The entry's recorded tolerances, else the file's default."""
+        """The file's default tolerances with the entry's recorded ones laid over them (an entry recorded
+        before a metric was declared has none for it)."""
         e = self.entries.get(key)
-        return e.tolerance if e is not None and e.tolerance is not None else self.default_tolerance
+        return self.default_tolerance.override(e.tolerance.to_dict()) if e is not None and e.tolerance is not None \
+            else self.default_tolerance
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -338,9 +391,9 @@ def parse(path: Path, text: str) -> BaselineFile:
         raise BaselineError(path, f"expected a JSON object at the top, found {type(data).__name__}")
     if "schema" not in data:
         raise BaselineError(path, "has no 'schema' field: not a pytest-dlperf baseline file")
-    if type(data["schema"]) is not int or data["schema"] != SCHEMA:
+    if type(data["schema"]) is not int or data["schema"] not in READS:
         raise BaselineError(path, f"schema version {json.dumps(data['schema'])} is not one this pytest-dlperf "
-                                  f"reads (it reads schema {SCHEMA})",
+                                  f"reads (it reads schema {' and '.join(map(str, READS))})",
                             "the file was not modified; use the pytest-dlperf version that wrote it, "
                             "or move it away and record again with --update-baselines")
     r = _Reader(path, data, "")
@@ -357,7 +410,8 @@ def parse(path: Path, text: str) -> BaselineFile:
         if e.machine and e.machine not in machines:
             raise BaselineError(path, f"entries[{key!r}].machine {e.machine!r} names no entry of 'machines'")
     return BaselineFile(path=path, profile=profile, description=r.get("description", "text", required=False) or "",
-                        default_tolerance=Tolerances.read(r, "default_tolerance", required=True),
+                        default_tolerance=Tolerances.read(r, "default_tolerance", required=True,
+                                                          defaults=default_tolerances(profile)),
                         entries=entries, machines=machines)
 
 
@@ -412,8 +466,8 @@ class BaselineStore:
                 current.machines.update(machines or {})
                 if description is not None:
                     current.description = description
-                if default_tolerance is not None:
-                    current.default_tolerance = default_tolerance
+                if default_tolerance is not None:  # completed with the profile's defaults: the file names every metric
+                    current.default_tolerance = default_tolerances(profile).override(default_tolerance.to_dict())
                 text = current.to_json()
                 parse(path, text)  # never write what could not be read back
                 mode = _file_mode(path)

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import metrics
 from ..baselines.gate import Verdict
 from ..results import CaseResult
 from .runs import Run
 
-METRICS = {"throughput": "Throughput", "speedup": "Speedup", "efficiency": "Scaling efficiency"}
+# a chart per gated metric, as declared (metrics/catalog.py); figures in the declared unit (GiB, not bytes)
+METRICS = {m.name: m.title[:1].upper() + m.title[1:] for m in metrics.gated()}
 PALETTE = ("#1f77b4", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#e377c2")
 # verdicts marked on a line: (colour, plotly symbol); pass and "no baseline" are the line itself
 MARKED = {"regression": ("#d62728", "x"), "improvement": ("#2ca02c", "triangle-up"),
@@ -26,7 +28,8 @@ class Point:
 
 
 def value(result: CaseResult, metric: str) -> float | None:
-    return {"throughput": result.median, "speedup": result.speedup, "efficiency": result.efficiency}[metric]
+    got = result.value(metric)
+    return None if got is None else got / metrics.get(metric).scale
 
 
 def judged(result: CaseResult, metric: str) -> float | None:
@@ -34,7 +37,9 @@ def judged(result: CaseResult, metric: str) -> float | None:
     pace where the pace probe adjusted it; a speedup whose one-device case another file holds), else
     the run's own figure."""
     v = verdict(result, metric)
-    return v.measured_median if v is not None and v.measured_median is not None else value(result, metric)
+    if v is not None and v.measured_median is not None:
+        return v.measured_median / metrics.get(metric).scale
+    return value(result, metric)
 
 
 def verdict(result: CaseResult, metric: str) -> Verdict | None:
@@ -55,7 +60,7 @@ def _band(points: Sequence[Point], metric: str) -> tuple[list, list, list]:
     base, low, high = [], [], []
     for p in points:
         v = verdict(p.result, metric)
-        b = v.baseline_median if v is not None and v.baseline_median else None
+        b = v.baseline_median / metrics.get(metric).scale if v is not None and v.baseline_median else None
         base.append(b)
         low.append(None if b is None else b * (1 - v.tolerance))
         high.append(None if b is None else b * (1 + v.tolerance))
@@ -89,7 +94,7 @@ def _line_traces(label: str, colour: str, points: Sequence[Point], metric: str, 
     measured = {"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys, "name": label, "legendgroup": label,
                 "line": {"color": colour}, "marker": {"color": colour, "size": 6},
                 "text": [_hover(p, metric) for p in points], "hovertemplate": "%{y:.4g}<br>%{text}<extra></extra>"}
-    if metric == "throughput":
+    if metric == metrics.PRIMARY.name:
         scale = [y / p.result.median for y, p in zip(ys, points)]  # the repeats' range around the judged figure
         measured["error_y"] = {"type": "data", "symmetric": False, "color": _rgba(colour, 0.6),
                                "array": [(max(p.result.throughputs) - p.result.median) * k for p, k in zip(points, scale)],
@@ -153,7 +158,8 @@ def case_figure(metric: str, unit: str, groups: dict[tuple[str, str], list[Point
     changes = _changes(groups)
     time_marks = _marks(changes, _x_time)
     commit_marks = _marks(changes, lambda p: commit_label(p.run))
-    title = f"{METRICS[metric]}" + (f" ({unit})" if metric == "throughput" else "")
+    shown = metrics.get(metric).unit_for(unit)
+    title = f"{METRICS[metric]}" + (f" ({shown})" if shown and shown != "x" else "")
     time_axis = {"type": "date", "title": {"text": "run time (UTC)"}}
     commit_axis = {"type": "category", "categoryorder": "array", "categoryarray": commits,
                    "title": {"text": "commit (in the order first run)"}}

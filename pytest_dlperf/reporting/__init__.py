@@ -11,10 +11,12 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from .. import metrics
 from ..files import atomic_write_text
-from ..results import ResultSet
+from ..results import CONTRACT, ResultSet
+from . import cells
 
-SCHEMA = 1
+SCHEMA = CONTRACT  # results.json's "schema": its contract version (results.py)
 
 
 def _fmt(value: float | None, spec: str, unit: str = "") -> str:
@@ -22,7 +24,7 @@ def _fmt(value: float | None, spec: str, unit: str = "") -> str:
     return "-" if value is None else format(value, spec) + unit
 
 
-def summary_tables(results: ResultSet, width: int = 120) -> str:
+def summary_tables(results: ResultSet, width: int = 150) -> str:
     """One table per model, precision, batch and image size, as DLPerf and AIACC print them."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
@@ -30,17 +32,21 @@ def summary_tables(results: ResultSet, width: int = 120) -> str:
         size = rows[0].case.size_label
         table = Table(title=f"{model} {precision} bs{batch}/device {size}{' ' + variant if variant else ''} ({backend})",
                       title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
-        for col in ("topology", "nodes", "devices", rows[0].case.unit, "mean", "speedup", "efficiency",
-                    "multi-node", "MFU", "p50 step", "p95 step", "repeats"):
+        columns = cells.shown(rows)  # the declared metrics these rows have, in declaration order
+        unit = rows[0].case.unit
+        heads = [h for m in columns for h in ([m.header(unit), "mean"] if m is metrics.PRIMARY else [m.header(unit)])]
+        for col in ("topology", "nodes", "devices", *heads, "p50 step", "p95 step", "repeats"):
             table.add_column(col, justify="left" if col == "topology" else "right")
         for r in rows:
             t = r.case.topology
-            table.add_row(t.name, str(t.nodes), str(t.world_size), f"{r.median:.2f}", f"{r.mean:.2f}",
-                          _fmt(r.speedup, ".2f"), _fmt(r.efficiency, ".2f"),
-                          _fmt(r.multi_node_efficiency, ".2f"), r.utilisation.text if r.utilisation else "-",
+            figures = [c for m in columns for c in ([cells.cell(r, m), f"{r.mean:.2f}"] if m is metrics.PRIMARY
+                                                     else [cells.cell(r, m)])]
+            table.add_row(t.name, str(t.nodes), str(t.world_size), *figures,
                           _fmt(r.step_time.get("p50"), ".3f", "s"),
                           _fmt(r.step_time.get("p95"), ".3f", "s"), str(len(r.throughputs)))
         console.print(table)
+        for line in cells.not_measured(rows):
+            console.print(f"  {line}", soft_wrap=True)
         for r in rows:
             console.print(f"  {r.case.topology.name}: {r.acspeed_line}")
             if r.utilisation is not None and r.utilisation.flops_per_sample is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 
+from .. import metrics
 from ..results import CaseResult, ResultSet
 
 
@@ -36,9 +37,9 @@ def _benchmark(r: CaseResult, name: str) -> dict:
             "backend": c.backend, "model": c.model, "precision": c.precision, "batch_size_per_device": c.batch_size,
             "image_size": c.image_size, "variant": c.variant, "topology": c.topology.name,
             "nodes": c.topology.nodes, "devices": c.topology.world_size,
-            "samples_per_s": r.throughputs, "median_samples_per_s": r.median, "speedup": r.speedup,
-            "efficiency": r.efficiency, "multi_node_efficiency": r.multi_node_efficiency,
-            "mfu": r.utilisation.mfu if r.utilisation else None,
+            "samples_per_s": r.throughputs, "median_samples_per_s": r.median,
+            **{m.name: r.value(m.name) for m in metrics.declared() if m is not metrics.PRIMARY},
+            "metrics": r.metrics_dict(),
             "step_time_s": r.step_time, "verdict": {k: v.status.value for k, v in (r.verdict or {}).items()},
         },
         "options": {"timer": "wall time of the measured window (barrier to barrier)", "min_rounds": len(r.throughputs),

@@ -1,6 +1,8 @@
-"""A case's key figures as JUnit properties (``--junitxml``), as ``record_property`` writes them."""
+"""A case's key figures as JUnit properties (``--junitxml``), as ``record_property`` writes them: one
+per declared metric the case has (under the declaration's property name), and its verdicts."""
 from __future__ import annotations
 
+from .. import metrics
 from ..results import CaseResult
 
 
@@ -9,12 +11,12 @@ def junit_properties(result: CaseResult) -> list[tuple[str, object]]:
     c = result.case
     props: list[tuple[str, object]] = [
         ("dlperf_backend", c.backend), ("dlperf_case", c.id), ("dlperf_topology", c.topology.name),
-        ("dlperf_samples_per_s", round(result.median, 4)), ("dlperf_repeats", len(result.throughputs)),
+        ("dlperf_repeats", len(result.throughputs)),
     ] + [(f"dlperf_step_{p}_s", round(result.step_time[p], 6)) for p in ("p50", "p95") if p in result.step_time]
-    for name in ("speedup", "efficiency", "multi_node_efficiency"):
-        value = getattr(result, name)
+    for m in metrics.declared():
+        value = result.value(m.name)
         if value is not None:
-            props.append((f"dlperf_{name}", round(value, 4)))
+            props.append((m.junit_name, round(value, 6) if abs(value) < 1e6 else round(value)))
     for metric, v in (result.verdict or {}).items():
         props.append((f"dlperf_verdict_{metric}", v.status.value))
     return props

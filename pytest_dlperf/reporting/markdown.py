@@ -2,8 +2,10 @@
 first, for people and for a CI job's step summary (``GITHUB_STEP_SUMMARY``)."""
 from __future__ import annotations
 
+from .. import metrics
+from ..metrics import Metric
 from ..results import CaseResult, ResultSet
-from . import _fmt, engine_grid
+from . import _fmt, cells, engine_grid
 
 # Worst first: a group's rank in the file is its worst case's.
 SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "unjudged", "improvement", "pass", "")
@@ -61,26 +63,27 @@ def _case_tables(results: ResultSet) -> list[str]:
                                      for r in rows))
     lines: list[str] = []
     for rows in groups:
+        columns = cells.shown(rows)  # the declared metrics these rows have, in declaration order
+        unit = rows[0].case.unit
         lines += [f"## {_group_title(rows[0])}", "",
-                  f"| topology | nodes | devices | {rows[0].case.unit} | efficiency | all-reduce busbw | "
-                  "multi-node eff. | speedup | MFU | p50 step | p95 step | verdict |",
-                  "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
-        lines += [_case_row(r) for r in rows] + [""]
+                  "| topology | nodes | devices | " + " | ".join(m.header(unit) for m in columns)
+                  + " | p50 step | p95 step | verdict |",
+                  "|---|--:|--:|" + "--:|" * len(columns) + "--:|--:|---|"]
+        lines += [_case_row(r, columns) for r in rows] + [""]
+        notes = cells.not_measured(rows) + [f"{r.case.topology.name}: {comm.line}" for r in rows
+                                            if (comm := r.communication) is not None]
+        lines += [f"- {n}" for n in notes] + ([""] if notes else [])
     return lines
 
 
-def _case_row(r: CaseResult) -> str:
+def _case_row(r: CaseResult, columns: list[Metric]) -> str:
     t = r.case.topology
     verdict = case_verdict(r)
-    throughput = (r.verdict or {}).get("throughput")
-    change = throughput.change if throughput is not None else None
+    primary = (r.verdict or {}).get(metrics.PRIMARY.name)
+    change = primary.change if primary is not None else None
     shown = verdict.upper() + (f" ({change:+.1%})" if change is not None else "") if verdict else "-"
-    comm = r.communication
-    busbw = f"{comm.busbw / 1e9:.3g} GB/s ({comm.share:.0%} of a step)" if comm and comm.share is not None \
-        else f"{comm.busbw / 1e9:.3g} GB/s" if comm else "-"
-    return (f"| {t.name} | {t.nodes} | {t.world_size} | {r.median:.2f} | {_fmt(r.efficiency, '.2f')} | {busbw} | "
-            f"{_fmt(r.multi_node_efficiency, '.2f')} | {_fmt(r.speedup, '.2f')} | "
-            f"{r.utilisation.text if r.utilisation else '-'} | "
+    figures = " | ".join(cells.cell(r, m) for m in columns)
+    return (f"| {t.name} | {t.nodes} | {t.world_size} | {figures} | "
             f"{_fmt(r.step_time.get('p50'), '.3f', ' s')} | {_fmt(r.step_time.get('p95'), '.3f', ' s')} | {shown} |")
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .. import metrics
 from ..baselines.gate import Verdict
+from ..metrics import Direction, Kind, Metric
 from ..results import CaseResult, ResultSet, device_unit
 from ..specs import CaseSpec
 
@@ -61,10 +63,11 @@ def write_all(out_dir: Path, results: ResultSet) -> list[str]:
         written.append(_save(fig, out_dir / f"{slug}-throughput.png"))
 
         written.append(_efficiency(plt, rows, labels, out_dir / f"{slug}-efficiency.png"))
-        gated = [(r, r.verdict["throughput"]) for r in rows
-                 if r.verdict and r.verdict.get("throughput") is not None and r.verdict["throughput"].baseline_median]
-        if gated:
-            written.append(_baseline(plt, gated, out_dir / f"{slug}-baseline.png"))
+        panels = [(m, gated) for m in metrics.of_kind(Kind.LAUNCH, gated_only=True)
+                  if (gated := [(r, r.verdict[m.name]) for r in rows if r.verdict and r.verdict.get(m.name) is not None
+                                and r.verdict[m.name].baseline_median])]
+        if panels:
+            written.append(_baseline(plt, panels, out_dir / f"{slug}-baseline.png"))
     return written
 
 
@@ -106,31 +109,41 @@ def baseline_scale(result: CaseResult, verdict: Verdict) -> tuple[float, float, 
     return result.median, verdict.baseline_median, AS_MEASURED
 
 
-def _baseline(plt, gated: list[tuple[CaseResult, Verdict]], path: Path) -> str:  # noqa: ANN001 - pyplot
-    """Measured against baseline, with the tolerance band, both on the scale the gate judged."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+def _baseline(plt, panels: list[tuple[Metric, list[tuple[CaseResult, Verdict]]]], path: Path) -> str:  # noqa: ANN001
+    """Measured against baseline with the tolerance band, one panel per gated per-launch metric judged
+    (throughput first), each on the scale the gate judged."""
+    fig, axes = plt.subplots(len(panels), 1, figsize=(6.4, 4.2 * len(panels)), dpi=110, squeeze=False)
+    for ax, (metric, gated) in zip(axes[:, 0], panels):
+        _baseline_panel(ax, metric, gated)
+    return _save(fig, path)
+
+
+def _baseline_panel(ax, metric: Metric, gated: list[tuple[CaseResult, Verdict]]) -> None:  # noqa: ANN001 - Axes
     x = list(range(len(gated)))
-    figures = [baseline_scale(r, v) for r, v in gated]
+    figures = [baseline_scale(r, v) if metric.paced else (v.measured_median, v.baseline_median, AS_MEASURED)
+               for r, v in gated]
     scales = sorted({s for _, _, s in figures})
-    base = [b for _, b, _ in figures]
+    base = [b / metric.scale for _, b, _ in figures]
     tol = [v.tolerance or 0.0 for _, v in gated]
     ax.bar([i - 0.2 for i in x], base, width=0.4, color="lightgrey", label="baseline (median)")
     palette = {"regression": "tab:red", "noisy": "tab:orange", "hardware": "tab:grey"}
     colors = [palette.get(v.status, "tab:green") for _, v in gated]
-    ax.bar([i + 0.2 for i in x], [m for m, _, _ in figures], width=0.4, color=colors,
+    ax.bar([i + 0.2 for i in x], [m / metric.scale for m, _, _ in figures], width=0.4, color=colors,
            label="measured (median; red: regression, orange: noisy)")
-    for i, b, t in zip(x, base, tol):  # the gate fails a median below baseline x (1 - tolerance)
-        ax.fill_between([i - 0.45, i + 0.45], b * (1 - t), b, color="tab:blue", alpha=0.2,
-                        label="tolerance band (baseline x (1 - tolerance) .. baseline)" if i == 0 else None)
+    worse = -1 if metric.direction is Direction.HIGHER else 1  # the gate fails a median beyond the band
+    for i, b, t in zip(x, base, tol):
+        ax.fill_between([i - 0.45, i + 0.45], b, b * (1 + worse * t), color="tab:blue", alpha=0.2,
+                        label=f"tolerance band ({metric.direction.limit(t) if i == 0 else ''} .. baseline)"
+                        if i == 0 else None)
     mixed = len(scales) > 1  # then each pair says its own scale under its topology
     ax.set_xticks(x, [r.case.topology.name + ("\n(at baseline pace)" if mixed and s == AT_PACE else "")
                       for (r, _), (_, _, s) in zip(gated, figures)])
     ax.set_xlabel("topology")
-    ax.set_ylabel(f"throughput ({gated[0][0].case.unit}), {'; '.join(scales)}")
-    ax.set_title(_title(gated[0][0].case) + ": against the baseline", fontsize=10)
+    unit = metric.unit_for(gated[0][0].case.unit)
+    ax.set_ylabel(f"{metric.title} ({unit}), {'; '.join(scales)}" if unit else f"{metric.title}, {'; '.join(scales)}")
+    ax.set_title(_title(gated[0][0].case) + f": {metric.title} against the baseline", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
 
 
 def _save(fig, path: Path) -> str:  # noqa: ANN001 - a matplotlib Figure

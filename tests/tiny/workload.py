@@ -24,6 +24,9 @@ import time
 import nodefacts
 import steplog
 
+START = steplog.StartClock()  # the launch's and this process's start: time to first step
+START.mark("imports")
+
 VERSION = "1.0"  # in the meta line as "tiny"; no framework: the profile names none
 # Work units per sample at 32 px (or sequence 32): one unit is one multiply-add of the loop below.
 COST = {"resnet50": 800_000, "vgg16": 1_200_000, "bert-base": 600_000, "arcface": 700_000}
@@ -110,7 +113,9 @@ def rank_main(args: argparse.Namespace) -> int:
     world = args.nnodes * args.nproc_per_node
     rank = args.node_rank * args.nproc_per_node + args.local_rank
     ring = Ring(rank, world, args.master_addr, args.master_port)
+    START.mark("process_group")
     units = COST[args.model] * args.batch_size * max(1, (args.image_size // 32) ** 2)
+    START.mark("model")
     nosync = steplog.no_sync_fault()
     param, done = 1.0, [0]
 
@@ -126,6 +131,7 @@ def rank_main(args: argparse.Namespace) -> int:
     timed = steplog.time_steps(step, args, rank, args.batch_size * world,
                                agree=lambda ok, n: tuple(ring.allgather((ok, n))[0]),
                                barrier=lambda: ring.allgather(None))
+    started = steplog.start_and_memory(ring.allgather, START, timed)
     gathered = ring.allgather({"times": timed.seconds, "digest": [param, param * param],
                                "host": socket.gethostname(), "device": nodefacts.cpu_model()})
     if rank == 0:
@@ -136,7 +142,7 @@ def rank_main(args: argparse.Namespace) -> int:
                      world_size=world, ranks=[{"host": g["host"], "device": g["device"]} for g in gathered],
                      local_world_size=args.nproc_per_node, nnodes=args.nnodes, engine="tiny",
                      frameworks={}, tiny=VERSION, python=platform.python_version(), backend="tcp",
-                     wrapper="none" if world == 1 else "allgather")
+                     wrapper="none" if world == 1 else "allgather", **started)
             log.steps(timed, [g["times"] for g in gathered], args.batch_size * world)
             log.end([g["digest"] for g in gathered])
     return 0

@@ -25,6 +25,11 @@ import paddle.nn.functional as F
 import steplog  # the step-log contract, copied beside this file
 from nodefacts import cpu_model  # copied beside this file, as steplog.py
 
+START = steplog.StartClock()  # the launch's and this process's start: time to first step
+START.mark("imports")
+# Paddle's allocator statistics have no documented reset of the peak, so a GPU rank's window peak is not measured
+GPU_MEMORY_NOTE = "Paddle on GPUs: no documented reset of the allocator's peak for the window"
+
 MODELS = ("resnet50", "vgg16", "arcface")
 
 
@@ -159,10 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads > 0:
         os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     group = Group()
+    START.mark("process_group")
     rank, world = group.rank, group.world
     paddle.seed(args.seed)  # the same initial parameters on every rank
     model = build_model(args)
     step = make_step(args, model, rank, cuda)
+    START.mark("model")
 
     def sync() -> None:
         if cuda:
@@ -170,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
 
     timed = steplog.time_steps(step, args, rank, args.batch_size * world, agree=group.agree,
                                barrier=group.barrier, sync=sync)
+    started = steplog.start_and_memory(group.gather, START, timed, memory_note=GPU_MEMORY_NOTE if cuda else "")
     gathered = group.gather(timed.seconds)
     digests = group.gather(parameter_digest(model))
     ranks = group.gather_json({"host": socket.gethostname(),
@@ -183,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                      nnodes=int(os.environ.get("PADDLE_NNODES", "1") or 1),
                      frameworks={"paddle": paddle.__version__}, python=platform.python_version(),
                      backend="nccl" if cuda else "gloo",
-                     parameters=int(sum(int(p.numel()) for p in model.parameters())))
+                     parameters=int(sum(int(p.numel()) for p in model.parameters())), **started)
             log.steps(timed, gathered, args.batch_size * world)
             log.end(digests)
     group.barrier()

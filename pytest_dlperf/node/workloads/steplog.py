@@ -114,6 +114,143 @@ def planted_slowdown() -> float:
     return d
 
 
+# ---------------------------------------------------------------- start-up and memory
+# Two figures every workload reports through the meta line (optional fields of contract 1; the
+# harness says "not measured" where a log lacks them): "first_step", the time from the launch to the
+# end of the first training step on the slowest rank with its parts, and "memory", the largest
+# rank's peak memory over the window.
+RUN_TAG = "DLPERF_RUN_TAG"  # every process of a launch carries it (clusters/base.py RUN_TAG_ENV)
+START_PHASES = ("launcher", "imports", "process_group", "model", "first_step")
+
+
+def _stat(pid: int | str) -> list[str]:
+    """/proc/<pid>/stat's fields from the state on (field 3 is index 0): the command name may hold spaces."""
+    with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+        return fh.read().rsplit(")", 1)[1].split()
+
+
+def process_started(pid: int | str = "self") -> float:
+    """A process's start as wall-clock time (its starttime in clock ticks since boot, against the
+    uptime: /proc/stat's btime has whole seconds only)."""
+    with open("/proc/uptime", encoding="ascii") as fh:
+        uptime = float(fh.read().split()[0])
+    ticks = int(_stat(pid)[19])  # field 22: starttime
+    return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+
+
+def _tagged(pid: int, tag: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return f"{RUN_TAG}={tag}".encode() in fh.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def launch_started() -> float:
+    """When this rank's launch began on its node: the start of the topmost ancestor that carries the
+    run's tag (the node's launch command: torchrun, horovodrun, the SSH watcher), else of this process."""
+    tag, pid = os.environ.get(RUN_TAG, ""), os.getpid()
+    root = pid
+    try:
+        while tag:
+            parent = int(_stat(root)[1])
+            if parent <= 1 or not _tagged(parent, tag):
+                break
+            root = parent
+        return process_started(root)
+    except (OSError, ValueError, IndexError):
+        return process_started(pid)
+
+
+class StartClock:
+    """This rank's start-up: when its launch and its process began, and when each phase the workload
+    marks ended (``mark("imports")``, ``"process_group"``, ``"model"``); the first step's end comes from
+    ``Timed.first_step_end``. Wall clock of the node, so that the launcher's own start-up counts."""
+
+    def __init__(self) -> None:
+        self.launched = launch_started()
+        self.process = process_started()
+        self.marks: dict[str, float] = {}
+
+    def mark(self, phase: str) -> None:
+        self.marks[phase] = time.time()
+
+    def figures(self, first_step_end: float) -> list[float]:
+        """[total, launcher, imports, process group, model, first step] seconds (a phase the workload did
+        not mark is 0 and its time counts in the next one)."""
+        edges = [self.launched, self.process]
+        for phase in START_PHASES[1:-1]:
+            edges.append(self.marks.get(phase, edges[-1]))
+        edges.append(first_step_end)
+        return [first_step_end - self.launched] + [max(0.0, b - a) for a, b in zip(edges, edges[1:])]
+
+
+def first_step(per_rank: list[list[float]]) -> dict:
+    """The meta line's ``first_step`` from every rank's ``StartClock.figures``: the slowest rank's total
+    and parts."""
+    rank = max(range(len(per_rank)), key=lambda r: per_rank[r][0])
+    total, *parts = per_rank[rank]
+    return {"seconds": total, "rank": rank, "parts": dict(zip(START_PHASES, parts)),
+            "ranks": [r[0] for r in per_rank]}
+
+
+class MemoryProbe(Protocol):
+    """A rank's peak memory over the window: ``reset()`` at its start, ``peak()`` at its end
+    ({"bytes": ..., "kind": ..., "scope": "window" | "process", ...})."""
+
+    def reset(self) -> None: ...
+
+    def peak(self) -> dict: ...
+
+
+class HostMemory:
+    """The process's peak resident set size (VmHWM), its high-water mark reset at the window's start
+    (/proc/self/clear_refs, Linux 4.0); where the reset is refused, the peak since the process began."""
+
+    def __init__(self) -> None:
+        self.scope = "process"
+
+    def reset(self) -> None:
+        try:
+            with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+                fh.write("5")
+            self.scope = "window"
+        except OSError:
+            self.scope = "process"
+
+    def peak(self) -> dict:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return {"bytes": int(line.split()[1]) * 1024, "kind": "host_rss", "scope": self.scope}
+        return {}
+
+
+def start_and_memory(gather: Callable[[list[float]], list[list[float]]], start: StartClock, timed: Timed,
+                     memory_note: str = "") -> dict:
+    """The meta line's ``first_step`` and ``memory`` through a workload's float all-gather (every rank
+    calls it; a collective). ``memory_note``: why this engine's peak memory is not measured here."""
+    firsts = gather(start.figures(timed.first_step_end))
+    mine = timed.peak or {}
+    peaks = gather([float(mine.get("bytes", 0)), float(mine.get("reserved_bytes", 0))])
+    per_rank = [{"bytes": int(b), "kind": mine.get("kind", ""), "scope": mine.get("scope", ""),
+                 **({"reserved_bytes": int(r)} if r else {})} for b, r in peaks]
+    return {"first_step": first_step(firsts),
+            "memory": {"not_measured": memory_note} if memory_note else peak_memory(per_rank)}
+
+
+def peak_memory(per_rank: list[dict]) -> dict:
+    """The meta line's ``memory`` from every rank's ``MemoryProbe.peak``: the largest rank's figure."""
+    if not per_rank or any(not p.get("bytes") for p in per_rank):
+        return {"not_measured": "a rank reported no peak memory"}
+    rank = max(range(len(per_rank)), key=lambda r: per_rank[r]["bytes"])
+    out = {"peak_bytes": per_rank[rank]["bytes"], "rank": rank, "ranks": [p["bytes"] for p in per_rank],
+           "kind": per_rank[rank].get("kind", ""), "scope": per_rank[rank].get("scope", "")}
+    if any("reserved_bytes" in p for p in per_rank):
+        out["reserved_bytes"] = max(p.get("reserved_bytes", 0) for p in per_rank)
+    return out
+
+
 # ---------------------------------------------------------------- the warm-up and the window
 # One loop for every workload: warm-up steps each timed on their own (synchronised; nothing here is
 # measured) until rank 0 says so, then the measured window: a barrier at each end (after a device
@@ -130,6 +267,8 @@ class Timed:
     seconds: list[float]
     losses: list[float]
     window: tuple[float, float]
+    first_step_end: float = 0.0  # wall clock (time.time) when this rank's first step ended: time to first step
+    peak: dict | None = None  # this rank's peak memory over the window (``MemoryProbe.peak``)
 
 
 class DeviceClock(Protocol):
@@ -155,12 +294,14 @@ def gather_text(gather: Callable[[list[float]], list[list[float]]], text: str) -
 def time_steps(step: Callable[[], Any], args: Any, rank: int, samples_per_step: int, *,
                agree: Callable[[bool, int], tuple[bool, int]], barrier: Callable[[], None],
                sync: Callable[[], None] = _nothing,
-               device_clock: Callable[[int], DeviceClock] | None = None) -> Timed:
+               device_clock: Callable[[int], DeviceClock] | None = None,
+               memory: MemoryProbe | None = None) -> Timed:
     """Run the warm-up and the window with the workload's ``step`` (returns its loss: a tensor, or
     a float where the float is the step's host sync) under the flags every workload takes (``args``:
     warmup_iters, max_warmup_iters, iters, window_seconds, max_iters). ``agree(done, window steps)``
     returns rank 0's decision on every rank; ``barrier`` is a collective; ``sync`` waits for the
-    device; ``device_clock(steps)`` times the window's steps on the device (GPUs)."""
+    device; ``device_clock(steps)`` times the window's steps on the device (GPUs); ``memory`` takes the
+    rank's peak memory over the window (default: the process's resident memory, ``HostMemory``)."""
     plant = planted_slowdown()
     progress = Progress(rank == 0, samples_per_step)  # the live line, rank 0 only
     t = Timed(0, args.iters, [], [], [], [], (0.0, 0.0))
@@ -173,22 +314,28 @@ def time_steps(step: Callable[[], Any], args: Any, rank: int, samples_per_step: 
         t.starts.append(t0)
         t.ends.append(time.perf_counter())
         t.seconds.append(t.ends[-1] - t0)
+        if len(t.losses) == 1:
+            t.first_step_end = time.time()
         progress("warmup", len(t.losses))
         done, t.iters = agree(warmup_done(t.seconds, args.warmup_iters, args.max_warmup_iters),
                               window_iters(min(t.seconds[-2:]), args.iters, args.window_seconds, args.max_iters))
         if done:
             break
     t.warmup = len(t.losses)
-    _window(t, step, rank, plant, progress, barrier, sync, device_clock(t.iters) if device_clock else None)
+    _window(t, step, rank, plant, progress, barrier, sync, device_clock(t.iters) if device_clock else None,
+            memory if memory is not None else HostMemory())
     return t
 
 
 def _window(t: Timed, step: Callable[[], Any], rank: int, plant: float, progress: Progress,
-            barrier: Callable[[], None], sync: Callable[[], None], clock: DeviceClock | None) -> None:
-    """The measured window, appended to ``t``: a barrier at each end, per-rank timestamps inside."""
+            barrier: Callable[[], None], sync: Callable[[], None], clock: DeviceClock | None,
+            memory: MemoryProbe) -> None:
+    """The measured window, appended to ``t``: a barrier at each end, per-rank timestamps inside, the
+    rank's peak memory from the first barrier to the last step."""
     step_losses = []
     sync()
     barrier()
+    memory.reset()
     w0 = time.perf_counter()
     stamps = [w0]
     if clock is not None:
@@ -202,8 +349,11 @@ def _window(t: Timed, step: Callable[[], Any], rank: int, plant: float, progress
         if clock is not None:
             clock.record(k + 1)
         stamps.append(time.perf_counter())
+        if not t.first_step_end:
+            t.first_step_end = time.time()
         progress("window", k + 1, t.iters)
     sync()
+    t.peak = memory.peak()
     barrier()
     w1 = time.perf_counter()
     t.seconds += clock.seconds() if clock is not None else [b - a for a, b in zip(stamps, stamps[1:])]

@@ -40,6 +40,24 @@ import tensorflow as tf  # noqa: E402
 import steplog  # noqa: E402  (the step-log contract, copied beside this file)
 from nodefacts import cpu_model  # noqa: E402  (copied beside this file, as steplog.py)
 
+START = steplog.StartClock()  # the launch's and this process's start: time to first step
+START.mark("imports")
+
+
+class TfGpuMemory:
+    """A worker's peak GPU memory over the window (steplog.MemoryProbe): TensorFlow's allocator
+    statistics of its first GPU (tf.config.experimental.get_memory_info, reset_memory_stats)."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def reset(self) -> None:
+        tf.config.experimental.reset_memory_stats(self.device)
+
+    def peak(self) -> dict:
+        return {"bytes": int(tf.config.experimental.get_memory_info(self.device)["peak"]),
+                "kind": "tf_gpu_allocated", "scope": "window"}
+
 MODELS = ("resnet50", "vgg16", "bert-base")
 
 
@@ -275,9 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     gpus = configure_devices(args)
     comm = (MirroredComm if args.engine == "mwms" else HorovodComm)(args, gpus)
+    START.mark("process_group")
     rank, world = comm.rank, comm.world
     tf.random.set_seed(args.seed)
     model, opt = build_training(args, comm, gpus)
+    START.mark("model")
     global_batch = args.batch_size * world
     train_step = make_train_step(args, comm, model, opt, synthetic_batch(args, rank), global_batch)
     gather = comm.gather
@@ -288,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # float(): the step's host sync, inside the step's time (TensorFlow has no device sync to call)
     timed = steplog.time_steps(lambda: float(train_step()), args, rank, global_batch, agree=agree,
-                               barrier=lambda: gather([0.0]))
+                               barrier=lambda: gather([0.0]), memory=TfGpuMemory("GPU:0") if gpus else None)
+    started = steplog.start_and_memory(gather, START, timed)
     gathered = gather(timed.seconds)
     digests = gather(parameter_digest(model))
     info = json.dumps({"host": socket.gethostname(), "device": gpus[0].name if gpus else cpu_model(),
@@ -303,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                      world_size=world, ranks=hosts, frameworks={"tensorflow": tf.__version__, **comm.versions},
                      python=platform.python_version(), backend=comm.name, engine=args.engine,
                      nnodes=comm.nnodes,
-                     parameters=int(sum(int(tf.size(v)) for v in model.trainable_variables)))
+                     parameters=int(sum(int(tf.size(v)) for v in model.trainable_variables)), **started)
             log.steps(timed, gathered, global_batch)
             log.end(digests)
     final_barrier(gather)

@@ -47,6 +47,9 @@ from torch.distributed.elastic.multiprocessing.errors import record
 import steplog  # the step-log contract, copied beside this file
 from nodefacts import cpu_model  # copied beside this file, as steplog.py
 
+START = steplog.StartClock()  # the launch's and this process's start: time to first step
+START.mark("imports")
+
 MODELS = ("resnet50", "vgg16", "bert-base", "arcface", "llama")
 TOKEN_MODELS = ("llama",)  # a sample is a token: the step log counts tokens, the throughput is tokens/s
 ENGINES = ("ddp", "fsdp", "acspeed", "horovod", "perseus")
@@ -406,6 +409,21 @@ class CudaClock:
         return [a.elapsed_time(b) / 1e3 for a, b in zip(self.events, self.events[1:])]
 
 
+class CudaMemory:
+    """A rank's peak GPU memory over the window (steplog.MemoryProbe): torch's allocator statistics,
+    reset at the window's start; the peak allocated is the figure, the peak reserved beside it."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def reset(self) -> None:
+        torch.cuda.reset_peak_memory_stats(self.device)
+
+    def peak(self) -> dict:
+        return {"bytes": torch.cuda.max_memory_allocated(self.device), "kind": "cuda_allocated",
+                "reserved_bytes": torch.cuda.max_memory_reserved(self.device), "scope": "window"}
+
+
 class FirstStepFlops:
     """The step, the first call of it counted by torch's FlopCounterMode: forward and backward
     FLOPs of one rank's batch (the optimizer's elementwise updates are not in its table). Only a
@@ -413,11 +431,15 @@ class FirstStepFlops:
     On CPUs that step's attention runs on SDPA's math kernel: the counter has no formula for the CPU
     flash kernel and would count attention as nothing (the GPU kernels it counts)."""
 
-    def __init__(self, step: Callable[[], torch.Tensor], enabled: bool, cuda: bool) -> None:
+    def __init__(self, step: Callable[[], torch.Tensor], enabled: bool, cuda: bool, after: int = 0) -> None:
         self.step, self.enabled, self.cuda, self.total = step, enabled, cuda, None
+        self.after = after  # calls left before the counted one: the first step stays plain (time to first step)
 
     def __call__(self) -> torch.Tensor:
         if not self.enabled or self.total is not None:
+            return self.step()
+        if self.after > 0:
+            self.after -= 1
             return self.step()
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.utils.flop_counter import FlopCounterMode
@@ -627,6 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     cuda = torch.cuda.is_available()
     comm = (HorovodComm if args.engine in ("horovod", "perseus") else DDPComm)(args.engine, cuda)
     rank, world, local_rank = comm.rank, comm.world, comm.local_rank
+    START.mark("process_group")
     device = place(args, local_rank, cuda)
     host_malloc = None if cuda else keep_freed_memory()
     torch.manual_seed(args.seed + rank)
@@ -636,6 +659,7 @@ def main(argv: list[str] | None = None) -> int:
     if cuda and args.model not in ("bert-base", *TOKEN_MODELS):
         model = model.to(memory_format=torch.channels_last)
     step = make_step(args, model, comm.wrap, device, cuda)
+    START.mark("model")
 
     decide = torch.zeros(2, dtype=torch.float64, device=device)  # rank 0's [warm-up done, window steps]
 
@@ -650,10 +674,16 @@ def main(argv: list[str] | None = None) -> int:
             torch.cuda.synchronize(device)
 
     per_sample = args.image_size if args.model in TOKEN_MODELS else 1  # the step log counts tokens for the decoder
-    counted = FirstStepFlops(step, enabled=args.warmup_iters > 0 or args.window_seconds > 0, cuda=cuda)
+    warm = args.warmup_iters > 0 or args.window_seconds > 0
+    second = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0) >= 2 or (
+        args.window_seconds > 0 and args.max_warmup_iters >= 2)  # a second warm-up step will come: count that one
+    counted = FirstStepFlops(step, enabled=warm, cuda=cuda, after=1 if second else 0)
     timed = steplog.time_steps(counted, args, rank, args.batch_size * per_sample * world, agree=agree, barrier=comm.barrier,
-                               sync=sync, device_clock=CudaClock if cuda else None)
+                               sync=sync, device_clock=CudaClock if cuda else None,
+                               memory=CudaMemory(device) if cuda else None)
     gathered = comm.all_gather(torch.tensor(timed.seconds, dtype=torch.float64, device=device))
+    starts = comm.all_gather(torch.tensor(START.figures(timed.first_step_end), dtype=torch.float64, device=device))
+    peaks = comm.all_gather_object(timed.peak or {})
     hosts = comm.all_gather_object({"host": socket.gethostname(), "local_rank": local_rank,
                                     "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
                                     "threads": torch.get_num_threads()})
@@ -678,6 +708,7 @@ def main(argv: list[str] | None = None) -> int:
                 **({"allreduce": allreduce, "gradient_bytes": grad_bytes} if allreduce else {}),
                 **({"sample": "token", "llm": llm_facts(model, args)} if per_sample > 1 else {}),
                 **({"host_malloc": host_malloc} if host_malloc else {}),
+                memory=steplog.peak_memory(peaks), first_step=steplog.first_step([t.tolist() for t in starts]),
             )
             log.steps(timed, gathered, args.batch_size * per_sample * world)
             log.end([d.tolist() for d in digests])

@@ -1,4 +1,5 @@
-"""Metric definitions the field uses (DLPerf, AIACC, the PyTorch DDP benchmark), as pure functions.
+"""The field's formulas (DLPerf, AIACC, the PyTorch DDP benchmark), as pure functions; the metrics
+that use them are declared in ``catalog``.
 
 - throughput: global samples / wall seconds over the steady window [warmup, warmup+iters),
   not a mean of per-step rates (which overstates it when steps vary).
@@ -11,8 +12,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 PERCENTILES = (50, 75, 90, 95)
 
@@ -54,6 +53,8 @@ def percentiles(values: Sequence[float], qs: Sequence[int] = PERCENTILES) -> dic
     """{'p50': .., 'p75': ..} with numpy's linear interpolation."""
     if not values:
         raise ValueError("no values")
+    import numpy as np  # only where percentiles are taken: the declarations import this module too
+
     arr = np.asarray(values, dtype=float)
     return {f"p{q}": float(np.percentile(arr, q)) for q in qs}
 

@@ -1,0 +1,46 @@
+"""Metrics: each declared once (``catalog``), with the field's formulas (``formulas``).
+
+Read them through this module: ``declared()`` in report order, ``get(name)``, ``gated()``; a
+declaration says its unit, direction, kind, default tolerances and how a case's figure is taken.
+"""
+from __future__ import annotations
+
+from .catalog import (BUSBW, EFFICIENCY, METRICS, MFU, MULTI_NODE_EFFICIENCY, PEAK_MEMORY, PRIMARY, SPEEDUP,
+                      THROUGHPUT, TIME_TO_FIRST_STEP)
+from .declaration import CASE_UNIT, DeviceKind, Direction, Kind, Metric, NotMeasured, ScalingInputs
+from .formulas import (PERCENTILES, Step, acspeed_line, center, efficiency, multi_node_efficiency, percentiles,
+                       speedup, steady_window, step_times, throughput)
+
+__all__ = ["BUSBW", "CASE_UNIT", "EFFICIENCY", "METRICS", "MFU", "MULTI_NODE_EFFICIENCY", "PEAK_MEMORY", "SPEEDUP",
+           "THROUGHPUT", "TIME_TO_FIRST_STEP", "PERCENTILES", "PRIMARY", "DeviceKind", "Direction", "Kind", "Metric",
+           "NotMeasured", "ScalingInputs", "Step", "acspeed_line", "center", "declared", "efficiency", "gated",
+           "get", "multi_node_efficiency", "names", "of_kind", "percentiles", "speedup", "steady_window",
+           "step_times", "throughput"]
+
+_BY_NAME = {m.name: m for m in METRICS}
+
+
+def declared() -> tuple[Metric, ...]:
+    """Every metric, in the order the reports show them."""
+    return METRICS
+
+
+def get(name: str) -> Metric:
+    """The declaration of ``name``; ValueError naming the known ones."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; expected one of {', '.join(_BY_NAME)}") from None
+
+
+def gated() -> tuple[Metric, ...]:
+    """The metrics the gate judges, in report order."""
+    return tuple(m for m in METRICS if m.gated)
+
+
+def of_kind(kind: Kind, gated_only: bool = False) -> tuple[Metric, ...]:
+    return tuple(m for m in METRICS if m.kind is kind and (m.gated or not gated_only))
+
+
+def names(metrics: tuple[Metric, ...] | None = None) -> tuple[str, ...]:
+    return tuple(m.name for m in (METRICS if metrics is None else metrics))

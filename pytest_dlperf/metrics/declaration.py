@@ -1,0 +1,187 @@
+"""What a metric is, declared once: its name, unit, which way is better, how a case's figure is taken
+from its launches, its default tolerances per device kind and whether the gate judges it. The gate,
+the A/B verdicts, the baseline files, results.json and every report read these declarations
+(``catalog``), so a new metric is its declaration plus its computation."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..records import RunRecord
+    from ..specs import CaseSpec, Measurement, Topology
+
+
+class Direction(str, Enum):
+    """Which way a metric is better. The statistics test for "worse" on the figures oriented so that
+    higher is better (``orient``); messages show the figures as measured."""
+
+    HIGHER = "higher"
+    LOWER = "lower"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def orient(self, x: float) -> float:
+        """The figure with higher always better (its reciprocal for a lower-is-better metric)."""
+        return x if self is Direction.HIGHER else 1.0 / x
+
+    def worse(self, ratio: float, tolerance: float) -> bool:
+        """measured / baseline beyond the tolerance the wrong way: below 1 - tol, or above 1 + tol."""
+        return ratio < 1 - tolerance if self is Direction.HIGHER else ratio > 1 + tolerance
+
+    def better(self, ratio: float, tolerance: float) -> bool:
+        """measured / baseline beyond the tolerance the right way."""
+        return ratio > 1 + tolerance if self is Direction.HIGHER else ratio < 1 - tolerance
+
+    def worse_at_all(self, ratio: float) -> bool:
+        return ratio < 1 if self is Direction.HIGHER else ratio > 1
+
+    def limit(self, tolerance: float) -> str:
+        """The gate's line in words: ``baseline x (1 - 0.05)``."""
+        return f"baseline x (1 {'-' if self is Direction.HIGHER else '+'} {tolerance:g})"
+
+    def signed(self, tolerance: float) -> str:
+        """The tolerance as a message shows it: ``-5%`` (a drop allowed) or ``+10%`` (a rise allowed)."""
+        return f"{'-' if self is Direction.HIGHER else '+'}{tolerance:.0%}"
+
+    @property
+    def beyond(self) -> str:
+        """Where a worse median lies: "below" or "above"."""
+        return "below" if self is Direction.HIGHER else "above"
+
+    @property
+    def within(self) -> str:
+        """Where a median within the tolerance lies: "at or above" or "at or below"."""
+        return "at or above" if self is Direction.HIGHER else "at or below"
+
+    @property
+    def change_word(self) -> str:
+        """What a worse change is called: a "drop" or a "rise"."""
+        return "drop" if self is Direction.HIGHER else "rise"
+
+    @property
+    def better_word(self) -> str:
+        """How a better figure compares: "faster" (throughput, scaling) or "lower" (memory, time)."""
+        return "faster" if self is Direction.HIGHER else "lower"
+
+
+class Kind(str, Enum):
+    """How a case's figure comes about, which decides how it is judged."""
+
+    LAUNCH = "launch"  # one figure per launch; the case's is their median; judged on the launches (rank test)
+    SCALING = "scaling"  # a ratio within the case's group (case / 1n1g): one figure per case and session
+    CASE = "case"  # one figure per case from what its launches measured together (reported only)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class DeviceKind(str, Enum):
+    """The device kind a default tolerance is for."""
+
+    CPU = "cpu"
+    GPU = "gpu"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class NotMeasured(Exception):
+    """A launch (or case) has no figure for the metric: the message says why (the engine does not
+    measure it, the workload is older). Never a zero or a guess in its place."""
+
+
+CASE_UNIT = "<case>"  # the unit is the case's own throughput unit: samples/s, tokens/s for a decoder
+
+
+@dataclass(frozen=True)
+class ScalingInputs:
+    """What a scaling metric is derived from: the case's median throughput, its topology, the median
+    of another topology of its group (None where the group has none) and the scaling figures derived
+    before it (in catalog order)."""
+
+    median: float
+    topology: Topology
+    median_at: Callable[[Topology], float | None]
+    derived: Mapping[str, float | None]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric, declared once (see the module doc)."""
+
+    name: str  # the key everywhere: verdicts, baseline entries, tolerances, results.json ("peak_memory")
+    title: str  # in sentences and chart titles: "peak memory"
+    column: str  # a table's header, with the unit of its cells: "peak GiB" (CASE_UNIT: the case's throughput unit)
+    unit: str  # shown after a figure: "GiB", "s", "x", "" (CASE_UNIT: the case's throughput unit)
+    direction: Direction
+    kind: Kind
+    gated: bool  # judged against baselines and between A/B sides; else reported only
+    description: str  # one line for docs and --help
+    tolerances: Mapping[DeviceKind, float] = field(default_factory=dict)  # default per device kind (gated)
+    per_launch: Callable[[RunRecord, CaseSpec, Measurement], float] | None = None  # LAUNCH; NotMeasured
+    derive: Callable[[ScalingInputs], float | None] | None = None  # SCALING
+    per_case: Callable[[Any], float | None] | None = None  # CASE: from the CaseResult
+    scale: float = 1.0  # shown as value / scale in ``unit`` (bytes as GiB)
+    stored_unit: str = ""  # the unit of the figures results.json and baselines keep ("": ``unit``): "bytes"
+    digits: str = ".4g"  # format of a shown figure
+    paced: bool = False  # the pace probe may bring both sides to one host pace before judging (throughput)
+    stored_as: str = ""  # the field a baseline entry has kept it in since schema 1 ("" : entry "figures")
+    option: str = ""  # the command-line option of its tolerance ("" : --dlperf-<name>-tolerance)
+    marker: str = ""  # its tolerance's keyword in @pytest.mark.dlperf ("" : <name>_tolerance)
+    junit: str = ""  # its JUnit property ("" : dlperf_<name>)
+    min_devices: int = 1  # judged only for cases over at least this many devices
+    in_table: bool = True  # a column of the terminal's and summary.md's case tables (else a line below them)
+
+    def __post_init__(self) -> None:
+        if self.gated and set(self.tolerances) != set(DeviceKind):
+            raise ValueError(f"metric {self.name}: a gated metric declares a default tolerance per device kind")
+        wanted = {Kind.LAUNCH: self.per_launch, Kind.SCALING: self.derive, Kind.CASE: self.per_case}[self.kind]
+        if wanted is None:
+            raise ValueError(f"metric {self.name}: a {self.kind} metric declares how it is computed")
+
+    @property
+    def option_name(self) -> str:
+        return self.option or f"--dlperf-{self.name.replace('_', '-')}-tolerance"
+
+    @property
+    def option_dest(self) -> str:
+        return self.option_name.lstrip("-").replace("-", "_")
+
+    @property
+    def marker_key(self) -> str:
+        return self.marker or f"{self.name}_tolerance"
+
+    @property
+    def junit_name(self) -> str:
+        return self.junit or f"dlperf_{self.name}"
+
+    def unit_for(self, case_unit: str) -> str:
+        """The unit shown after a figure; a throughput's is the case's (tokens/s for a decoder)."""
+        return case_unit if self.unit == CASE_UNIT else self.unit
+
+    def raw_unit(self, case_unit: str) -> str:
+        """The unit of the figures as kept (results.json, baselines): bytes where the reports show GiB."""
+        return self.stored_unit or self.unit_for(case_unit)
+
+    def header(self, case_unit: str) -> str:
+        """A table's header: the case's throughput unit, or the declared column name (with its unit)."""
+        return case_unit if self.column == CASE_UNIT else self.column
+
+    def show(self, value: float | None, case_unit: str = "samples/s", unit: bool = True) -> str:
+        """A figure as the reports show it ("-" where there is none, never a filled-in 0)."""
+        if value is None:
+            return "-"
+        text = format(value / self.scale, self.digits)
+        u = self.unit_for(case_unit)
+        return f"{text} {u}" if unit and u else text
+
+    def applies(self, devices: int) -> bool:
+        """Whether a case over ``devices`` devices has this metric (speedup needs more than one)."""
+        return devices >= self.min_devices
+
+    def default_tolerance(self, kind: DeviceKind) -> float:
+        return float(self.tolerances[kind])
