@@ -4,8 +4,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from . import metrics, pace
-from .baselines.gate import Verdict, verdict_from_dict
+from . import frameworks, metrics, pace
+from .verdict import Verdict, verdict_from_dict
 from .comm import Communication, communication
 from .mfu import Utilisation
 from .records import RunRecord, StepRecord
@@ -320,16 +320,12 @@ def device_unit(runs: list[RunRecord]) -> str:
     return "devices"
 
 
-# Names a workload's meta line gives its training framework under ("frameworks": {...}).
-TRAINING_FRAMEWORKS = {"torch": "torch", "tensorflow": "tf", "paddle": "paddle", "paddlepaddle": "paddle"}
-
-
 def trained_with(result: CaseResult) -> str:
     """The framework that trained the case (from the workload's meta line), e.g. "torch"."""
     for run in result.runs:
         for name in (run.meta.get("frameworks") or {}):
-            if name in TRAINING_FRAMEWORKS:
-                return TRAINING_FRAMEWORKS[name]
+            if frameworks.short(name) in frameworks.TRAINING:
+                return frameworks.short(name)
     return "?"
 
 

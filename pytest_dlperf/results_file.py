@@ -8,7 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from . import metrics
-from .baselines.gate import VerdictStatus
+from .verdict import VerdictStatus
 from .baselines.schema import is_number, positive_number
 from .results import READS, ResultSet, result_from_dict
 from .specs import CaseSpec, Measurement, Topology

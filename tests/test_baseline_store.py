@@ -309,41 +309,41 @@ def test_concurrent_pytest_xdist_workers_lose_nothing(pytester, tmp_path):
 # ---------------------------------------------------------------- profile rule
 def test_cpu_profile_names_model_and_the_nodes_share_of_cores():
     nodes = [Node("local0", "127.0.0.1", 1, cpus=1), Node("local1", "127.0.0.1", 1, cpus=1)]
-    assert detect_profile(nodes, "ddp", ["torch 2.13.0"], cpu_model="AMD EPYC") == "cpu-amd-epyc-1c-torch2"
+    assert detect_profile(nodes, ["torch 2.13.0"], wanted=("torch",), cpu_model="AMD EPYC") == "cpu-amd-epyc-1c-torch2"
     xeon = "Intel(R) Xeon(R) Platinum 8269CY CPU @ 2.50GHz"
     one = [Node("n", "h", 1, cpus=2)]
-    assert detect_profile(one, "ddp", [], cpu_model=xeon) == "cpu-intel-xeon-platinum-8269cy-2c"
-    assert detect_profile(one, "ddp", [], cpu_model="AMD EPYC 7B13 64-Core Processor") == "cpu-amd-epyc-7b13-2c"
+    assert detect_profile(one, [], wanted=("torch",), cpu_model=xeon) == "cpu-intel-xeon-platinum-8269cy-2c"
+    assert detect_profile(one, [], wanted=("torch",), cpu_model="AMD EPYC 7B13 64-Core Processor") == "cpu-amd-epyc-7b13-2c"
 
 
 def test_gpu_profile_names_count_and_model_per_node():
     v100 = {"gpu_name": "Tesla V100-SXM2-16GB"}
     nodes = [Node(f"n{i}", "h", 8, cpus=96, gpus=8, extra=v100) for i in range(4)]
-    assert detect_profile(nodes, "ddp", ["torch==2.13.0+cu121"]) == "gpu-8x-tesla-v100-sxm2-16gb-torch2"
+    assert detect_profile(nodes, ["torch==2.13.0+cu121"], wanted=("torch",)) == "gpu-8x-tesla-v100-sxm2-16gb-torch2"
     # Backends other than ddp keep every framework they are given.
-    assert detect_profile(nodes, "horovod", ["torch 2.1", "horovod 0.28.1"]) == \
+    assert detect_profile(nodes, ["torch 2.1", "horovod 0.28.1"], wanted=("horovod", "torch")) == \
         "gpu-8x-tesla-v100-sxm2-16gb-horovod0-torch2"
     # ddp ignores frameworks it does not train with.
-    assert detect_profile(nodes, "ddp", ["tensorflow 2.15", "torch 1.13.1"]) == "gpu-8x-tesla-v100-sxm2-16gb-torch1"
+    assert detect_profile(nodes, ["tensorflow 2.15", "torch 1.13.1"], wanted=("torch",)) == "gpu-8x-tesla-v100-sxm2-16gb-torch1"
 
 
 def test_mixed_nodes_never_share_a_uniform_profile():
     a = Node("a", "h", 8, cpus=96, gpus=8, extra={"gpu_name": "NVIDIA A100-SXM4-80GB"})
     b = Node("b", "h", 4, cpus=48, gpus=4, extra={"gpu_name": "NVIDIA A100-SXM4-80GB"})
-    assert detect_profile([a, b], "ddp", []) == "gpu-8x-nvidia-a100-sxm4-80gb_gpu-4x-nvidia-a100-sxm4-80gb"
+    assert detect_profile([a, b], [], wanted=("torch",)) == "gpu-8x-nvidia-a100-sxm4-80gb_gpu-4x-nvidia-a100-sxm4-80gb"
 
 
 def test_local_cpu_model_is_read_when_not_given():
     from pytest_dlperf.environment import cpu_model
 
-    name = detect_profile([Node("local0", "127.0.0.1", 1, cpus=1)], "ddp", ["torch 2.13.0"])
+    name = detect_profile([Node("local0", "127.0.0.1", 1, cpus=1)], ["torch 2.13.0"], wanted=("torch",))
     assert name.startswith("cpu-") and name.endswith("-1c-torch2")
     assert re.sub(r"[^a-z0-9]", "", re.sub(r"\(r\)|\(tm\)", "", cpu_model().lower()).split()[0]) in name
 
 
 def test_bad_framework_version_is_refused():
     with pytest.raises(ValueError, match="framework version"):
-        detect_profile([Node("n", "h", 1, cpus=1)], "ddp", ["torch"], cpu_model="x")
+        detect_profile([Node("n", "h", 1, cpus=1)], ["torch"], wanted=("torch",), cpu_model="x")
 
 
 # ---------------------------------------------------------------- shipped reference files

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_dlperf.clusters.base import Node
-from pytest_dlperf.gating import Gate, GateOptions
+from pytest_dlperf.session.gate import Gate
+from pytest_dlperf.session.gate_options import GateOptions
 from pytest_dlperf.results import result_from_dict
 
 from tests import cgroup
@@ -366,20 +367,20 @@ def test_a_recording_from_runs_that_disagree_says_so(recorded, tmp_path):
     doc = json.loads((recorded.parent / "report" / "results.json").read_text())
     result = result_from_dict(doc["cases"][0])
     gate = Gate(GateOptions(update=True, profile=None, directory=tmp_path, tolerance={}, missing="record",
-                            noisy_fails=True))
+                            noisy_fails=True), lambda case: ("torch",))
     item = types.SimpleNamespace(nodeid="suite::case", get_closest_marker=lambda name: None)
     nodes = [Node("local0", "127.0.0.1", 1, cpus=1)]
     for runs, said in (([14.1, 14.5, 14.3], False), ([10.18, 14.79, 13.30], True)):
         result.throughputs = runs
         gate.notes.clear()
-        assert gate.judge(result, nodes, "ddp", item).outcome == "pass"
+        assert gate.judge(result, nodes, item).outcome == "pass"
         assert any("recorded from runs that disagree (robust CV 16.6%" in n and "10.18, 14.79, 13.3 samples/s"
                    in n and "catch a 10% slow-down in about 0% of sessions" in n and "--dlperf-repeats" in n
                    for n in gate.notes) == said, gate.notes
     # runs within the bound, but spread enough that a later 10% slow-down would often pass: said too
     result.throughputs = [15.0, 16.6, 14.2, 15.9, 13.9, 16.8, 15.2, 14.4]
     gate.notes.clear()
-    assert gate.judge(result, nodes, "ddp", item).outcome == "pass"
+    assert gate.judge(result, nodes, item).outcome == "pass"
     (note,) = [n for n in gate.notes if "recorded from runs" in n]
     assert "recorded from runs of robust CV 8.3% (15, 16.6," in note and "disagree" not in note, note
     assert "a session of 3 runs as spread would catch a 10% slow-down in about 62% of sessions" in note, note
@@ -457,11 +458,11 @@ def test_a_case_whose_test_failed_is_neither_recorded_nor_its_groups_reference(t
     from pytest_dlperf.baselines import Entry
 
     gate = Gate(GateOptions(update=True, profile=None, directory=tmp_path, tolerance={}, missing="skip",
-                            noisy_fails=True, sittings=2))
+                            noisy_fails=True, sittings=2), lambda case: ("torch",))
     e = Entry.from_samples(model="resnet50", precision="fp32", batch_size=2, image_size=32, backend="ddp",
                            topology="1n1g", throughputs=[10.0], tolerance=None, versions={})
     for nodeid, passed in (("suites/t.py::ok", True), ("suites/t.py::bad", False)):
-        gate.pending[nodeid] = ("p", e.key, e, None)
-        gate.recorded[e.key] = e
-        gate.test_finished(nodeid, passed)
-        assert (nodeid in gate.pending, e.key in gate.recorded) == (passed, passed)
+        gate.recorder.pending[nodeid] = ("p", e.key, e, None)
+        gate.recorder.recorded[e.key] = e
+        gate.recorder.test_finished(nodeid, passed)
+        assert (nodeid in gate.recorder.pending, e.key in gate.recorder.recorded) == (passed, passed)

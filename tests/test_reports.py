@@ -120,7 +120,7 @@ def test_dlperf_report_rerenders_and_compare_prints_ratios(gated, tmp_path):
 
 
 def test_groups_with_a_regression_come_first():
-    from pytest_dlperf.baselines.gate import Verdict
+    from pytest_dlperf.verdict import Verdict
     from pytest_dlperf.reporting import markdown
     from pytest_dlperf.results import CaseResult, ResultSet
     from pytest_dlperf.specs import CaseSpec, Measurement, Topology

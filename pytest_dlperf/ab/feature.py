@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .. import metrics
-from ..gating import changes, run_versions
+from ..provenance import changes, run_versions
 from ..metrics import DeviceKind, Direction, Kind, Metric
 from ..specs import CaseSpec, Topology
 from . import sequential, worktree

@@ -20,17 +20,20 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..clusters.base import Node
+from typing import Any, Protocol
+
+from .. import frameworks
 from ..metrics import DeviceKind
 from .schema import Tolerances
 
-# Frameworks whose major version matters per backend; a backend not listed keeps every one given.
-BACKEND_FRAMEWORKS: dict[str, tuple[str, ...]] = {
-    "ddp": ("torch",), "tf": ("tf",), "paddle": ("paddle",), "acspeed": ("torch", "acspeed"),
-    "horovod": ("horovod", "torch", "tf"), "perseus": ("perseus", "torch", "tf"),
-}
-# Short names in profile names: tensorflow 2.21 -> "tf2" (as the seeds write TF2).
-FRAMEWORK_SHORT = {"tensorflow": "tf", "tensorflow-cpu": "tf", "paddlepaddle": "paddle"}
+
+class NodeFacts(Protocol):
+    """What a profile reads of a node (``clusters.base.Node`` has it)."""
+
+    gpus: int
+    cpus: int
+    extra: dict[str, Any]
+
 
 _PROFILE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
 _NOISE = re.compile(
@@ -46,22 +49,22 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", cleaned).strip("-.") or "unknown"
 
 
-def framework_majors(framework_versions: Sequence[str], backend: str) -> list[str]:
-    """['torch 2.13.0'] -> ['torch2'], kept to the frameworks the backend trains with."""
-    wanted = BACKEND_FRAMEWORKS.get(backend)
+def framework_majors(framework_versions: Sequence[str], wanted: Sequence[str] | None = None) -> list[str]:
+    """['torch 2.13.0'] -> ['torch2'] (short names: tensorflow 2.21 -> 'tf2', as the seeds write TF2),
+    kept to the ``wanted`` frameworks (the case's launcher's ``frameworks_for``; None: every one)."""
+    keep = None if wanted is None else {frameworks.short(slug(w)) for w in wanted if w}
     out = set()
     for text in framework_versions:
         m = _VERSION.match(text)
         if not m:
             raise ValueError(f"framework version {text!r}: expected 'name version' such as 'torch 2.13.0'")
-        name = slug(m.group(1))
-        name = FRAMEWORK_SHORT.get(name, name)
-        if wanted is None or name in wanted:
+        name = frameworks.short(slug(m.group(1)))
+        if keep is None or name in keep:
             out.add(f"{name}{int(m.group(2))}")
     return sorted(out)
 
 
-def node_descriptor(node: Node, cpu_model: str | None = None) -> str:
+def node_descriptor(node: NodeFacts, cpu_model: str | None = None) -> str:
     """One node's hardware: 'gpu-8x-<gpu model>' or 'cpu-<cpu model>-<cores>c'. A Slurm node's
     features (``slurm_features``, e.g. ``a100,sxm4``: the site's own names for its node classes)
     stand for the model where the site set them."""
@@ -76,9 +79,10 @@ def node_descriptor(node: Node, cpu_model: str | None = None) -> str:
     return f"cpu-{slug(model)}-{node.cpus}c"
 
 
-def detect_profile(nodes: Sequence[Node], backend: str, framework_versions: Sequence[str],
+def detect_profile(nodes: Sequence[NodeFacts], framework_versions: Sequence[str], wanted: Sequence[str] | None = None,
                    cpu_model: str | None = None) -> str:
-    """The profile name of a cluster: its nodes' hardware plus the backend's framework majors.
+    """The profile name of a cluster: its nodes' hardware plus the major versions of the frameworks the
+    case's engine trains with (``wanted``: its launcher's; None: every one given).
 
     ``cpu_model`` names the CPU of nodes that do not say (``node.extra['cpu_model']``); by default
     this machine's, which is right for local nodes. Cloud instances of one type (``node.extra
@@ -95,7 +99,7 @@ def detect_profile(nodes: Sequence[Node], backend: str, framework_versions: Sequ
         if d not in parts:
             parts.append(d)
     name = "_".join(parts)
-    majors = framework_majors(framework_versions, backend)
+    majors = framework_majors(framework_versions, wanted)
     if majors:
         name += "-" + "-".join(majors)
     return check_profile_name(name)

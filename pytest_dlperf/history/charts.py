@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import metrics
-from ..baselines.gate import Verdict
+from ..verdict import Verdict
 from ..results import CaseResult
 from .runs import Run
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..ab import report as ab_report
-from ..gating import changes
+from ..provenance import changes
 from . import charts
 from .bisect_page import href as bisect_href
 from .bisect_page import standing

@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..gating import run_versions
+from ..provenance import run_versions
 from ..results import CaseResult
 
 NO_PROFILE = "(profile not recorded)"

@@ -95,13 +95,13 @@ BUSBW = Metric(
 PEAK_MEMORY = Metric(
     "peak_memory", "peak memory", "peak GiB", "GiB", Direction.LOWER, Kind.LAUNCH, gated=True,
     description="the largest rank's peak memory over the window: GPU allocated by torch, CPU resident",
-    tolerances={CPU: 0.05, GPU: 0.02}, per_launch=_node_figure("memory", "peak_bytes", "peak memory"),
+    tolerances={CPU: 0.10, GPU: 0.02}, per_launch=_node_figure("memory", "peak_bytes", "peak memory"),
     scale=2 ** 30, digits=".3g", stored_unit="bytes")
 TIME_TO_FIRST_STEP = Metric(
     "time_to_first_step", "time to first step", "1st step s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
     description="from the launch to the end of the first training step on the slowest rank",
-    tolerances={CPU: 0.25, GPU: 0.15}, per_launch=_node_figure("first_step", "seconds", "time to first step"),
-    digits=".3g")
+    tolerances={CPU: 0.50, GPU: 0.20}, per_launch=_node_figure("first_step", "seconds", "time to first step"),
+    digits=".3g", cv_bound=0.60)
 
 METRICS: tuple[Metric, ...] = (THROUGHPUT, SPEEDUP, EFFICIENCY, MULTI_NODE_EFFICIENCY, MFU, BUSBW, PEAK_MEMORY,
                                TIME_TO_FIRST_STEP)

@@ -135,6 +135,9 @@ class Metric:
     junit: str = ""  # its JUnit property ("" : dlperf_<name>)
     min_devices: int = 1  # judged only for cases over at least this many devices
     in_table: bool = True  # a column of the terminal's and summary.md's case tables (else a line below them)
+    # the robust CV of a session's runs above which the gate calls them NOISY (None: the session's bound,
+    # --dlperf-noisy's 10%): a start-up on a shared CPU host spreads far more than its steps do
+    cv_bound: float | None = None
 
     def __post_init__(self) -> None:
         if self.gated and set(self.tolerances) != set(DeviceKind):

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from .. import metrics
-from ..baselines.gate import Verdict
+from ..verdict import Verdict
 from ..metrics import Direction, Kind, Metric
 from ..results import CaseResult, ResultSet, device_unit
 from ..specs import CaseSpec

@@ -24,7 +24,8 @@ from ..ab.report import ab_junit_properties
 from ..baselines import BaselineError
 from ..budget import Budget, session_seconds
 from ..clusters.base import Cluster
-from ..gating import Gate, GateOptions, Outcome
+from .gate import Gate, Outcome
+from .gate_options import GateOptions
 from ..launchers.base import Launcher
 from ..mfu import utilisation
 from ..options import RunOptions
@@ -55,7 +56,7 @@ class DLPerfSession:
         self._cluster: Cluster | None = None
         self._restore_sigterm: Callable[[], None] = lambda: None
         self._cases: list[CaseSpec] | None = None
-        self.gate = Gate(GateOptions.from_config(config))
+        self.gate = Gate(GateOptions.from_config(config), lambda case: self.launcher(case).frameworks_for(case))
         self.live = LiveLine(config)
         self._budget: Budget | None = None  # made with the first case's measurement
         self._paced: dict[str, bool] = {}  # case name -> whether --dlperf-pace-probe's default probes it
@@ -148,7 +149,7 @@ class DLPerfSession:
             return m
         name = self.case_name(case)
         if name not in self._paced:
-            self._paced[name] = self.gate.paced_baseline(self.cluster.nodes(), case, self._probed_frameworks(case))
+            self._paced[name] = self.gate.contexts.paced_baseline(self.cluster.nodes(), case, self._probed_frameworks(case))
         return replace(m, pace_probe=self._paced[name])
 
     def budget(self, m: Measurement) -> Budget:
@@ -177,7 +178,7 @@ class DLPerfSession:
     # ------------------------------------------------------------------ pytest hooks
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
-            self.gate.test_finished(report.nodeid, report.passed)
+            self.gate.recorder.test_finished(report.nodeid, report.passed)
 
     @property
     def worker_id(self) -> str | None:
@@ -191,9 +192,9 @@ class DLPerfSession:
                 xdist.write_part(self, self.worker_id)
                 return
             merged = xdist.merge_parts(self)
-            if merged and self.gate.written:  # a serial session stored its speedups when it wrote
+            if merged and self.gate.recorder.written:  # a serial session stored its speedups when it wrote
                 try:
-                    self.gate.fill_scaling(self.results)
+                    self.gate.recorder.fill_scaling(self.results)
                 except (BaselineError, OSError, TimeoutError) as exc:
                     self.gate.notes.append(
                         f"baselines: speedups NOT added to the entries written by xdist workers: {exc}")
@@ -229,12 +230,12 @@ class DLPerfSession:
 
     def _flush_baselines(self, session: pytest.Session) -> None:
         """--update-baselines: write the passed cases; a store that cannot be written fails the run."""
-        if self.gate.pending and self.preflight.fingerprints is not None:
+        if self.gate.recorder.pending and self.preflight.fingerprints is not None:
             # a short session has probed a few times, maybe all in one of the host's slow spells, and
             # a recording that keeps a slow figure makes this machine look faster than itself later
             self.preflight.look_again("at-recording")
         try:
-            self.gate.flush()
+            self.gate.recorder.flush()
         except (BaselineError, OSError, TimeoutError) as exc:
             self.gate.notes.append(f"baselines NOT updated: {exc}")
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -293,7 +294,7 @@ class DLPerfSession:
         """The gate's judgement of the case, against the baseline context its preflight resolved; in
         an A/B session (``paired``) the paired verdict too, and a missing baseline skips nothing."""
         self.preflight.second_look(case, result)
-        judgement = self.gate.judge(result, self.cluster.nodes(), case.backend, item, self.preflight.fingerprints,
+        judgement = self.gate.judge(result, self.cluster.nodes(), item, self.preflight.fingerprints,
                                     reference=self.results.find(case, Topology(1, 1)),
                                     context=self.preflight.contexts.get(self.case_name(case)))
         if item is not None:  # JUnit properties (--junitxml), as record_property writes them

@@ -13,7 +13,7 @@ import pytest
 from ..baselines import BaselineError
 from ..baselines.store import SittingsError
 from ..clusters.base import ClusterError
-from ..gating import BaselineContext
+from .contexts import BaselineContext
 from ..preflight import frameworks, hardware, reach
 from ..results import CaseResult
 from ..specs import CaseSpec
@@ -73,7 +73,7 @@ class CasePreflight:
         baseline context for the judge."""
         s = self.session
         try:
-            self.contexts[s.case_name(case)] = s.gate.check_file(s.cluster.nodes(), case, self.probed_frameworks(case))
+            self.contexts[s.case_name(case)] = s.gate.contexts.check_file(s.cluster.nodes(), case, self.probed_frameworks(case))
             return
         except BaselineError as exc:
             why = f"{case.id}: {exc}"
@@ -93,7 +93,7 @@ class CasePreflight:
         s = self.session
         context = self.contexts.get(s.case_name(case))
         self.look_again(f"{s.case_name(case)}-again", lambda: s.gate.probe_again(
-            result, s.cluster.nodes(), case.backend, self.fingerprints, context))
+            result, s.cluster.nodes(), self.fingerprints, context))
 
     def look_again(self, label: str, wanted: Callable[[], bool] = lambda: True) -> None:
         """Probe up to RECHECKS more times, --dlperf-reprobe-pause s apart, while ``wanted()``: this host has

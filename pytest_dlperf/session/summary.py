@@ -71,12 +71,12 @@ def _gate_summary(s: DLPerfSession, tr) -> None:  # noqa: ANN001
     # Derived from the results, so xdist workers' verdicts (merged as results) are included.
     verdicts = [v for r in s.results.results for v in (r.verdict or {}).values()]
     table = verdict_table(verdicts)
-    if table or s.gate.notes or s.gate.written:
+    if table or s.gate.notes or s.gate.recorder.written:
         tr.write_sep("=", "dlperf baseline gate")
         for line in table.splitlines():
             tr.write_line(line)
         for note in s.gate.notes:
             tr.write_line(note)
-        for profile, n in s.gate.written.items():
+        for profile, n in s.gate.recorder.written.items():
             tr.write_line(f"baselines updated: {n} case(s) written to "
                           f"{s.gate.store.path(profile)}")

@@ -18,7 +18,7 @@ def write_part(session: DLPerfSession, worker_id: str) -> None:
     if s.results.results or s.dryrun or s.failures or s.gate.notes:
         reporting.write_part(s.options.report_dir, s.options.session_token, worker_id,
                              s.results, s.failures, s.dryrun,
-                             {"notes": s.gate.notes, "written": s.gate.written,
+                             {"notes": s.gate.notes, "written": s.gate.recorder.written,
                               "fingerprints": pf.fingerprints.to_dict() if pf.fingerprints else None,
                               "node_frameworks": pf.node_frameworks})
 
@@ -36,7 +36,7 @@ def merge_parts(session: DLPerfSession) -> int:
         extra = part.get("extra", {})
         s.gate.notes.extend(n for n in extra.get("notes", []) if n not in s.gate.notes)
         for profile, n in extra.get("written", {}).items():
-            s.gate.written[profile] = s.gate.written.get(profile, 0) + n
+            s.gate.recorder.written[profile] = s.gate.recorder.written.get(profile, 0) + n
         for node, fws in (extra.get("node_frameworks") or {}).items():
             pf.node_frameworks.setdefault(node, {}).update(fws)
         if extra.get("fingerprints"):  # each worker probed the nodes: keep each node's best

@@ -79,9 +79,10 @@ import math
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from enum import Enum
+from dataclasses import dataclass, replace
 
+
+from ..verdict import STATUSES, Verdict, VerdictStatus, verdict_from_dict  # noqa: F401 - the judge's verdicts
 from .significance import Significance, rank_test, scaling_test, scipy_stats, significant, t_test
 from .fingerprint import robust_cv
 from .. import metrics
@@ -99,79 +100,9 @@ PACE_HOST_ALPHA = 0.01
 PACE_HOST_MARGIN = 0.10
 
 
-class VerdictStatus(str, Enum):
-    """A verdict's status; its value is what results.json, the JUnit properties and the tables say."""
-
-    PASS = "pass"
-    REGRESSION = "regression"
-    IMPROVEMENT = "improvement"
-    NOISY = "noisy"
-    MISSING = "missing"
-    # not judged: the baseline was recorded on other hardware (gating.hardware_verdict), or this
-    # session's host ran slower than the recording's by the pace probe (host_slower)
-    HARDWARE = "hardware"
-    # not judged: a drop with no spread on either side to tell it from noise (NEEDED_LAUNCHES)
-    UNJUDGED = "unjudged"
-
-    def __str__(self) -> str:  # "pass", not "VerdictStatus.PASS", in messages and f-strings
-        return self.value
-
-
-STATUSES = tuple(s.value for s in VerdictStatus)
 # Launches per case that give the gate a spread against a single baseline figure (the one-sample t
 # test); 3, the default, on both sides lets the rank test decide alone.
 NEEDED_LAUNCHES = 2
-
-
-@dataclass
-class Verdict:
-    """The gate's judgement of one case and metric, with every number a reviewer needs."""
-
-    status: VerdictStatus
-    case: str
-    metric: str
-    tolerance: float
-    message: str
-    rule: str
-    measured_median: float | None = None
-    measured_cv: float | None = None  # standard deviation / mean
-    measured_robust_cv: float | None = None  # 1.4826 x MAD / median: decides "noisy"
-    measured_n: int = 0
-    baseline_median: float | None = None
-    baseline_cv: float | None = None
-    baseline_robust_cv: float | None = None
-    baseline_n: int = 0
-    baseline_source: str = ""
-    change: float | None = None  # measured / baseline - 1
-    test: str = ""  # the test that decided significance
-    p_value: float | None = None  # its one-sided p, H1: measured is slower
-    mannwhitney_p: float | None = None
-    t_p: float | None = None
-    interval: tuple[float, float] | None = None  # one-sided bounds of measured / baseline
-    confidence: float | None = None  # of each one-sided bound
-    changes: list[str] = field(default_factory=list)  # "name before -> now" since the baseline was recorded
-    pace: dict | None = None  # how the throughputs were brought to one pace (pace_adjust), if they were
-
-    def __post_init__(self) -> None:
-        self.status = VerdictStatus(self.status)  # a plain string ("pass") names its status too
-
-    def fails(self, noisy_fails: bool = True) -> bool:
-        """Whether this verdict fails its test: a regression, and by default a noisy case."""
-        return self.status is VerdictStatus.REGRESSION or (noisy_fails and self.status is VerdictStatus.NOISY)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["status"] = self.status.value
-        d["interval"] = list(self.interval) if self.interval else None
-        return d
-
-
-def verdict_from_dict(d: dict) -> Verdict:
-    """Rebuild a Verdict from its to_dict() (xdist workers' parts, a saved results.json)."""
-    d = dict(d)
-    if d.get("interval") is not None:
-        d["interval"] = tuple(d["interval"])
-    return Verdict(**d)
 
 
 @dataclass(frozen=True)
@@ -526,6 +457,7 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
     if declared.paced and (mp or bp):
         pace_info, pace_txt = _with_pace(sides, baseline, mp, bp, measured_pace_contract, tol, cv_bound, alpha, case)
     direction = declared.direction
+    cv_bound = declared.cv_bound if declared.cv_bound is not None else cv_bound
     spread = _spread(sides, cv_bound, alpha, direction)
     ratio = sides.m_med / sides.b_med
     status, rule = _host_check(*_status(ratio, tol, spread, alpha, direction), mp, bp, pace_info)

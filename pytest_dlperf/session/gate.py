@@ -1,96 +1,32 @@
-"""The baseline gate inside a pytest session: its options, the profile, judging and recording.
-
-The statistics live in ``baselines.gate`` and the files in ``baselines.store``; this module
-resolves each case's baseline context once and decides, per case, what a verdict means for the
-test (pass, fail, skip) and which measurements ``--update-baselines`` keeps (``recording``: only
-cases whose test passed are written, at the end, under the file lock).
-"""
+"""The baseline gate inside a pytest session: judging each case against its resolved baseline
+(``contexts``) and deciding what the verdicts do to its test (pass, fail, skip); what
+``--update-baselines`` keeps is the recorder's (``recording``: only cases whose test passed are written,
+at the end, under the file lock). The statistics live in ``baselines.judge``, the files in
+``baselines.store``."""
 from __future__ import annotations
 
-import functools
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from importlib import metadata
-from pathlib import Path
 
 import pytest
 
-from .baselines import (BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, Verdict,
-                        VerdictStatus, detect_profile, judge, judge_scalar, resolve_tolerances)
-from .baselines import verdict_from_dict  # noqa: F401 - importable from here as before
-from .baselines.fingerprint import FingerprintComparison, compare
-from .baselines.gate import DEFAULT_ALPHA, DEFAULT_CV_BOUND, pace_hides
-from .baselines.store import SittingsError, check_software
-from . import metrics
-from .metrics import PRIMARY, Kind
-from .clusters.base import Node
-from .comm import network_said
-from .preflight.hardware import Fingerprints
+from .. import metrics
+from ..baselines import BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, judge, judge_scalar
+from ..baselines.fingerprint import FingerprintComparison, compare
+from ..baselines.judge import pace_hides, resolve_tolerances
+from ..baselines.store import SittingsError
+from ..clusters.base import Node
+from ..comm import network_said
+from ..metrics import PRIMARY, Kind
+from ..preflight.hardware import Fingerprints
+from ..provenance import changes, git_commit, run_versions
+from ..results import CaseResult
+from ..specs import CaseSpec
+from ..verdict import Verdict, VerdictStatus
+from .contexts import BaselineContext, BaselineContexts
+from .gate_options import GateOptions, marker_tolerances
 from .recording import BaselineRecorder
-from .results import CaseResult, ResultSet
-from .specs import CaseSpec
-
-
-
-def in_ci() -> bool:
-    """The same test pytest uses for CI runs: CI or BUILD_NUMBER set."""
-    return bool(os.environ.get("CI") or os.environ.get("BUILD_NUMBER"))
-
-
-@dataclass(frozen=True)
-class GateOptions:
-    update: bool
-    profile: str | None
-    directory: Path
-    tolerance: dict[str, float | None]
-    missing: str
-    noisy_fails: bool
-    hardware_fails: bool = False
-    cv_bound: float = DEFAULT_CV_BOUND
-    alpha: float = DEFAULT_ALPHA
-    root: Path | None = None  # the repository under test: its git commit is recorded and compared
-    sittings: int = 1  # --dlperf-record-sittings: the sittings an entry keeps when recorded (1: replace)
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> GateOptions:
-        get = config.getoption
-        d = get("dlperf_baseline_dir")
-        directory = Path(d).expanduser().resolve() if d else Path(config.rootpath) / "baselines"
-        if directory.exists() and not directory.is_dir():
-            raise pytest.UsageError(f"--dlperf-baseline-dir: {directory} exists and is not a directory")
-        if get("dlperf_record_sittings") and not get("dlperf_update_baselines"):
-            raise pytest.UsageError("--dlperf-record-sittings K says how many sittings --update-baselines keeps: "
-                                    "give it with --update-baselines, or leave it out to gate")
-        return cls(update=get("dlperf_update_baselines"), profile=get("dlperf_baseline_profile"), directory=directory,
-                   tolerance={m.name: get(m.option_dest) for m in metrics.gated()},
-                   missing=get("dlperf_baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail",
-                   hardware_fails=(get("dlperf_hardware") or ("fail" if in_ci() else "skip")) == "fail",
-                   root=Path(config.rootpath), sittings=get("dlperf_record_sittings") or 1)
-
-
-def marker_tolerances(item: pytest.Item | None) -> dict[str, float]:
-    """``@pytest.mark.dlperf(tolerance=0.03, speedup_tolerance=.., peak_memory_tolerance=..)``: each gated
-    metric's tolerance under its declared keyword."""
-    if item is None:
-        return {}
-    marker = item.get_closest_marker("dlperf")
-    if marker is None:
-        return {}
-    names = {m.marker_key: m.name for m in metrics.gated()}
-    unknown = sorted(set(marker.kwargs) - set(names))
-    if unknown or marker.args:
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.dlperf takes only "
-                                f"{', '.join(names)} (got {', '.join(unknown) or marker.args})")
-    out = {}
-    for k, metric in names.items():
-        if k in marker.kwargs:
-            v = marker.kwargs[k]
-            if not isinstance(v, (int, float)) or not 0 <= v < 1:
-                raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.dlperf({k}={v!r}): expected a fraction in [0, 1)")
-            out[metric] = float(v)
-    return out
 
 
 class Outcome(str, Enum):
@@ -116,128 +52,24 @@ class Judgement:
         self.outcome = Outcome(self.outcome)
 
 
-def _version_key(frameworks: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(frameworks.items()))
-
-
-@dataclass(frozen=True)
-class BaselineContext:
-    """A case's baseline as resolved once, before its first launch: the profile its nodes and
-    framework versions name, that profile's file, the case's entry (None: not recorded) and the
-    tolerances the file keeps for it (the command line's and the test marker's are laid over them
-    when judging). ``versions``: the framework versions that named the profile."""
-
-    profile: str
-    file: BaselineFile
-    entry: Entry | None
-    tolerances: Tolerances
-    versions: tuple[tuple[str, str], ...]
-
-    def named_by(self, frameworks: Mapping[str, str]) -> bool:
-        """Whether these framework versions are the ones the context was resolved from."""
-        return self.versions == _version_key(frameworks)
-
-
 def _versions(result: CaseResult, git: str | None = None) -> dict[str, str]:
     """What the case's first run ran on (``run_versions``): stored with a recording, and compared on
     a regression ("what changed since the baseline")."""
     return run_versions(result.runs[0].meta if result.runs else {}, git)
 
 
-def run_versions(meta: dict, git: str | None = None) -> dict[str, str]:
-    """What a run ran on, as the workload's meta line says (frameworks, Python, CUDA, NCCL, the
-    engine's communication backend, the device model), pytest-dlperf's version and the repository's
-    commit: compared between baselines and sessions, and between an A/B session's sides."""
-    out = {k: str(meta[k]) for k in ("python", "backend", "cuda", "nccl", "driver") if meta.get(k)}
-    out.update({k: str(v) for k, v in (meta.get("frameworks") or {}).items()})
-    ranks = [r for r in meta.get("ranks") or [] if isinstance(r, dict) and r.get("device")]
-    if ranks:
-        out["device"] = str(ranks[0]["device"])
-    own = _own_version()
-    if own:
-        out["pytest_dlperf"] = own
-    if git:
-        out["git"] = git
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def _own_version() -> str | None:
-    """The installed pytest-dlperf's version, read once (a metadata lookup costs about 1 ms)."""
-    try:
-        return metadata.version("pytest-dlperf")
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def git_commit(root: Path | None) -> str | None:
-    """The repository's commit (12 hex digits, "+dirty" with uncommitted changes), None outside git."""
-    import subprocess
-
-    if root is None:
-        return None
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
-def changes(before: dict[str, str], now: dict[str, str]) -> list[str]:
-    """``name before -> now`` for every fact that differs or appeared (pytest-dlperf's own version last)."""
-    keys = sorted(set(before) | set(now), key=lambda k: (k == "pytest_dlperf", k))
-    return [f"{k} {before.get(k, '(not recorded)')} -> {now.get(k, '(none)')}"
-            for k in keys if before.get(k) != now.get(k) and k in now]
-
-
-def _frameworks(result: CaseResult) -> dict[str, str]:
-    meta = result.runs[0].meta if result.runs else {}
-    return meta.get("frameworks") or {}
-
-
 class Gate:
-    """Judges each measured case against the store and collects what --update-baselines writes."""
+    """Judges each measured case against its baseline and collects what --update-baselines writes.
+    ``wanted(case)``: the frameworks whose major versions name a case's profile (its launcher's)."""
 
-    def __init__(self, options: GateOptions) -> None:
+    def __init__(self, options: GateOptions, wanted: Callable[[CaseSpec], Sequence[str]]) -> None:
         self.options = options
         self.store = BaselineStore(options.directory)
         self.notes: list[str] = []
         self.recorder = BaselineRecorder(self.store, options.sittings, options.cv_bound, self.note)
-        self._files: dict[str, BaselineFile] = {}
-        self._contexts: dict[tuple, BaselineContext] = {}  # (backend, case key, versions, nodes) -> context
+        self.contexts = BaselineContexts(options, self.store, wanted, lambda: self.git, self.note)
         self._git: str | None = None
         self._git_read = False
-
-    @property
-    def pending(self) -> dict[str, tuple[str, str, Entry, Fingerprints | None]]:
-        """nodeid -> (profile, key, entry, the session's fingerprints): what --update-baselines will write."""
-        return self.recorder.pending
-
-    @property
-    def recorded(self) -> dict[str, Entry]:
-        return self.recorder.recorded
-
-    @property
-    def written(self) -> dict[str, int]:
-        return self.recorder.written
-
-    def test_finished(self, nodeid: str, passed: bool) -> None:
-        self.recorder.test_finished(nodeid, passed)
-
-    def flush(self) -> None:
-        self.recorder.flush()
-
-    def fill_scaling(self, results: ResultSet) -> int:
-        return self.recorder.fill_scaling(results)
-
-    def _add_sitting(self, old: Entry, new: Entry, comp: FingerprintComparison | None,
-                     reference: CaseResult | None) -> Entry:
-        return self.recorder.add_sitting(old, new, comp, reference)
 
     @property
     def git(self) -> str | None:
@@ -246,83 +78,11 @@ class Gate:
             self._git, self._git_read = git_commit(self.options.root), True
         return self._git
 
-    def profile(self, nodes: list[Node], backend: str, result: CaseResult) -> str:
-        """The named profile, else the detected one; a mismatch is said plainly once."""
-        return self.profile_for(nodes, backend, _frameworks(result))
-
-    def profile_for(self, nodes: list[Node], backend: str, frameworks: Mapping[str, str]) -> str:
-        """As ``profile``, from framework versions (``{'torch': '2.13.0'}``) known before any run."""
-        detected = detect_profile(nodes, backend, [f"{name} {version}" for name, version in sorted(frameworks.items())])
-        if self.options.profile is None:
-            return detected
-        if self.options.profile != detected:
-            note = (f"gating against profile {self.options.profile!r} (named with --dlperf-baseline-profile); "
-                    f"this machine's profile is {detected!r}, so differences may be the hardware's")
-            self.note(note)
-        return self.options.profile
-
-    def _file(self, profile: str) -> BaselineFile:
-        if profile not in self._files:
-            self._files[profile] = self.store.load(profile)  # BaselineError: named file, never written
-        return self._files[profile]
-
-    def context(self, nodes: list[Node], backend: str, case: CaseSpec,
-                frameworks: Mapping[str, str]) -> BaselineContext:
-        """The case's baseline context for these framework versions, resolved once per session:
-        ValueError where the versions name no profile, BaselineError where its file is broken."""
-        key = (backend, case.key, _version_key(frameworks), tuple(n.name for n in nodes))
-        if key not in self._contexts:
-            profile = self.profile_for(nodes, backend, frameworks)
-            bfile = self._file(profile)
-            self._contexts[key] = BaselineContext(profile, bfile, bfile.get(case.key), bfile.tolerances_for(case.key),
-                                                  key[2])
-        return self._contexts[key]
-
-    def context_of(self, result: CaseResult, nodes: list[Node], backend: str,
-                   context: BaselineContext | None) -> BaselineContext:
-        """The context the runs are judged by: the one resolved before the first launch, unless the runs
-        report other framework versions than it was resolved from (a plugin's engine reports its own):
-        then the profile the runs' versions name, as the judge always used."""
-        frameworks = _frameworks(result)
-        if context is not None and context.named_by(frameworks):
-            return context
-        return self.context(nodes, backend, result.case, frameworks)
-
-    def check_file(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> BaselineContext | None:
-        """Read the file a case will be judged against (or recorded into) before it is measured:
-        a broken file (a merge's conflict markers, a hand edit) raises BaselineError now, not after
-        minutes of launches whose measurements it would then throw away. Versions that name no
-        profile (a framework without a version) leave the check to the judging, as before.
-        With --dlperf-record-sittings, what is known before a launch (the repository's commit,
-        pytest-dlperf's version, a published entry) is refused now too (SittingsError); the rest
-        (frameworks as the workload reports them, the machine) when the runs are added.
-        Returns the case's baseline context for the later steps (None: no profile named yet)."""
-        try:
-            context = self.context(nodes, case.backend, case, frameworks)
-        except ValueError:
-            return None
-        entry = context.entry
-        if entry is not None and self.options.update and self.options.sittings > 1:
-            check_software(entry, {"git": self.git, "pytest_dlperf": _own_version()}, keys=("git", "pytest_dlperf"))
-        return context
-
-    def paced_baseline(self, nodes: list[Node], case: CaseSpec, frameworks: Mapping[str, str]) -> bool:
-        """Whether the case's baseline was recorded with the pace probe, or it has none to judge
-        against: what ``--dlperf-pace-probe``'s default (auto) probes by. A baseline recorded without
-        it is met without it, so that both sides are measured alike (the probe costs about 3%)."""
-        if self.options.update:
-            return True
-        try:
-            entry = self.context(nodes, case.backend, case, frameworks).entry
-        except (ValueError, BaselineError):  # no versions to name a profile; a broken file fails the case anyway
-            return True
-        return entry is None or bool(entry.paces)
-
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
 
-    def probe_again(self, result: CaseResult, nodes: list[Node], backend: str,
+    def probe_again(self, result: CaseResult, nodes: list[Node],
                     fingerprints: Fingerprints | None, context: BaselineContext | None = None) -> bool:
         """True when only probe figures set this machine apart from the entry's recording machine
         (a host's slow seconds do that): the session probes again before judging, or before a sitting
@@ -330,7 +90,7 @@ class Gate:
         if fingerprints is None or (self.options.update and self.options.sittings <= 1):
             return False
         try:
-            ctx = self.context_of(result, nodes, backend, context)
+            ctx = self.contexts.context_of(result, nodes, context)
         except BaselineError:
             return False
         if ctx.entry is None:
@@ -363,7 +123,7 @@ class Gate:
                       f"recorded on the same hardware. These cases {mode} (--dlperf-hardware {mode}).")
         return comp
 
-    def judge(self, result: CaseResult, nodes: list[Node], backend: str, item: pytest.Item | None,
+    def judge(self, result: CaseResult, nodes: list[Node], item: pytest.Item | None,
               fingerprints: Fingerprints | None = None, reference: CaseResult | None = None,
               context: BaselineContext | None = None) -> Judgement:
         """Verdicts for throughput (and speedup, efficiency where both sides have them).
@@ -377,7 +137,7 @@ class Gate:
         """
         case = result.case
         try:
-            ctx = self.context_of(result, nodes, backend, context)
+            ctx = self.contexts.context_of(result, nodes, context)
         except BaselineError as exc:
             return Judgement(Outcome.FAIL, f"{case.id}: {exc}")
         result.profile = ctx.profile

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import metrics
-from .baselines import BaselineStore, Entry, Tolerances
-from .baselines.fingerprint import FingerprintComparison, robust_cv
-from .baselines.gate import catch_rate
-from .baselines.store import SittingsError, add_sitting
-from .clusters.base import Node
-from .preflight.hardware import Fingerprints
-from .results import CaseResult, ResultSet
-from .specs import Topology, profile_of
+from .. import metrics
+from ..baselines import BaselineStore, Entry, Tolerances
+from ..baselines.fingerprint import FingerprintComparison, robust_cv
+from ..baselines.judge import catch_rate
+from ..baselines.store import SittingsError, add_sitting
+from ..clusters.base import Node
+from ..preflight.hardware import Fingerprints
+from ..results import CaseResult, ResultSet
+from ..specs import Topology, profile_of
 
 CATCH_DROP = 0.10  # at recording, the slow-down a baseline should let a default session catch ...
 CATCH_TARGET = 0.95  # ... at least this often (the gate's target: 19 in 20), else the recording says so

@@ -1,0 +1,78 @@
+"""A verdict of the gate: one case and metric judged against its baseline, with every figure a reviewer
+needs, and its status. Plain data, below everything that judges, stores or shows verdicts."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+
+class VerdictStatus(str, Enum):
+    """A verdict's status; its value is what results.json, the JUnit properties and the tables say."""
+
+    PASS = "pass"
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NOISY = "noisy"
+    MISSING = "missing"
+    # not judged: the baseline was recorded on other hardware (session.gate.hardware_verdict), or this
+    # session's host ran slower than the recording's by the pace probe (host_slower)
+    HARDWARE = "hardware"
+    # not judged: a drop with no spread on either side to tell it from noise (NEEDED_LAUNCHES)
+    UNJUDGED = "unjudged"
+
+    def __str__(self) -> str:  # "pass", not "VerdictStatus.PASS", in messages and f-strings
+        return self.value
+
+
+STATUSES = tuple(s.value for s in VerdictStatus)
+
+
+@dataclass
+class Verdict:
+    """The gate's judgement of one case and metric, with every number a reviewer needs."""
+
+    status: VerdictStatus
+    case: str
+    metric: str
+    tolerance: float
+    message: str
+    rule: str
+    measured_median: float | None = None
+    measured_cv: float | None = None  # standard deviation / mean
+    measured_robust_cv: float | None = None  # 1.4826 x MAD / median: decides "noisy"
+    measured_n: int = 0
+    baseline_median: float | None = None
+    baseline_cv: float | None = None
+    baseline_robust_cv: float | None = None
+    baseline_n: int = 0
+    baseline_source: str = ""
+    change: float | None = None  # measured / baseline - 1
+    test: str = ""  # the test that decided significance
+    p_value: float | None = None  # its one-sided p, H1: measured is slower
+    mannwhitney_p: float | None = None
+    t_p: float | None = None
+    interval: tuple[float, float] | None = None  # one-sided bounds of measured / baseline
+    confidence: float | None = None  # of each one-sided bound
+    changes: list[str] = field(default_factory=list)  # "name before -> now" since the baseline was recorded
+    pace: dict | None = None  # how the throughputs were brought to one pace (pace_adjust), if they were
+
+    def __post_init__(self) -> None:
+        self.status = VerdictStatus(self.status)  # a plain string ("pass") names its status too
+
+    def fails(self, noisy_fails: bool = True) -> bool:
+        """Whether this verdict fails its test: a regression, and by default a noisy case."""
+        return self.status is VerdictStatus.REGRESSION or (noisy_fails and self.status is VerdictStatus.NOISY)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["status"] = self.status.value
+        d["interval"] = list(self.interval) if self.interval else None
+        return d
+
+
+def verdict_from_dict(d: dict) -> Verdict:
+    """Rebuild a Verdict from its to_dict() (xdist workers' parts, a saved results.json)."""
+    d = dict(d)
+    if d.get("interval") is not None:
+        d["interval"] = tuple(d["interval"])
+    return Verdict(**d)
