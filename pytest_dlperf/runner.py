@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from . import pace
 from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, stop_everything
@@ -22,10 +22,18 @@ from .records import RunRecord, StepRecord
 from .specs import CaseSpec, Measurement
 from .node.workloads import steplog
 
-if TYPE_CHECKING:
-    from .ab.sides import Side
-
 TAIL_LINES = 40
+
+
+class SideLike(Protocol):
+    """What a launch uses of an A/B session's side (``ab.sides.Side``): the nodes it runs on, its
+    workload files and its commands (its interpreter, variables)."""
+
+    def nodes(self, nodes: list[Node]) -> list[Node]: ...
+
+    def workload_paths(self, launcher: Launcher) -> list[Path]: ...
+
+    def commands(self, cmds: list[NodeCommand]) -> list[NodeCommand]: ...
 
 
 class RunFailed(Exception):
@@ -33,7 +41,7 @@ class RunFailed(Exception):
 
 
 def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
-             run_id: str | None = None, side: Side | None = None) -> tuple[RunPlan, list[NodeCommand]]:
+             run_id: str | None = None, side: SideLike | None = None) -> tuple[RunPlan, list[NodeCommand]]:
     """Prepare per-run directories and the workload on each node; build the commands. ``side`` (an
     A/B session's): its interpreter on the nodes, its files' revision and its workers' variables."""
     all_nodes = side.nodes(cluster.nodes()) if side is not None else cluster.nodes()
@@ -154,7 +162,7 @@ def last_progress(path: Path) -> dict | None:
 
 def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
              log_dir: Path, repeat: int = 0, poll: float = 0.1,
-             on_progress: Callable[[dict], None] | None = None, side: Side | None = None) -> RunRecord:
+             on_progress: Callable[[dict], None] | None = None, side: SideLike | None = None) -> RunRecord:
     """Run one repeat of the case to completion; raise RunFailed with the nodes' last output.
     ``on_progress`` gets rank 0's latest progress line (a dict) about twice a second."""
     log_dir.mkdir(parents=True, exist_ok=True)

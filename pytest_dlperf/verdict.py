@@ -1,5 +1,6 @@
 """A verdict of the gate: one case and metric judged against its baseline, with every figure a reviewer
-needs, and its status. Plain data, below everything that judges, stores or shows verdicts."""
+needs, and its status; and what the verdicts do to the case's test (``Judgement``). Plain data, below
+everything that judges, stores or shows verdicts."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -76,3 +77,26 @@ def verdict_from_dict(d: dict) -> Verdict:
     if d.get("interval") is not None:
         d["interval"] = tuple(d["interval"])
     return Verdict(**d)
+
+
+class Outcome(str, Enum):
+    """What a judgement does to the case's test."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class Judgement:
+    """What the gate decided for one case's test."""
+
+    outcome: Outcome
+    message: str
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.outcome = Outcome(self.outcome)

@@ -25,16 +25,30 @@ QUICK_PROBES = ("--dlperf-probe-seconds", "0.5", "--dlperf-reprobe-pause", "0")
 UNUSED_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:anyio")
 
 
-def command(*args: str, suite: Path | None = None, prefix: Sequence[str] = ()) -> list[str]:
-    """``python -m pytest SUITE -q -rfEs ... args`` (the repository's rootdir, no cache)."""
-    return [*prefix, sys.executable, "-m", "pytest", str(suite or SUITES), *UNUSED_PLUGINS, "-q", "-rfEs",
+def command(*args: str, suite: Path | None = None, prefix: Sequence[str] = (), python: str | None = None) -> list[str]:
+    """``python -m pytest SUITE -q -rfEs ... args`` (the repository's rootdir, no cache); ``python``: another
+    interpreter than this one's (the local cluster's nodes run the workload with it too)."""
+    return [*prefix, python or sys.executable, "-m", "pytest", str(suite or SUITES), *UNUSED_PLUGINS, "-q", "-rfEs",
             "--rootdir", str(ROOT), *args]
 
 
 def run_suite(*args: str, suite: Path | None = None, env: Mapping[str, str] | None = None,
               base_env: Mapping[str, str] | None = None, timeout: float = 600,
-              prefix: Sequence[str] = ()) -> subprocess.CompletedProcess:
+              prefix: Sequence[str] = (), python: str | None = None) -> subprocess.CompletedProcess:
     """Run the suite with ``args`` from the repository's root; ``env`` is added to ``base_env``
     (default: this process's environment)."""
-    return subprocess.run(command(*args, suite=suite, prefix=prefix), cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**(os.environ if base_env is None else base_env), **(env or {})})
+    return subprocess.run(command(*args, suite=suite, prefix=prefix, python=python), cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout,
+                          env={**(os.environ if base_env is None else base_env), **(env or {})})
+
+
+def python_holding_more(directory: Path, mib: int) -> str:
+    """A second Python environment the project knows nothing of: a venv over this one's packages whose
+    ``sitecustomize`` holds ``mib`` MiB more in every process it starts (a library that grew), as a
+    user's upgraded stack would; its interpreter's path."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(directory)],
+                   check=True, capture_output=True)
+    site = next(directory.glob("lib/python*/site-packages"))
+    (site / "sitecustomize.py").write_text(
+        f"HELD = bytearray({mib} << 20)\nHELD[::4096] = b'\\x01' * len(range(0, len(HELD), 4096))  # touched: resident\n")
+    return str(directory / "bin" / "python")

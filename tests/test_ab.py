@@ -57,10 +57,9 @@ def test_a_program_that_reports_no_versions_gets_each_sides_own_in_what_differs(
     from pytest_dlperf.ab.sides import Side, SideSpec
     from pytest_dlperf.records import RunRecord
 
-    preflight = SimpleNamespace(probed_frameworks=lambda case: {"torch": "2.13.0"})
     launcher = SimpleNamespace(frameworks_for=lambda case: ("torch",))
-    ab = ABSession(SimpleNamespace(preflight=preflight, launcher=lambda case: launcher), SimpleNamespace(alpha=0.05, tolerance=0.02, min_pairs=3,
-                                                                         max_pairs=20))
+    ab = ABSession(SimpleNamespace(alpha=0.05, tolerance=0.02, min_pairs=3, max_pairs=20),
+                   SimpleNamespace(launcher=lambda case: launcher), [], lambda case: {"torch": "2.13.0"}, {})
     ab._sides = {"reference": Side(SideSpec("reference")),
                  "candidate": Side(SideSpec("candidate", "python=/opt/new/bin/python", python="/opt/new/bin/python"),
                                    frameworks={"torch": "2.14.0", "tensorflow": "2.20.0"})}  # tf: another case's
@@ -131,6 +130,23 @@ def test_identical_sides_are_same_within_a_wide_tolerance(tmp_path):
     case = doc["ab"]["cases"][CASE]
     assert case["verdict"] == "same" and case["low"] >= 0.4 and case["high"] <= 1.6, case
     assert "candidate (again): name=again" in r.stdout
+    # the other gated metrics are judged from the same pairs: identical sides are not worse on any
+    assert case["metrics"]["peak_memory"]["verdict"] == "same", case["metrics"]
+    assert all(v["verdict"] != "worse" for v in case["metrics"].values()), case["metrics"]
+
+
+def test_a_candidate_python_holding_more_memory_is_worse_on_peak_memory(tmp_path):
+    """A second Python environment, unknown to the project, holding 24 MiB more in every process: the
+    candidate's peak memory is WORSE, a failing verdict of its own whatever its throughput's."""
+    py = suite.python_holding_more(tmp_path / "venv", 24)
+    r, doc = session(tmp_path, "--dlperf-candidate", f"python={py}", "--dlperf-ab-max-pairs", "4")
+    assert r.returncode == 1, r.stdout + r.stderr
+    memory = doc["ab"]["cases"][CASE]["metrics"]["peak_memory"]
+    assert memory["verdict"] == "worse" and memory["ratio"] > 1.5 and memory["low"] > 1.5, memory
+    assert f"{CASE}: A/B " in r.stdout and "peak memory WORSE: candidate peak memory " in r.stdout
+    assert "% higher (interval " in memory["reason"] and "beyond the 10% tolerance" in memory["reason"]
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert f"`{CASE} peak memory`" in summary and "WORSE" in summary
 
 
 def test_undecided_passes_unless_asked_to_fail(tmp_path):

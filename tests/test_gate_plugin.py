@@ -16,7 +16,7 @@ from pytest_dlperf.session.gate_options import GateOptions
 from pytest_dlperf.results import result_from_dict
 
 from tests import cgroup
-from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, run_suite
+from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, python_holding_more, run_suite
 
 # The tiny engine (tests/tiny): the gate's mechanisms on real launches that start in milliseconds.
 TINY = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-iters", "3", "--dlperf-repeats", "3", "--dlperf-timeout", "240"]
@@ -32,9 +32,9 @@ ONE = ("--dlperf-repeats", "1")
 
 
 def run(tmp: Path, store: Path, *args: str, suite: Path | None = None, env: dict | None = None,
-        prefix: list[str] = ()) -> subprocess.CompletedProcess:
+        prefix: list[str] = (), python: str | None = None) -> subprocess.CompletedProcess:
     return run_suite(f"--dlperf-report={tmp / 'report'}", f"--dlperf-baseline-dir={store}", *TINY, *args,
-                     suite=suite, env=env, prefix=prefix)
+                     suite=suite, env=env, prefix=prefix, python=python)
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +138,25 @@ def test_a_real_slowdown_against_the_baseline_fails_like_a_reviewers_note(record
     assert doc["cases"][0]["profile"] == profile_file(store).stem
     assert len(doc["environment"]["git"]["commit"]) == 12 and isinstance(doc["environment"]["git"]["dirty"], bool)
     assert profile_file(store).read_bytes() == before  # judging never writes
+
+
+def test_a_python_holding_more_memory_is_a_peak_memory_regression_and_the_same_python_is_not(recorded, tmp_path):
+    """A second Python environment the project knows nothing of, holding 24 MiB more in every process (the
+    tiny workload peaks at about 19 MiB), gated against the stored baseline: its verdict names peak
+    memory. The same session on this environment's python says nothing of memory."""
+    store = tmp_path / "store"
+    shutil.copytree(recorded, store)
+    same = run(tmp_path / "same", store, "-k", "1n1g")
+    verdict = json.loads((tmp_path / "same" / "report" / "results.json").read_text())["cases"][0]["verdict"]
+    assert verdict["peak_memory"]["status"] in ("pass", "improvement"), same.stdout
+    assert verdict["time_to_first_step"]["status"] in ("pass", "improvement"), same.stdout
+    assert "peak_memory" not in same.stdout.split("dlperf baseline gate")[-1]
+    hungry = run(tmp_path / "hungry", store, "-k", "1n1g", python=python_holding_more(tmp_path / "venv", 24))
+    assert hungry.returncode == 1, hungry.stdout + hungry.stderr
+    assert f"REGRESSION {CASE} peak_memory: measured median" in hungry.stdout
+    assert "Rule: median above baseline x (1 + 0.1) and the rise is significant" in hungry.stdout
+    verdict = json.loads((tmp_path / "hungry" / "report" / "results.json").read_text())["cases"][0]["verdict"]
+    assert verdict["peak_memory"]["status"] == "regression" and verdict["peak_memory"]["change"] > 0.5
 
 
 def test_higher_throughput_passes_and_suggests_updating(recorded, tmp_path):

@@ -3,11 +3,13 @@ session's test, report and terminal get from them. Made by the session when --dl
 is given; the measuring order (``order.PairedOrder``) takes the pairs."""
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from .. import metrics
 from ..provenance import changes, run_versions
+from ..measure import Bench
 from ..metrics import DeviceKind, Direction, Kind, Metric
 from ..specs import CaseSpec, Topology
 from . import sequential, worktree
@@ -15,10 +17,6 @@ from .options import ABOptions
 from .pairs import PairedCase
 from .preflight import SideNotReady, check_side
 from .sides import ROLES, Side
-
-if TYPE_CHECKING:
-    from ..session.hub import DLPerfSession
-
 
 # another metric's paired verdict says how the candidate's figure compares, whichever way is better
 OTHER_VERDICTS = {"slower": "worse", "faster": "better"}
@@ -29,8 +27,13 @@ METHOD_TEXT = ("paired t on the log ratios, a repeated-significance confidence s
 class ABSession:
     """Sides, records and verdicts of one A/B session."""
 
-    def __init__(self, session: DLPerfSession, options: ABOptions) -> None:
-        self.session, self.options = session, options
+    def __init__(self, options: ABOptions, bench: Bench, workload_files: list[Path],
+                 probed: Callable[[CaseSpec], dict[str, str]], tolerances: Mapping[str, float | None]) -> None:
+        """``workload_files``: each engine's entry script (a rev side checks them out at its commit);
+        ``probed(case)``: the case's framework versions the session's preflight found on node 0;
+        ``tolerances``: the command line's per metric (the other metrics' paired verdicts use them)."""
+        self.options, self.bench, self.workload_files = options, bench, workload_files
+        self.probed, self.tolerances = probed, tolerances
         self.method = sequential.Method(alpha=options.alpha, tolerance=options.tolerance,
                                         min_pairs=options.min_pairs, max_pairs=options.max_pairs)
         self.records: dict[str, PairedCase] = {}
@@ -45,11 +48,10 @@ class ABSession:
         if self._side_error is not None:
             raise SideNotReady(self._side_error)
         if self._sides is None:
-            files = [p for launcher in self.session.launchers.values() for p in launcher.workload_paths()[:1]]
             made: dict[str, Side] = {}
             try:
                 for spec in (self.options.reference, self.options.candidate):
-                    made[spec.role] = worktree.make_ready(spec, files)
+                    made[spec.role] = worktree.make_ready(spec, self.workload_files)
             except worktree.WorktreeError as exc:
                 for side in made.values():
                     worktree.remove(side)
@@ -60,14 +62,14 @@ class ABSession:
 
     def check_sides(self, case: CaseSpec) -> None:
         """Each side with its own python has it, and the case's frameworks, on the case's nodes."""
-        s = self.session
-        nodes = s.cluster.nodes()[:case.topology.nodes]
-        fws = s.launcher(case).frameworks_for(case)
+        b = self.bench
+        nodes = b.cluster().nodes()[:case.topology.nodes]
+        fws = b.launcher(case).frameworks_for(case)
         for role, side in self.sides.items():
             key = (role, fws, tuple(n.name for n in nodes))
             if key not in self._checked:
                 try:
-                    check_side(s.cluster, side, nodes, fws, s.options.report_dir / "sides" / role)
+                    check_side(b.cluster(), side, nodes, fws, b.report_dir / "sides" / role)
                     self._checked[key] = None
                 except SideNotReady as exc:
                     self._checked[key] = str(exc)
@@ -79,8 +81,8 @@ class ABSession:
         the side's own probe where it names a python, else the session's preflight probe."""
         side = self.sides[role]
         if side.spec.python is None:
-            return self.session.preflight.probed_frameworks(case)
-        wanted = self.session.launcher(case).frameworks_for(case)  # the side's probes of other cases too
+            return self.probed(case)
+        wanted = self.bench.launcher(case).frameworks_for(case)  # the side's probes of other cases too
         return {fw: side.frameworks[fw] for fw in wanted if fw in side.frameworks}
 
     def launches_text(self) -> str:
@@ -129,9 +131,9 @@ class ABSession:
     def _method_for(self, metric: Metric) -> sequential.Method:
         """The paired test for another metric: the session's, at that metric's tolerance (its option, else
         its declared default for the nodes' device kind)."""
-        given = self.session.gate.options.tolerance.get(metric.name)
+        given = self.tolerances.get(metric.name)
         if given is None:
-            kind = DeviceKind.GPU if any(n.gpus > 0 for n in self.session.cluster.nodes()) else DeviceKind.CPU
+            kind = DeviceKind.GPU if any(n.gpus > 0 for n in self.bench.cluster().nodes()) else DeviceKind.CPU
             given = metric.default_tolerance(kind)
         return replace(self.method, tolerance=given)
 
@@ -161,7 +163,7 @@ class ABSession:
         """A multi-device case's scaling efficiency, candidate against reference, from both ladders."""
         if rec.case.topology.world_size == 1 or len(rec.pairs) < 2:
             return None
-        single = self.records.get(self.session.case_name(replace(rec.case, topology=Topology(1, 1))))
+        single = self.records.get(self.bench.name(replace(rec.case, topology=Topology(1, 1))))
         if single is None or len(single.pairs) < 2:
             return None
         got = sequential.compare_scaling([p.ratio for p in rec.pairs], [p.ratio for p in single.pairs], self.method)

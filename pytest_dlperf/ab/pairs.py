@@ -91,3 +91,17 @@ class PairedCase:
         if self.error:
             d["error"] = self.error
         return d
+
+    def junit_properties(self) -> list[tuple[str, object]]:
+        """The case's paired verdicts as JUnit properties (--junitxml)."""
+        v = self.verdict or {}
+        props: list[tuple[str, object]] = [("dlperf_ab_verdict", v.get("verdict") or "none"),
+                                           ("dlperf_ab_pairs", len(self.pairs))]
+        for key in ("ratio", "low", "high"):
+            if v.get(key) is not None:
+                props.append((f"dlperf_ab_{key}", round(v[key], 5)))
+        for metric, other in self.metrics.items():
+            props.append((f"dlperf_ab_{metric}_verdict", other.get("verdict") or "none"))
+            if other.get("ratio") is not None:
+                props.append((f"dlperf_ab_{metric}_ratio", round(other["ratio"], 5)))
+        return props

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..ab import report as ab_report
+from ..reporting import ab as ab_report
 from ..provenance import changes
 from . import charts
 from .bisect_page import href as bisect_href

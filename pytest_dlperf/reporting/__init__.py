@@ -130,8 +130,7 @@ def write_readable(report_dir: Path, results: ResultSet, environment: dict, fail
     also appended to ``$GITHUB_STEP_SUMMARY`` when a GitHub Actions step runs us."""
     import os
 
-    from ..ab import report as ab_report
-    from . import benchmark, markdown, plots
+    from . import ab as ab_report, benchmark, markdown, plots
 
     written = plots.write_all(report_dir / "plots", results) if results.results else []
     text = markdown.render(results, failures, written, budget=environment.get("budget"))

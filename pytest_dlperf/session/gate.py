@@ -6,8 +6,6 @@ at the end, under the file lock). The statistics live in ``baselines.judge``, th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
 
 import pytest
 
@@ -23,33 +21,10 @@ from ..preflight.hardware import Fingerprints
 from ..provenance import changes, git_commit, run_versions
 from ..results import CaseResult
 from ..specs import CaseSpec
-from ..verdict import Verdict, VerdictStatus
+from ..verdict import Judgement, Outcome, Verdict, VerdictStatus  # noqa: F401 - the gate's answers
 from .contexts import BaselineContext, BaselineContexts
 from .gate_options import GateOptions, marker_tolerances
 from .recording import BaselineRecorder
-
-
-class Outcome(str, Enum):
-    """What a judgement does to the case's test."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    SKIP = "skip"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-@dataclass
-class Judgement:
-    """What the gate decided for one case's test."""
-
-    outcome: Outcome
-    message: str
-    verdicts: list[Verdict] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.outcome = Outcome(self.outcome)
 
 
 def _versions(result: CaseResult, git: str | None = None) -> dict[str, str]:

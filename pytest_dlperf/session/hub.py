@@ -1,13 +1,13 @@
 """The dlperf session's hub: one object per pytest session, registered as a plugin.
 
-It owns the cluster and the launchers (one per --backend), turns the options into parametrized
-cases, runs each test's case through the measuring order (``orders``), its preflight
-(``preflight``) and the baseline gate, keeps the results, and at the end writes the report, the
-xdist parts (``xdist``) and the summary (``summary``).
+It wires the session's parts once (the engines, the cluster, the gate, the preflight, the mode:
+stored baselines or A/B, and the measuring order the mode gives), turns the options into
+parametrized cases, runs each test's case through the order and the gate, keeps the results, and at
+the end writes the report, the xdist parts (``xdist``) and the summary (``summary``). The orders and
+the A/B feature get a ``Bench`` (what they use of the session), never the session itself.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
@@ -15,18 +15,11 @@ from typing import NoReturn
 import pytest
 
 from .. import environment, matrix, reporting
-from ..ab.feature import ABSession
 from ..ab.options import ABOptions
-from ..ab.order import PairedOrder
-from ..ab.pairs import PairedCase
-from ..ab.preflight import SideNotReady
-from ..ab.report import ab_junit_properties
 from ..baselines import BaselineError
 from ..budget import Budget, session_seconds
 from ..clusters.base import Cluster
-from .gate import Gate, Outcome
-from .gate_options import GateOptions
-from ..launchers.base import Launcher
+from ..measure import Bench, Measured
 from ..mfu import utilisation
 from ..options import RunOptions
 from ..reporting.junit import junit_properties
@@ -35,9 +28,12 @@ from ..results import CaseResult, ResultSet, summarize
 from ..runner import plan_run
 from ..specs import CaseSpec, Measurement, Profile, Topology
 from . import summary, xdist
-from .orders import MeasuringOrder, make_order
+from .cluster import ClusterHolder
+from .engines import Engines
+from .gate import Gate
+from .gate_options import GateOptions
+from .mode import Mode, Stored
 from .preflight import CasePreflight
-from .signals import sigterm_ignored, sigterm_until_restored
 
 
 class DLPerfSession:
@@ -51,74 +47,38 @@ class DLPerfSession:
         self.dryrun: list[tuple[str, list[str]]] = []
         self.dryrun_launches = ""  # how many times each case's commands run (launches_text)
         self.failures: dict[str, str] = {}
-        self.launchers = self._make_launchers()
-        self._check_models()
-        self._cluster: Cluster | None = None
-        self._restore_sigterm: Callable[[], None] = lambda: None
+        self.engines = Engines(config, options)
+        self.clusters = ClusterHolder(config, options)
         self._cases: list[CaseSpec] | None = None
-        self.gate = Gate(GateOptions.from_config(config), lambda case: self.launcher(case).frameworks_for(case))
+        self.gate = Gate(GateOptions.from_config(config), lambda case: self.engines.launcher(case).frameworks_for(case))
         self.live = LiveLine(config)
         self._budget: Budget | None = None  # made with the first case's measurement
         self._paced: dict[str, bool] = {}  # case name -> whether --dlperf-pace-probe's default probes it
-        self.preflight = CasePreflight(self)
-        self.ab = ABSession(self, ab_options) if ab_options is not None else None
-        self.order: MeasuringOrder = PairedOrder(self, self.ab) if self.ab else make_order(self, options.order)
+        self.preflight = CasePreflight(lambda: self.cluster, self.engines, self.gate, self.failures, options)
+        self.bench = Bench(cluster=lambda: self.cluster, launcher=self.engines.launcher, name=self.engines.name,
+                           measurement=self.case_measurement, preflight=self.preflight.run, live=self.live,
+                           budget=self.budget, report_dir=options.report_dir)
+        self.mode: Mode = self._make_mode(ab_options)
+        self.order = self.mode.order(self.bench, options)
+
+    def _make_mode(self, ab_options: ABOptions | None) -> Mode:
+        """Stored baselines, or an A/B session with --dlperf-candidate (its modules imported only then)."""
+        if ab_options is None:
+            return Stored()
+        from ..ab.feature import ABSession
+        from ..ab.mode import ABMode
+
+        return ABMode(ABSession(ab_options, self.bench, self.engines.entry_scripts(),
+                                self.preflight.probed_frameworks, self.gate.options.tolerance))
 
     # ------------------------------------------------------------------ set-up
-    def _make_launchers(self) -> dict[str, Launcher]:
-        """One launcher per engine of ``--backend A,B``, in that order (each gets its own matrix)."""
-        hook = self.config.pluginmanager.hook
-        out = {}
-        for backend in self.options.backends:
-            launcher = hook.pytest_dlperf_make_launcher(config=self.config, backend=backend)
-            if launcher is None:
-                known = sorted({b for names in hook.pytest_dlperf_backends(config=self.config) for b in names})
-                raise pytest.UsageError(f"--backend: unknown {backend!r}; available: {', '.join(known)}")
-            out[backend] = launcher
-        return out
-
-    def launcher(self, case: CaseSpec) -> Launcher:
-        return self.launchers[case.backend]
-
-    def case_name(self, case: CaseSpec) -> str:
-        """The test id and run directory: the case id, after its engine's name when several run."""
-        return case.id if len(self.launchers) == 1 else f"{case.backend}-{case.id}"
-
-    def _check_models(self) -> None:
-        offered = {m for launcher in self.launchers.values() for m in launcher.models}
-        bad = [m for m in self.options.models or [] if m not in offered]
-        if bad:
-            raise pytest.UsageError(f"--dlperf-model: {', '.join(bad)} not available with --backend "
-                                    f"{','.join(self.launchers)}; allowed: {', '.join(sorted(offered))}")
-
     @property
     def cluster(self) -> Cluster:
-        """Built on first use (when the first case runs: the matrix is built from the kind's declared
-        shape, not from the cluster), so that collecting touches no node; then checked against that
-        shape (matrix.check_built: a mismatch is a one-line usage error, on every use)."""
-        if self._cluster is None:
-            hook = self.config.pluginmanager.hook
-            kinds = sorted({k for names in hook.pytest_dlperf_cluster_kinds(config=self.config) for k in names})
-            if self.options.cluster not in kinds:
-                raise pytest.UsageError(f"--dlperf-cluster: unknown kind {self.options.cluster!r}; installed: "
-                                        f"{', '.join(kinds)} (a plugin adds one through pytest_dlperf_cluster_kinds "
-                                        "and pytest_dlperf_make_cluster)")
-            # From now until the session ends, SIGTERM (a CI job's timeout) unwinds like Ctrl-C, while a
-            # cluster is provisioned and between cases too, so that what it holds is stopped (close()).
-            restore = sigterm_until_restored()
-            try:
-                cluster = hook.pytest_dlperf_make_cluster(config=self.config, options=self.options)
-            except BaseException:
-                restore()
-                raise
-            if cluster is None:
-                restore()
-                raise pytest.UsageError(f"--dlperf-cluster {self.options.cluster}: the plugin that names this "
-                                        "kind made no cluster")
-            self._restore_sigterm = restore
-            self._cluster = cluster
-        matrix.check_built(self.config, self.options, self._cluster)
-        return self._cluster
+        """Built on first use (``ClusterHolder``): collecting touches no node."""
+        return self.clusters.get()
+
+    def case_name(self, case: CaseSpec) -> str:
+        return self.engines.name(case)
 
     def profile(self) -> Profile:
         """The profile of the shape the matrix is built from (the cluster is not built for it)."""
@@ -141,15 +101,15 @@ class DLPerfSession:
 
     def case_measurement(self, case: CaseSpec, m: Measurement) -> Measurement:
         """The session's measurement for one case: with the pace probe where the option's default
-        (auto) probes this case, as its baseline was recorded (``Gate.paced_baseline``). Decided
-        once per case, after its preflight has found its framework's version (its profile). An A/B
-        session probes only when asked (--dlperf-pace-probe): its pairs are what correct for the
-        host, and the probe would share each launch's core (docs/ab.md)."""
-        if self.options.pace_probe != "auto" or self.ab is not None:
+        (auto) probes this case, as its baseline was recorded (``BaselineContexts.paced_baseline``).
+        Decided once per case, after its preflight has found its framework's version (its profile).
+        The mode may probe only when asked (A/B: its pairs correct for the host)."""
+        if self.options.pace_probe != "auto" or not self.mode.probes_by_default:
             return m
         name = self.case_name(case)
         if name not in self._paced:
-            self._paced[name] = self.gate.contexts.paced_baseline(self.cluster.nodes(), case, self._probed_frameworks(case))
+            self._paced[name] = self.gate.contexts.paced_baseline(self.cluster.nodes(), case,
+                                                                  self.preflight.probed_frameworks(case))
         return replace(m, pace_probe=self._paced[name])
 
     def budget(self, m: Measurement) -> Budget:
@@ -157,22 +117,11 @@ class DLPerfSession:
             self._budget = Budget(m.budget)
         return self._budget
 
-    @staticmethod
-    def cases_after(item: pytest.Item | None) -> list[str]:
-        """The topologies of the dlperf tests the session runs after this one (what the budget keeps
-        time for; "" for a test that does not take its case from the matrix)."""
-        items = item.session.items if item is not None else []
-        if item not in items:
-            return []
-        after = [it for it in items[items.index(item) + 1:] if "dlperf" in getattr(it, "fixturenames", ())]
-        cases = [getattr(it, "callspec", None) and it.callspec.params.get("dlperf_case") for it in after]
-        return [c.topology.name if isinstance(c, CaseSpec) else "" for c in cases]
-
     def cases(self) -> list[CaseSpec]:
         """model x precision x topology, the ladder cut to the cluster's declared shape (matrix.py)."""
         if self._cases is None:
             shape = matrix.session_shape(self.config, self.options, lambda: self.cluster)
-            self._cases = matrix.cases(self.launchers.values(), self.options, shape)
+            self._cases = matrix.cases(self.engines.launchers.values(), self.options, shape)
         return self._cases
 
     # ------------------------------------------------------------------ pytest hooks
@@ -199,19 +148,11 @@ class DLPerfSession:
                     self.gate.notes.append(
                         f"baselines: speedups NOT added to the entries written by xdist workers: {exc}")
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            if self.results.results or self.dryrun or self.failures or (self.ab is not None and self.ab.records):
+            if self.results.results or self.dryrun or self.failures or self.mode.has_records():
                 self.write_report()
         finally:
-            if self.ab is not None:
-                self.ab.close()
-            if self._cluster is not None:
-                # A second SIGTERM (CI runners send one to the whole group) must not cut the clean-up short.
-                ignore = sigterm_ignored()
-                try:
-                    self._cluster.close()
-                finally:
-                    ignore()
-                    self._restore_sigterm()
+            self.mode.close()
+            self.clusters.close()
 
     def _report_unjudged(self) -> None:
         """Cases measured in rounds whose tests never judged them (an interrupt, ``-x``, a test that
@@ -245,10 +186,8 @@ class DLPerfSession:
 
     def launches_text(self) -> str:
         """How many launches each case takes, for the dry-run: the command runs that many times."""
-        if self.ab is not None:
-            return self.ab.launches_text()
-        return summary.launches_text(self.measurement(), self.options,
-                                     bool(self.config.getoption("dlperf_update_baselines")))
+        return self.mode.launches_text() or summary.launches_text(
+            self.measurement(), self.options, bool(self.config.getoption("dlperf_update_baselines")))
 
     # ------------------------------------------------------------------ running
     def run(self, case: CaseSpec, item: pytest.Item | None = None) -> CaseResult:
@@ -265,7 +204,7 @@ class DLPerfSession:
         self._frameworks_into(case, got.runs)
         result = self.results.add(self.summarize(case, m, got.runs))
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
-        return self._judge(case, item, result, got.paired)
+        return self._judge(got, item, result)
 
     def summarize(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
         """The case's runs summarized, with its MFU against the peak of the nodes it ran on."""
@@ -277,41 +216,24 @@ class DLPerfSession:
 
     def _dry_run(self, case: CaseSpec, m: Measurement) -> NoReturn:
         """--dlperf-dryrun: keep the case's per-node commands for the summary, and skip its test."""
-        name = self.case_name(case)
-        try:
-            sides = [(f"{name} [{side.label}{f' files at {side.commit[:12]}' if side.commit else ''}]", side)
-                     for side in self.ab.sides.values()] if self.ab else [(name, None)]
-        except SideNotReady as exc:
-            pytest.fail(str(exc), pytrace=False)
-        for label, side in sides:
-            _, cmds = plan_run(self.cluster, self.launcher(case), case, self.case_measurement(case, m), side=side)
+        for label, side in self.mode.dry_run_sides(self.case_name(case)):
+            _, cmds = plan_run(self.cluster, self.engines.launcher(case), case, self.case_measurement(case, m),
+                               side=side)
             self.dryrun.append((label, [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
         self.dryrun_launches = self.launches_text()
         pytest.skip("dry-run: the per-node commands are printed in the summary")
 
-    def _judge(self, case: CaseSpec, item: pytest.Item | None, result: CaseResult,
-               paired: PairedCase | None = None) -> CaseResult:
-        """The gate's judgement of the case, against the baseline context its preflight resolved; in
-        an A/B session (``paired``) the paired verdict too, and a missing baseline skips nothing."""
+    def _judge(self, got: Measured, item: pytest.Item | None, result: CaseResult) -> CaseResult:
+        """The gate's judgement of the case, against the baseline context its preflight resolved; what it
+        does to the test is the mode's (an A/B session adds the paired verdict)."""
+        case = got.case
         self.preflight.second_look(case, result)
         judgement = self.gate.judge(result, self.cluster.nodes(), item, self.preflight.fingerprints,
                                     reference=self.results.find(case, Topology(1, 1)),
                                     context=self.preflight.contexts.get(self.case_name(case)))
         if item is not None:  # JUnit properties (--junitxml), as record_property writes them
             item.user_properties.extend(junit_properties(result))
-            if paired is not None:
-                item.user_properties.extend(ab_junit_properties(paired))
-        if paired is not None:  # an A/B session's case (PairedOrder)
-            fails, said = self.ab.judge(paired)
-            if judgement.outcome is Outcome.FAIL:
-                pytest.fail(f"{judgement.message}\n{said}", pytrace=False)
-            if fails:
-                pytest.fail(said, pytrace=False)
-            return result
-        if judgement.outcome is Outcome.FAIL:
-            pytest.fail(judgement.message, pytrace=False)
-        if judgement.outcome is Outcome.SKIP:
-            pytest.skip(judgement.message)
+        self.mode.conclude(got, item, result, judgement)
         return result
 
     def _frameworks_into(self, case: CaseSpec, runs: list) -> None:
@@ -319,14 +241,10 @@ class DLPerfSession:
         probe's versions on node 0 stand in, so its profile and what-changed name them too."""
         for run in runs:
             if "frameworks" not in run.meta:
-                run.meta["frameworks"] = self._probed_frameworks(case)
-
-    def _probed_frameworks(self, case: CaseSpec) -> dict[str, str]:
-        """The case's frameworks as the preflight probe found them on node 0: name -> version."""
-        return self.preflight.probed_frameworks(case)
+                run.meta["frameworks"] = self.preflight.probed_frameworks(case)
 
     def write_report(self) -> Path:
-        env = environment.collect(self.results, self.cluster if self._cluster else None)
+        env = environment.collect(self.results, self.clusters.built)
         pf = self.preflight
         env["hardware_fingerprints"] = pf.fingerprints.to_dict() if pf.fingerprints else None
         env["node_frameworks"] = pf.node_frameworks
@@ -337,7 +255,7 @@ class DLPerfSession:
             env["budget"] = {"seconds": b.seconds, "used": round(b.used, 1),
                              "cut": {k: {"repeats": t, "planned": n} for k, (t, n) in b.cut.items()}}
         return reporting.write_results(self.options.report_dir, self.results, env, self.options.to_dict(),
-                                       self.failures, ab=self.ab.section() if self.ab is not None else None)
+                                       self.failures, ab=self.mode.section())
 
 
 class BoundRunner:

@@ -6,20 +6,19 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import pytest
 
 from ..baselines import BaselineError
 from ..baselines.store import SittingsError
-from ..clusters.base import ClusterError
-from .contexts import BaselineContext
+from ..clusters.base import Cluster, ClusterError
+from ..options import RunOptions
 from ..preflight import frameworks, hardware, reach
 from ..results import CaseResult
 from ..specs import CaseSpec
-
-if TYPE_CHECKING:
-    from .hub import DLPerfSession
+from .contexts import BaselineContext
+from .engines import Engines
+from .gate import Gate
 
 RECHECKS = 3  # more probes, --dlperf-reprobe-pause s apart, before a HARDWARE verdict on probe figures alone
 
@@ -28,8 +27,9 @@ class CasePreflight:
     """The session's preflights and what they found: each node's framework versions, each node's
     best hardware fingerprint, and each case's baseline context (resolved once, for the judge)."""
 
-    def __init__(self, session: DLPerfSession) -> None:
-        self.session = session
+    def __init__(self, cluster: Callable[[], Cluster], engines: Engines, gate: Gate, failures: dict[str, str],
+                 options: RunOptions) -> None:
+        self.cluster, self.engines, self.gate, self.failures, self.options = cluster, engines, gate, failures, options
         self.fingerprints: hardware.Fingerprints | None = None
         self.node_frameworks: dict[str, dict[str, str]] = {}  # node -> framework -> version
         self._framework_checked: dict[tuple[str, ...], tuple[str, str] | None] = {}
@@ -39,61 +39,60 @@ class CasePreflight:
         """Before the case's first launch: framework, baseline file, hardware probe (skip or fail raised)."""
         self.framework_ready(case)
         self.baseline_ready(case)
-        self.probe_hardware(self.session.case_name(case))
+        self.probe_hardware(self.engines.name(case))
 
     def framework_ready(self, case: CaseSpec) -> None:
         """The backend's framework on every node of the case, in one version: else skip (missing,
         with the install line) or fail (versions differ), naming the nodes. Asked once per node set."""
-        s = self.session
-        nodes = s.cluster.nodes()[:case.topology.nodes]
-        launcher = s.launcher(case)
+        cluster, name = self.cluster(), self.engines.name(case)
+        nodes = cluster.nodes()[:case.topology.nodes]
+        launcher = self.engines.launcher(case)
         fws = launcher.frameworks_for(case)
         key = (*fws, *(n.name for n in nodes))
         if key not in self._framework_checked:
             problem = None
             for fw in fws:  # in order: horovod before the framework it was built for
-                found = frameworks.check(s.cluster, nodes, fw, s.options.report_dir / "frameworks" / "-".join(key) / fw)
+                found = frameworks.check(cluster, nodes, fw, self.options.report_dir / "frameworks" / "-".join(key) / fw)
                 for node, version in found.versions.items():
                     self.node_frameworks.setdefault(node, {})[fw] = version
                 problem = problem or found.problem(launcher.install_hint_for(fw))
             if problem is None and launcher.spans_nodes and len(nodes) > 1:
-                problem = reach.check(s.cluster, nodes, s.options.report_dir / "reach" / "-".join(key))
+                problem = reach.check(cluster, nodes, self.options.report_dir / "reach" / "-".join(key))
             self._framework_checked[key] = problem
         problem = self._framework_checked[key]
         if problem is not None:
             outcome, why = problem
             if outcome == "skip":
                 pytest.skip(f"--backend {case.backend}: {why}")
-            s.failures[s.case_name(case)] = f"--backend {case.backend}: {why}"  # in results.json too
+            self.failures[name] = f"--backend {case.backend}: {why}"  # in results.json too
             pytest.fail(f"--backend {case.backend}: {why}", pytrace=False)
 
     def baseline_ready(self, case: CaseSpec) -> None:
         """The case's baseline file reads cleanly, else the case fails before its first launch,
         naming the file, what is wrong and the fix (the file is never written). Keeps the case's
         baseline context for the judge."""
-        s = self.session
         try:
-            self.contexts[s.case_name(case)] = s.gate.contexts.check_file(s.cluster.nodes(), case, self.probed_frameworks(case))
+            self.contexts[self.engines.name(case)] = self.gate.contexts.check_file(self.cluster().nodes(), case,
+                                                                                 self.probed_frameworks(case))
             return
         except BaselineError as exc:
             why = f"{case.id}: {exc}"
         except SittingsError as exc:
             why = f"{case.id}: not recorded: {exc}"
-        s.failures[s.case_name(case)] = why  # outside the except block: the report shows no chain
+        self.failures[self.engines.name(case)] = why  # outside the except block: the report shows no chain
         pytest.fail(why, pytrace=False)
 
     def probed_frameworks(self, case: CaseSpec) -> dict[str, str]:
         """The case's frameworks as the preflight probe found them on node 0: name -> version."""
-        s = self.session
-        probed = self.node_frameworks.get(s.cluster.nodes()[0].name, {})
-        return {fw: probed[fw] for fw in s.launcher(case).frameworks_for(case) if fw in probed}
+        probed = self.node_frameworks.get(self.cluster().nodes()[0].name, {})
+        return {fw: probed[fw] for fw in self.engines.launcher(case).frameworks_for(case) if fw in probed}
 
     def second_look(self, case: CaseSpec, result: CaseResult) -> None:
         """Before calling the hardware different on probe figures alone, probe again a few times."""
-        s = self.session
-        context = self.contexts.get(s.case_name(case))
-        self.look_again(f"{s.case_name(case)}-again", lambda: s.gate.probe_again(
-            result, s.cluster.nodes(), self.fingerprints, context))
+        name = self.engines.name(case)
+        context = self.contexts.get(name)
+        self.look_again(f"{name}-again", lambda: self.gate.probe_again(result, self.cluster().nodes(),
+                                                                      self.fingerprints, context))
 
     def look_again(self, label: str, wanted: Callable[[], bool] = lambda: True) -> None:
         """Probe up to RECHECKS more times, --dlperf-reprobe-pause s apart, while ``wanted()``: this host has
@@ -101,14 +100,14 @@ class CasePreflight:
         for i in range(RECHECKS):
             if not wanted():
                 return
-            time.sleep(self.session.options.reprobe_pause)
-            with contextlib.suppress(ClusterError), self.session.cluster.lease():
+            time.sleep(self.options.reprobe_pause)
+            with contextlib.suppress(ClusterError), self.cluster().lease():
                 self.probe_hardware(f"{label}{i + 1}")
 
     def probe_hardware(self, label: str) -> None:
         """Fingerprint the nodes (before every case: the best each node showed is its capability)."""
-        s = self.session
-        self.keep(hardware.measure(s.cluster, s.options.report_dir / "hwprobe" / label, seconds=s.options.probe_seconds))
+        self.keep(hardware.measure(self.cluster(), self.options.report_dir / "hwprobe" / label,
+                                   seconds=self.options.probe_seconds))
 
     def keep(self, fp: hardware.Fingerprints) -> None:
         """Fold fingerprints into the session's: per node, the best probe seen so far."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import reporting
-from ..ab import report as ab_report
 from ..baselines import verdict_table
 from ..reporting import skips
 from ..options import RunOptions
@@ -40,7 +39,7 @@ def write_summary(session: DLPerfSession, tr) -> None:  # noqa: ANN001 - pytest'
     """The session's tables at the end of pytest's output (nothing when no case ran or was planned)."""
     s = session
     skips.write(tr, s.config.invocation_params.args)
-    if not (s.results.results or s.dryrun or s.failures or (s.ab is not None and s.ab.records)):
+    if not (s.results.results or s.dryrun or s.failures or s.mode.has_records()):
         return
     if s.dryrun:
         how = f" ({s.dryrun_launches})" if s.dryrun_launches else ""  # unknown on an xdist controller
@@ -56,9 +55,10 @@ def write_summary(session: DLPerfSession, tr) -> None:  # noqa: ANN001 - pytest'
         for line in reporting.engine_table(s.results).splitlines():
             tr.write_line(line)
     _gate_summary(s, tr)
-    if s.ab is not None and s.ab.records:
+    table = s.mode.terminal()
+    if table:
         tr.write_sep("=", "dlperf A/B")
-        for line in ab_report.terminal(s.ab.section()).splitlines():
+        for line in table.splitlines():
             tr.write_line(line)
     line = s._budget.summary() if s._budget is not None else None
     if line:

@@ -1,6 +1,6 @@
-"""The A/B section read for people: the terminal table, summary.md's section, the plot and the
-JUnit properties. Everything but the JUnit properties is drawn from results.json's ``ab`` section
-(a dict), so ``dlperf report`` redraws it from a saved file."""
+"""An A/B session's section read for people: the terminal table, summary.md's section and the plot,
+all drawn from results.json's ``ab`` section (a dict), so ``dlperf report`` and ``dlperf history``
+redraw it from a saved file (the JUnit properties are the case's own: ``ab.pairs``)."""
 from __future__ import annotations
 
 import io
@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import metrics
-from .pairs import PairedCase
 
 HEADER = ("case", "reference", "candidate", "cand/ref", "interval", "pairs", "verdict")
 
@@ -145,18 +144,3 @@ def plot(section: dict, out_dir: Path) -> str | None:
     fig.savefig(out_dir / "ab.png", dpi=110)
     plt.close(fig)
     return "ab.png"
-
-
-def ab_junit_properties(rec: PairedCase) -> list[tuple[str, object]]:
-    """The case's paired verdict as JUnit properties."""
-    v = rec.verdict or {}
-    props: list[tuple[str, object]] = [("dlperf_ab_verdict", v.get("verdict") or "none"),
-                                       ("dlperf_ab_pairs", len(rec.pairs))]
-    for key in ("ratio", "low", "high"):
-        if v.get(key) is not None:
-            props.append((f"dlperf_ab_{key}", round(v[key], 5)))
-    for metric, other in rec.metrics.items():
-        props.append((f"dlperf_ab_{metric}_verdict", other.get("verdict") or "none"))
-        if other.get("ratio") is not None:
-            props.append((f"dlperf_ab_{metric}_ratio", round(other["ratio"], 5)))
-    return props

@@ -1,0 +1,59 @@
+"""The A/B session's mode (``session.mode.Mode``): the pairs order, both sides' commands in the dry-run,
+the paired verdict in each case's test, the ``ab`` section of the report and its terminal table."""
+from __future__ import annotations
+
+import pytest
+
+from ..measure import Bench, Measured, MeasuringOrder
+from ..options import RunOptions
+from ..results import CaseResult
+from ..runner import SideLike
+from ..verdict import Judgement, Outcome
+from ..reporting import ab as report
+from .feature import ABSession
+from .order import PairedOrder
+from .preflight import SideNotReady
+
+
+class ABMode:
+    """An A/B session: no pace probe unless asked (its pairs correct for the host, and the probe would
+    share each launch's core: docs/ab.md); a missing baseline skips nothing."""
+
+    probes_by_default = False
+
+    def __init__(self, ab: ABSession) -> None:
+        self.ab = ab
+
+    def order(self, bench: Bench, options: RunOptions) -> MeasuringOrder:
+        return PairedOrder(bench, self.ab, options.order == "rounds", options.budget or 0.0)
+
+    def dry_run_sides(self, name: str) -> list[tuple[str, SideLike | None]]:
+        try:
+            return [(f"{name} [{side.label}{f' files at {side.commit[:12]}' if side.commit else ''}]", side)
+                    for side in self.ab.sides.values()]
+        except SideNotReady as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+    def launches_text(self) -> str | None:
+        return self.ab.launches_text()
+
+    def conclude(self, got: Measured, item: pytest.Item | None, result: CaseResult, judgement: Judgement) -> None:
+        if item is not None:  # JUnit properties (--junitxml), as record_property writes them
+            item.user_properties.extend(got.paired.junit_properties())
+        fails, said = self.ab.judge(got.paired)
+        if judgement.outcome is Outcome.FAIL:
+            pytest.fail(f"{judgement.message}\n{said}", pytrace=False)
+        if fails:
+            pytest.fail(said, pytrace=False)
+
+    def has_records(self) -> bool:
+        return bool(self.ab.records)
+
+    def section(self) -> dict | None:
+        return self.ab.section()
+
+    def terminal(self) -> str:
+        return report.terminal(self.ab.section()) if self.ab.records else ""
+
+    def close(self) -> None:
+        self.ab.close()

@@ -1,0 +1,28 @@
+"""What measuring a case uses of the session, and nothing else (``Bench``): the cluster (built on first
+use), each case's launcher, name, measurement and preflight, the progress line, the budget and the
+report directory. The measuring orders, and the A/B feature, are given one instead of the session."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..budget import Budget
+from ..clusters.base import Cluster
+from ..launchers.base import Launcher
+from ..reporting.live import LiveLine
+from ..specs import CaseSpec, Measurement
+
+
+@dataclass(frozen=True)
+class Bench:
+    """The session's parts a measurement uses."""
+
+    cluster: Callable[[], Cluster]  # built on first use: collecting touches no node
+    launcher: Callable[[CaseSpec], Launcher]
+    name: Callable[[CaseSpec], str]  # the case's test id and run directory
+    measurement: Callable[[CaseSpec, Measurement], Measurement]  # the case's own (its pace-probe policy)
+    preflight: Callable[[CaseSpec], None]  # before its first launch: may raise pytest's skip or fail
+    live: LiveLine
+    budget: Callable[[Measurement], Budget]  # the session's, made with its first case's measurement
+    report_dir: Path

@@ -1,0 +1,30 @@
+"""One launch of a case, as every measuring order takes it: the progress line while it runs, its run
+directory under the report's ``runs/<case>/``, and the seconds it took."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..records import RunRecord
+from ..runner import run_case
+from ..specs import CaseSpec, Measurement
+from .bench import Bench
+
+if TYPE_CHECKING:
+    from ..runner import SideLike
+
+
+def launch(bench: Bench, case: CaseSpec, m: Measurement, label: str, k: int, of: int,
+           taken: list[float], side: SideLike | None = None, name: str | None = None) -> RunRecord:
+    """Launch the case once (the ``k``-th of ``of``; its run directory ``runs/<name>/<label>``), showing
+    its progress; the seconds it took are appended to ``taken`` whether it ran or raised (RunFailed,
+    ClusterError)."""
+    name = name or bench.name(case)
+    show = ((lambda info: bench.live.update(name, k, of, info, case.unit)) if bench.live.enabled else None)
+    clock = bench.budget(m).clock
+    t0 = clock()
+    try:
+        return run_case(bench.cluster(), bench.launcher(case), case, bench.measurement(case, m),
+                        bench.report_dir / "runs" / name / label, k, on_progress=show, side=side)
+    finally:
+        bench.live.clear()
+        taken.append(clock() - t0)
