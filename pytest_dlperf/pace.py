@@ -16,10 +16,11 @@ import statistics
 from pathlib import Path
 
 from .clusters.base import Cluster, NodeCommand
+from .node import paceprobe
 
 PROBE = Path(__file__).resolve().parent / "node" / "paceprobe.py"
 LOG_NAME = "pace.log"
-CONTRACT = 2  # the probe's log; also stored with baseline paces (a pace of contract 1 was node 0's alone)
+CONTRACT = paceprobe.VERSION  # the probe's log; also stored with baseline paces (1 was node 0's pace alone)
 PERIOD = 0.1
 
 

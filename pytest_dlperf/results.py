@@ -4,10 +4,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from . import frameworks, metrics, pace
+from . import frameworks, metrics
 from .verdict import Verdict, verdict_from_dict
 from .comm import Communication, communication
 from .mfu import Utilisation
+from .node import paceprobe
 from .records import RunRecord, StepRecord
 from .specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
 
@@ -97,7 +98,7 @@ class CaseResult:
     @property
     def pace_contract(self) -> int:
         """The probe contract of ``paces`` (stored with them: a pace of contract 1 was node 0's alone)."""
-        return pace.CONTRACT if self.paces else 0
+        return paceprobe.VERSION if self.paces else 0
 
     @property
     def pace_errors(self) -> list[str]:

@@ -81,14 +81,13 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-
-from ..verdict import STATUSES, Verdict, VerdictStatus, verdict_from_dict  # noqa: F401 - the judge's verdicts
-from .significance import Significance, rank_test, scaling_test, scipy_stats, significant, t_test
-from .fingerprint import robust_cv
 from .. import metrics
 from ..metrics import Direction, Kind
+from ..verdict import STATUSES, Verdict, VerdictStatus, verdict_from_dict  # noqa: F401 - the judge's verdicts
+from .entry import Entry, run_groups
+from .fingerprint import robust_cv
 from .schema import Tolerances
-from .store import Entry, run_groups
+from .significance import Significance, rank_test, scaling_test, scipy_stats, significant, t_test
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_CV_BOUND = 0.10
