@@ -139,3 +139,39 @@ def test_groups_with_a_regression_come_first():
     assert text.index("## ddp: vgg16") < text.index("## ddp: resnet50")
     assert "2 case(s) measured, 1 regression(s), 0 failed" in text
     assert "- `ddp/vgg16-fp32-bs2-32px-1n1g` throughput: **REGRESSION**: vgg16 regression" in text
+
+
+def test_report_compare_and_history_read_a_contract_1_results_json_and_a_newer_one_is_refused(tmp_path, capsys):
+    """results.json is contract 2 (each case's declared metrics); a file of contract 1, written before,
+    is read as it was, and one of a newer contract is refused in one line."""
+    from pytest_dlperf import cli
+
+    old = ROOT / "tests" / "data" / "history" / "results.json"
+    doc = json.loads(old.read_text())
+    assert doc["schema"] == 1 and all("metrics" not in c for c in doc["cases"])
+    assert cli.main(["report", str(old), "-o", str(tmp_path / "rep")]) == 0
+    summary = (tmp_path / "rep" / "summary.md").read_text()
+    assert "| 2n1g |" in summary and "peak GiB" not in summary  # what contract 1 had, nothing invented
+    assert cli.main(["compare", str(old), str(old)]) == 0
+    assert cli.main(["history", str(old), "-o", str(tmp_path / "site")]) == 0
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({**doc, "schema": 3}))
+    with pytest.raises(SystemExit) as refused:  # the command's one line, without a traceback
+        cli.main(["report", str(newer), "-o", str(tmp_path / "rep2")])
+    assert str(refused.value).endswith("results.json contract 3 is newer than this pytest-dlperf reads (1, 2): "
+                                       "upgrade pytest-dlperf")
+    assert not (tmp_path / "rep2").exists()
+
+
+def test_a_results_json_names_every_declared_metric_of_each_case(gated):
+    doc = json.loads((gated / "gated" / "results.json").read_text())
+    assert doc["schema"] == 2
+    for case in doc["cases"]:
+        m = case["metrics"]
+        assert m["throughput"]["values"] == case["throughputs"] and m["throughput"]["better"] == "higher"
+        assert m["peak_memory"]["unit"] == "bytes" and m["peak_memory"]["better"] == "lower"
+        assert len(m["peak_memory"]["values"]) == len(case["throughputs"]) and m["peak_memory"]["value"] > 0
+        assert m["time_to_first_step"]["unit"] == "s" and m["time_to_first_step"]["value"] > 0
+        parts = case["runs"][0]["meta"]["first_step"]["parts"]
+        assert set(parts) == {"launcher", "imports", "process_group", "model", "first_step"}
+        assert sum(parts.values()) == pytest.approx(case["runs"][0]["meta"]["first_step"]["seconds"], rel=1e-6)
