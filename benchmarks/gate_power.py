@@ -65,7 +65,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
-from pytest_dlperf.baselines.judge import pace_adjust, pace_slope  # noqa: E402
+from pytest_dlperf.baselines.rules import pace_adjust, pace_slope  # noqa: E402
 from pytest_dlperf.files import atomic_write_text  # noqa: E402
 from pytest_dlperf.runner import parse_steps  # noqa: E402
 from pytest_dlperf.specs import CPU_PROFILE  # noqa: E402
@@ -184,7 +184,7 @@ PACE_TXT = f"same-core 8 MiB copy every {PACE_PERIOD} s, rate in the probe's CPU
 
 def adjusted_pair(session: list[tuple[float, float]], base: list[tuple[float, float]]) -> Pair:
     """Both sides' throughputs at the baseline runs' median pace, whichever host was faster
-    (pytest_dlperf.baselines.judge.pace_adjust: t x (pace_ref / pace)^slope, the slope pooled within sides)."""
+    (pytest_dlperf.baselines.rules.pace_adjust: t x (pace_ref / pace)^slope, the slope pooled within sides)."""
     m, b, _ = pace_adjust([t for t, _ in session], [p for _, p in session], [t for t, _ in base], [p for _, p in base])
     return m, b
 
@@ -194,7 +194,7 @@ def gate_rates(pairs: list[tuple[list[tuple[float, float]], list[tuple[float, fl
     """(regressions, noisy, hardware, trials) as the gate judges (throughput, pace) runs: gate.judge with
     both sides' paces, so at the baseline's pace where the session's host ran slower, else as measured,
     and HARDWARE where that host ran slower beyond the probe's own spread (gate.host_slower)."""
-    from pytest_dlperf.baselines.judge import judge
+    from pytest_dlperf.baselines.rules import judge
 
     verdicts = []
     for session, base in pairs:
@@ -270,7 +270,7 @@ def sittings_lines(doc: dict, sittings: dict[str, dict], repeats: list[int], per
     """The sessions of one sitting (``doc``) judged as the gate against a baseline recorded over other
     sittings, as --update-baselines --dlperf-record-sittings keeps it: each trial's entry holds ``per``
     runs drawn from each sitting's baseline pool, in that order, with their paces and sitting counts."""
-    from pytest_dlperf.baselines.judge import judge
+    from pytest_dlperf.baselines.rules import judge
 
     w = Workload(**doc["workload"])
     pools = {name: [(r["throughput"], r["pace"]) for r in d["runs"]["baseline"]] for name, d in sittings.items()}
@@ -366,7 +366,7 @@ def entry_for(samples: list[float], w: Workload):
 
 def rates(pairs: list[Pair], w: Workload, tol: float, cv_bound: float, alpha: float) -> tuple[int, int, int]:
     """(regressions, noisy, trials) when gate.judge judges every pair."""
-    from pytest_dlperf.baselines.judge import judge
+    from pytest_dlperf.baselines.rules import judge
 
     verdicts = [judge(m, entry_for(b, w), tol, cv_bound=cv_bound, alpha=alpha).status for m, b in pairs]
     return verdicts.count("regression"), verdicts.count("noisy"), len(verdicts)
@@ -570,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         doc["runs"]["baseline"] = other["runs"]["baseline"]
         print(f"baseline pool from {a.baseline_from}, the other pools from {a.pools_file}: sessions judged against "
               "a baseline of another sitting (the interleav and schedule lines mean nothing here)")
-    from pytest_dlperf.baselines import judge as gate
+    import pytest_dlperf.baselines.rules as gate
     from pytest_dlperf.baselines.profile import default_tolerances
 
     tol = a.tolerance if a.tolerance is not None else default_tolerances("cpu").get("throughput")

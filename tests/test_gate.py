@@ -18,7 +18,7 @@ from pytest_dlperf.baselines import (
     resolve_tolerances,
     verdict_table,
 )
-from pytest_dlperf.baselines.judge import catch_rate, pace_slope
+from pytest_dlperf.baselines.rules import catch_rate, pace_slope
 from pytest_dlperf.specs import CaseSpec, Topology
 
 KEY = "ddp/resnet50-fp32-bs8-64px-1n1g"

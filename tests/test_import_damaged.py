@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_dlperf import formats
-from pytest_dlperf.baselines.judge import Verdict, judge
+from pytest_dlperf.baselines.rules import Verdict, judge
 from pytest_dlperf.baselines.store import BaselineStore, Entry
 from pytest_dlperf.importers import Overrides, load
 from pytest_dlperf.reporting import plots, skips, write_results

@@ -59,6 +59,9 @@ class FakeClock:
     def perf_counter(self) -> float:
         return self.now
 
+    def time(self) -> float:  # the wall clock the loop stamps its first step's end with (time to first step)
+        return 1.7e9 + self.now
+
     def sleep(self, s: float) -> None:
         self.slept.append(s)
         self.now += s

@@ -1,7 +1,7 @@
 """Baselines: the per-profile store, the profile rule and the noise-aware regression gate."""
 from __future__ import annotations
 
-from .judge import (DEFAULT_ALPHA, DEFAULT_CV_BOUND, ScalingRuns, Verdict, VerdictStatus, judge, judge_scalar,
+from .rules import (DEFAULT_ALPHA, DEFAULT_CV_BOUND, ScalingRuns, Verdict, VerdictStatus, judge, judge_scalar,
                    resolve_tolerances, verdict_from_dict)
 from .profile import check_profile_name, default_tolerances, detect_profile
 from .report import verdict_table

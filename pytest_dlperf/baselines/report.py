@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import metrics
-from .judge import Verdict
+from .rules import Verdict
 
 ORDER = {"regression": 0, "noisy": 1, "hardware": 2, "missing": 3, "unjudged": 4, "improvement": 5, "pass": 6}
 

@@ -1,7 +1,7 @@
 """The baseline gate inside a pytest session: judging each case against its resolved baseline
 (``contexts``) and deciding what the verdicts do to its test (pass, fail, skip); what
 ``--update-baselines`` keeps is the recorder's (``recording``: only cases whose test passed are written,
-at the end, under the file lock). The statistics live in ``baselines.judge``, the files in
+at the end, under the file lock). The statistics live in ``baselines.rules``, the files in
 ``baselines.store``."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from .. import metrics
 from ..baselines import BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, judge, judge_scalar
 from ..baselines.fingerprint import FingerprintComparison, compare
-from ..baselines.judge import pace_hides, resolve_tolerances
+from ..baselines.rules import pace_hides, resolve_tolerances
 from ..baselines.store import SittingsError
 from ..clusters.base import Node
 from ..comm import network_said

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from .. import metrics
-from ..baselines.judge import DEFAULT_ALPHA, DEFAULT_CV_BOUND
+from ..baselines.rules import DEFAULT_ALPHA, DEFAULT_CV_BOUND
 
 
 def in_ci() -> bool:

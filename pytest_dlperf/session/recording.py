@@ -8,7 +8,7 @@ from collections.abc import Callable
 from .. import metrics
 from ..baselines import BaselineStore, Entry, Tolerances
 from ..baselines.fingerprint import FingerprintComparison, robust_cv
-from ..baselines.judge import catch_rate
+from ..baselines.rules import catch_rate
 from ..baselines.store import SittingsError, add_sitting
 from ..clusters.base import Node
 from ..preflight.hardware import Fingerprints
