@@ -11,9 +11,11 @@ cd "$(dirname "$0")/.."
 # environment would have every process compile them again (docs/measurements.md, CI).
 unset PYTHONDONTWRITEBYTECODE
 bash tests/setup.sh || exit 1
-python3 -m pytest tests/ -m exclusive "$@"
+# DLPERF_TESTS_TIER: a marker expression both phases keep to (tests/quick.sh sets "not real")
+tier="${DLPERF_TESTS_TIER:+ and (${DLPERF_TESTS_TIER})}"
+python3 -m pytest tests/ -m "exclusive${tier}" "$@"
 alone=$?
-python3 -m pytest tests/ -m "not exclusive" -n 2 "$@"
+python3 -m pytest tests/ -m "not exclusive${tier}" -n 2 "$@"
 shared=$?
 # pytest's exit 5 is "no test selected": fine for one phase (a -k that picks from the other), not both
 if [ "$alone" -eq 5 ] && [ "$shared" -eq 5 ]; then

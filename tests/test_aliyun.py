@@ -18,6 +18,9 @@ from .frameworks import ensure
 from .procs import signal_when, tagged_processes
 from .suite import QUICK_PROBES, TINY_ENGINE, command
 
+# an ECS emulator and real sshd nodes: not in the quick tier (tests/quick.sh; docs/testing.md)
+pytestmark = pytest.mark.real
+
 ROOT = Path(__file__).resolve().parent.parent
 KEY_ID, SECRET = "LTAI5tDLPERFTESTKEY01", "dLpErFsEcReT0123456789abcdefXYZ"
 TYPE, IMAGE = "ecs.gn6v-c8g1.16xlarge", "ubuntu_22_04_x64_20G_alibase_20241023.vhd"

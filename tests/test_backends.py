@@ -16,6 +16,9 @@ from . import suite
 from .frameworks import ensure
 from .procs import tagged_processes
 
+# trains TensorFlow, Paddle, Horovod and DDP for real: not in the quick tier (tests/quick.sh; docs/testing.md)
+pytestmark = pytest.mark.real
+
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,6 +17,9 @@ from . import suite
 from .frameworks import ensure, ensure_horovod
 from .procs import tagged_processes
 
+# launches real programs (torch, Horovod scripts): not in the quick tier (tests/quick.sh; docs/testing.md)
+pytestmark = pytest.mark.real
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "external"
 SCRIPT = EXAMPLE / "user_train.py"

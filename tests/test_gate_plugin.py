@@ -259,6 +259,7 @@ def test_update_under_xdist_workers_loses_no_case_and_a_speedup_loss_is_judged_o
     assert "from 3 and 3 runs vs 1 and 1" in sp["message"] and sp["change"] < -0.5
 
 
+@pytest.mark.real  # its sessions train with torch (docs/testing.md)
 def test_record_sittings_adds_each_sessions_runs_keeps_the_last_k_and_refuses_other_software(tmp_path):
     """--dlperf-record-sittings K: a baseline over several sittings (across hours on a shared VM one
     hour's recording failed identical code of another in up to 60% of trials: README "Gate power")."""

@@ -19,6 +19,9 @@ from . import suite
 from .frameworks import ensure, ensure_horovod
 from .procs import signal_once_running, tagged_processes
 
+# trains with Horovod for real (Gloo and MPI, local and SSH nodes): not in the quick tier (tests/quick.sh; docs/testing.md)
+pytestmark = pytest.mark.real
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
         "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "300"]

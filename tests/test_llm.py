@@ -11,6 +11,9 @@ import pytest
 from . import suite
 from .procs import tagged_processes
 
+# trains the decoder with torch for real: not in the quick tier (tests/quick.sh; docs/testing.md)
+pytestmark = pytest.mark.real
+
 LLM = ["--dlperf-model", "llama", "--dlperf-warmup-iters", "1", "--dlperf-iters", "3", "--dlperf-repeats", "1"]
 
 

@@ -27,6 +27,7 @@ def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float 
                            timeout=timeout)
 
 
+@pytest.mark.real  # trains with torch
 def test_two_nodes_really_train_and_leave_nothing(tmp_path):
     report, tmp = tmp_path / "report", tmp_path / "tmp"
     tmp.mkdir()
@@ -88,6 +89,7 @@ def resnet50_train_flops(side: int, batch: int, classes: int = 1000) -> float:
     return batch * (3 * fwd + 2 * stem)
 
 
+@pytest.mark.real  # trains with torch
 @pytest.mark.exclusive  # judges a probe's or a run's speed: nothing beside it under xdist
 def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_path):
     report = tmp_path / "report"
@@ -114,6 +116,7 @@ def test_time_based_window_is_sized_by_the_workload_and_measured_as_it_ran(tmp_p
     assert all(len(s["rank_times"]) == 1 and s["rank_times"][0] > 0 for s in steps)
 
 
+@pytest.mark.real  # trains with torch
 def test_a_budget_too_small_keeps_one_launch_and_says_which_cases(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "3", "--dlperf-budget", "1", tiny=True)
@@ -135,6 +138,7 @@ def launch_order(report: Path) -> list[str]:
     return [name for _, name in sorted(runs)]
 
 
+@pytest.mark.real  # trains with torch
 def test_cases_launch_in_rounds_by_default_and_back_to_back_when_asked(tmp_path):
     """Rounds: a case's repeats fall apart in time, so a slow spell of the host is not one case's alone."""
     r = run_suite(tmp_path / "rounds", "--dlperf-iters", "2", tiny=True)
@@ -145,6 +149,7 @@ def test_cases_launch_in_rounds_by_default_and_back_to_back_when_asked(tmp_path)
     assert launch_order(tmp_path / "case") == ["1n1g/0", "1n1g/1", "2n1g/0", "2n1g/1"]
 
 
+@pytest.mark.real  # trains with torch
 def test_in_rounds_a_failing_case_stops_alone_and_fails_in_its_own_test(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "--dlperf-iters", "2", "-rA", env={"DLPERF_FAULT": "1:1"}, tiny=True)  # rank 1: 2n1g only
@@ -162,6 +167,7 @@ def test_in_rounds_a_failing_case_stops_alone_and_fails_in_its_own_test(tmp_path
     assert tagged_processes(str(report)) == []
 
 
+@pytest.mark.real  # trains with torch
 def test_cases_measured_in_rounds_but_never_judged_are_reported_so(tmp_path):
     """-x stops the session at the first test's failure: the 2n1g case, measured in the rounds, is in
     the report with its runs and no verdict, and the summary says it was not judged."""
@@ -177,6 +183,7 @@ def test_cases_measured_in_rounds_but_never_judged_are_reported_so(tmp_path):
     assert "1 case(s) measured in rounds were not judged" in r.stdout and "resnet50-fp32-bs2-32px-2n1g" in r.stdout
 
 
+@pytest.mark.real  # trains with torch
 def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", env={"DLPERF_FAULT": "1:2"})
@@ -190,6 +197,7 @@ def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
 
 @pytest.mark.parametrize("fault, why", [("truncate", "is cut off (no newline): the step log is truncated"),
                                         ("garble", "is not JSON")])
+@pytest.mark.real  # trains with torch
 def test_a_broken_step_log_fails_the_case_naming_node_and_file(tmp_path, fault, why):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "1n1g", "--dlperf-repeats", "1", env={"DLPERF_STEPLOG_FAULT": fault}, tiny=True)
@@ -200,6 +208,7 @@ def test_a_broken_step_log_fails_the_case_naming_node_and_file(tmp_path, fault, 
     assert tagged_processes(str(report)) == []
 
 
+@pytest.mark.real  # trains with torch
 def test_ranks_that_stop_synchronising_fail_instead_of_scaling_perfectly(tmp_path):
     """DLPERF_FAULT=nosync trains each rank on its own (DDP no_sync): real drift, caught by the digests."""
     report = tmp_path / "report"
@@ -209,6 +218,7 @@ def test_ranks_that_stop_synchronising_fail_instead_of_scaling_perfectly(tmp_pat
     assert "the ranks' parameters disagree after the last step" in failure and "local0" in failure, failure
 
 
+@pytest.mark.real  # trains with torch
 def test_timeout_kills_every_process(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", "--dlperf-iters", "500", "--dlperf-timeout", "8",
@@ -218,7 +228,8 @@ def test_timeout_kills_every_process(tmp_path):
     assert tagged_processes(str(report)) == []
 
 
-@pytest.mark.parametrize("sig, tiny", [(signal.SIGINT, False), (signal.SIGTERM, True)], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("sig, tiny", [pytest.param(signal.SIGINT, False, marks=pytest.mark.real),
+                                       (signal.SIGTERM, True)], ids=["ctrl-c", "sigterm"])
 def test_interrupt_leaves_no_process(tmp_path, sig, tiny):
     """Ctrl-C while torchrun and its workers train; SIGTERM (a CI runner's) on the tiny engine's ranks."""
     report = tmp_path / "report"
@@ -232,6 +243,7 @@ def test_interrupt_leaves_no_process(tmp_path, sig, tiny):
     assert tagged_processes(str(report)) == []
 
 
+@pytest.mark.real  # trains with torch
 def test_xdist_workers_report_into_one_results_file(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-n", "2", "--dlperf-repeats", "1", tiny=True)
@@ -264,6 +276,7 @@ def test_dryrun_says_how_many_launches_a_session_and_a_recording_take(tmp_path):
     assert not list((tmp_path / "store").glob("*.json"))  # a dry-run records nothing
 
 
+@pytest.mark.real  # trains with torch
 def test_dryrun_commands_pasted_into_shells_run_the_case(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "2n1g", "--dlperf-dryrun")

@@ -22,6 +22,9 @@ from .frameworks import ensure_horovod
 from .procs import _live_tagged, signal_when
 from .slurmctl import slurm_cluster  # noqa: F401  (the fixture)
 
+# starts a real Slurm (slurmctld, slurmd in network namespaces): not in the quick tier (tests/quick.sh; docs/testing.md)
+pytestmark = pytest.mark.real
+
 ROOT = suite.ROOT
 TINY = [*suite.TINY_ENGINE, *suite.QUICK_PROBES]
 SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2",

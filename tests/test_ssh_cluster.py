@@ -26,6 +26,9 @@ from pytest_dlperf.environment import cpu_model
 from .procs import tagged_pids as tagged
 from .sshd import address_block, keygen
 
+# real sshd daemons: not in the quick tier (tests/quick.sh; docs/testing.md)
+pytestmark = pytest.mark.real
+
 HOSTILE = ["a b", "it's", 'say "hi"', "`id`", "x; exit 7", "&&", "|", "*", "~", "new\nline", "$HOME", "\\", ""]
 
 

@@ -15,6 +15,9 @@ from . import suite
 from .procs import signal_once_running, tagged_processes
 from .sshd import address_block
 
+# trains over real sshd daemons: not in the quick tier (tests/quick.sh; docs/testing.md)
+pytestmark = pytest.mark.real
+
 ROOT = suite.ROOT
 SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
          "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "180"]

@@ -22,6 +22,9 @@ import pytest
 from .slurmctl import block_links, block_namespaces, block_state_files, ensure_slurm
 from .sshd import address_block
 
+# starts the sshd and Slurm rigs: not in the quick tier (tests/quick.sh; docs/testing.md)
+pytestmark = pytest.mark.real
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # a child that starts the bed, prints what it holds and waits to be killed (or told to stop)
@@ -29,6 +32,7 @@ CHILD = r"""
 import json, os, sys, time
 import tests.slurmctl as slurmctl
 import tests.sshd as sshd
+
 if "orphans" in sys.argv:  # the daemons as an older bed started them: outliving a killed run
     slurmctl.DIE_WITH_PARENT.clear()
 cluster = slurmctl.start(2, private_tmp=False)
