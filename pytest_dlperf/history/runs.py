@@ -76,6 +76,8 @@ class Run:
     results: list[CaseResult]
     failures: dict[str, str] = field(default_factory=dict)
     ab: dict | None = None
+    dated: str = ""  # where an imported run's time comes from (its logs, or the import); "" for pytest's own
+    digest: str = ""  # sha256 of the file's bytes: two files of one content are one run
     machine: Machine = field(init=False)
 
     def __post_init__(self) -> None:
