@@ -83,6 +83,8 @@ def _hover(p: Point, metric: str) -> str:
     raw = value(p.result, metric)
     if raw is not None and judged(p.result, metric) != raw:
         said += f"<br>at the baseline's pace; as measured {raw:.4g}"
+    if v is not None and v.status.value in MARKED:  # whichever of the point and its mark the pointer finds
+        said += f"<br>{wrap(v.message)}"
     return f"{p.run.when}<br>commit {esc(commit_label(p.run))}{said}"
 
 
@@ -108,7 +110,7 @@ def _band_traces(label: str, colour: str, points: Sequence[Point], metric: str, 
 
 
 def _measured(label: str, colour: str, points: Sequence[Point], failed: Sequence[Failed], metric: str,
-              x_of: Callable[[Run], str], href: Link) -> dict:
+              x_of: Callable[[Run], object], href: Link) -> dict:
     """The line itself: each run's figure with the range of its repeats; a night the case failed is a
     gap (y null), never joined over."""
     rows = sorted([*points, *failed], key=lambda e: e.run.created)
@@ -131,7 +133,7 @@ def _measured(label: str, colour: str, points: Sequence[Point], failed: Sequence
     return measured
 
 
-def _failed_trace(points: Sequence[Point], failed: Sequence[Failed], metric: str, x_of: Callable[[Run], str],
+def _failed_trace(points: Sequence[Point], failed: Sequence[Failed], metric: str, x_of: Callable[[Run], object],
                   href: Link, show: bool) -> list[dict]:
     """A mark at each night the case failed, at the line's level before it (after it, for a first night)."""
     if not failed:
@@ -148,7 +150,7 @@ def _failed_trace(points: Sequence[Point], failed: Sequence[Failed], metric: str
              "text": [_said(f.run, f"failed: {f.why}") for f in failed]}]
 
 
-def _verdict_traces(points: Sequence[Point], metric: str, x_of: Callable[[Run], str], href: Link,
+def _verdict_traces(points: Sequence[Point], metric: str, x_of: Callable[[Run], object], href: Link,
                     shown: set[str]) -> list[dict]:
     out = []
     for status, (colour, symbol) in MARKED.items():
@@ -174,7 +176,7 @@ def _changes(groups: dict[tuple[str, str], list[Point]]) -> list[tuple[Point, st
     return out
 
 
-def _marks(changes: list[tuple[Point, str]], x_of: Callable[[Run], str]) -> tuple[list[dict], list[dict]]:
+def _marks(changes: list[tuple[Point, str]], x_of: Callable[[Run], object]) -> tuple[list[dict], list[dict]]:
     shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": x_of(p.run), "x1": x_of(p.run), "y0": 0, "y1": 1,
                "line": {"color": "#444", "dash": "dot", "width": 1.5}} for p, _ in changes]
     notes = [{"xref": "x", "yref": "paper", "x": x_of(p.run), "y": 0, "xanchor": "left", "yanchor": "bottom",
@@ -198,8 +200,8 @@ def _time_axis(runs: Sequence[Run]) -> dict:
 
 
 def _traces(groups: dict[tuple[str, str], list[Point]], labels: dict[tuple[str, str], str], metric: str,
-            failed: dict[tuple[str, str], list[Failed]], href: Link, x_of: Callable[[Run], str]) -> list[dict]:
-    """Every line's traces, its points at ``x_of`` of their runs (over time, or over commits)."""
+            failed: dict[tuple[str, str], list[Failed]], href: Link, x_of: Callable[[Run], object]) -> list[dict]:
+    """Every line's traces, its points at ``x_of`` of their runs."""
     data: list[dict] = []
     shown: set[str] = set()
     for i, (g, pts) in enumerate(groups.items()):
@@ -222,8 +224,10 @@ def case_figure(metric: str, unit: str, groups: dict[tuple[str, str], list[Point
     failed, href = failed or {}, href or (lambda run: "")
     every = [p.run for pts in groups.values() for p in pts] + [f.run for fs in failed.values() for f in fs]
     commits = list(dict.fromkeys(commit_label(r) for r in sorted(every, key=lambda r: r.created)))
-    data = _traces(groups, labels, metric, failed, href, _x_time)
-    data_by_commit = [t["x"] for t in _traces(groups, labels, metric, failed, href, commit_label)]
+    data = _traces(groups, labels, metric, failed, href, lambda run: run)  # each x a Run, then placed twice:
+    data_by_commit = [[commit_label(r) for r in t["x"]] for t in data]  # at its commit ("over commits")
+    for t in data:
+        t["x"] = [_x_time(r) for r in t["x"]]  # at its time (the chart as it opens)
     changes = _changes(groups)
     time_marks, commit_marks = _marks(changes, _x_time), _marks(changes, commit_label)
     title = esc(f"{METRICS[metric]}" + (f" ({unit})" if metric == "throughput" else ""))
@@ -242,7 +246,7 @@ def case_figure(metric: str, unit: str, groups: dict[tuple[str, str], list[Point
               "xaxis": time_axis, "yaxis": {"title": {"text": title}},
               "shapes": time_marks[0], "annotations": time_marks[1], "hovermode": "closest",
               "hoverlabel": {"align": "left", "namelength": -1, "font": {"size": 12}},
-              "legend": {"orientation": "h", "y": -0.25}, "margin": {"t": 80, "l": 60, "r": 20},
+              "legend": {"orientation": "h", "y": -0.25}, "margin": {"t": 80, "l": 60, "r": 36},
               "modebar": {"orientation": "v"},
               "updatemenus": [{"type": "buttons", "direction": "right", "x": 0, "xanchor": "left", "y": 1.02,
                                "yanchor": "bottom", "buttons": buttons}]}

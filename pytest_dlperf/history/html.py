@@ -104,7 +104,6 @@ svg.spark polyline { fill: none; stroke: #1f77b4; stroke-width: 1.2; }
 svg.spark circle { fill: #1f77b4; } svg.spark circle.last { fill: #222; }
 @media (max-width: 600px) {
   body { margin: 0.8em 0.6em; }
-  .chart { height: 560px; }
   .filter input { min-width: 0; width: 100%; }
 }
 """

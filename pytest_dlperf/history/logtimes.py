@@ -86,5 +86,5 @@ def imported_date(environment: Mapping, results: list[CaseResult], created: _dt.
     if times:
         return Dated(max(times), f"dated by its logs: the latest time in {len(times)} of its {len(logs)} log(s)")
     why = (f"its logs are not at {missing[0]}" + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
-           if missing else "its logs carry no time of day")
+           if missing else "its logs carry no time of day with a date")
     return Dated(created, f"dated by its import ({why})")

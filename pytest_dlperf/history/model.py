@@ -3,7 +3,7 @@ model's ladder per line, each run's previous run on the same machine."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from ..results import CaseResult
 from ..specs import CaseSpec
@@ -14,6 +14,7 @@ from .sources import Bisection, Skipped
 Group = tuple[str, str]  # (profile, machine key)
 
 
+@lru_cache(maxsize=None)  # a run's page is named once per point that links to it
 def slug(text: str) -> str:
     """A file name for a case key, model or run id, one to one: letters, digits, "-" and "." stay,
     "/" becomes "__", any other character "_" and its code in hex (so no two keys share a page)."""

@@ -83,7 +83,9 @@ def changes_table(history: History, found: list[Change]) -> str:
         b, a = c.before.run, c.after.run
         commits = (f"{esc(charts.commit_label(b))} &rarr; {esc(charts.commit_label(a))}"
                    if charts.commit_label(b) != charts.commit_label(a) else f"{esc(charts.commit_label(a))} (same commit)")
-        until = "still" if c.until is None else f"until {link(run_href(c.until.run), c.until.run.when)}"
+        last = history.cases[c.key][c.group][-1].run
+        until = (f"still, at its last run {link(run_href(last), last.when)}" if c.until is None
+                 else f"until {link(run_href(c.until.run), c.until.run.when)}")
         rows.append([link(run_href(a), a.when), link(case_href(c.key), c.key), esc(history.labels[c.group]),
                      _moves(c), f"{link(run_href(b), b.when)} &rarr; {link(run_href(a), a.when)}", commits, until])
         attrs.append({"data-search": f"{c.key} {history.labels[c.group]} {charts.commit_label(b)} "

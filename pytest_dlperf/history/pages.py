@@ -219,7 +219,7 @@ def _ab_figure(section: dict) -> dict | None:
     for name, c in (section.get("cases") or {}).items():
         ratios = [p["ratio"] for p in c.get("pairs_taken", [])]  # as the session recorded it (plots/ab.png too)
         if ratios:
-            data.append({"type": "scatter", "mode": "lines+markers", "name": name,
+            data.append({"type": "scatter", "mode": "lines+markers", "name": esc(name),
                          "x": list(range(1, len(ratios) + 1)), "y": ratios})
     if not data:
         return None

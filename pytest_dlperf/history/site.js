@@ -13,6 +13,18 @@
   };
   window.dlperfPlotConfig = function () { return Object.assign({}, CONFIG); };
 
+  // A chart grows with its legend (below it, in as many rows as the width needs) rather than let the
+  // legend squeeze its plot: PLOT px of plot, whatever the legend takes, then the page's own height.
+  const PLOT = 300;
+  function fit(div, tries) {
+    const plot = div.querySelector(".nsewdrag");
+    if (!div.querySelector(".legend") || !plot || tries === 0) return Promise.resolve();
+    const want = Math.round(div.getBoundingClientRect().height - plot.getBoundingClientRect().height + PLOT);
+    if (Math.abs(div.getBoundingClientRect().height - want) < 4) return Promise.resolve();
+    div.style.height = want + "px";  // the legend may take other rows at the new size: again, at most 3 times
+    return Plotly.Plots.resize(div).then(function () { return fit(div, (tries || 3) - 1); });
+  }
+
   // A chart; a point whose customdata is a run's page opens it when clicked.
   window.dlperfPlot = function (id, data, layout) {
     const div = document.getElementById(id);
@@ -21,8 +33,21 @@
         const p = ev && ev.points && ev.points[0];
         if (p && typeof p.customdata === "string" && p.customdata) window.location.href = p.customdata;
       });
+      return window.dlperfFit(div);
     });
   };
+
+  // Fit a drawn chart to its legend, then mark it drawn (tests wait for the mark).
+  window.dlperfFit = function (div) {
+    div.removeAttribute("data-drawn");
+    return fit(div).then(function () { div.setAttribute("data-drawn", ""); });
+  };
+  window.addEventListener("resize", function () {
+    document.querySelectorAll(".chart.js-plotly-plot").forEach(function (div) {
+      div.removeAttribute("data-drawn");
+      setTimeout(function () { window.dlperfFit(div); }, 150);
+    });
+  });
 
   // The index's filter: every row with data-search is shown when each word typed is in its text and
   // the verdict picked (if any) is among its data-verdicts; each table says how many rows it shows.
