@@ -14,13 +14,15 @@
   window.dlperfPlotConfig = function () { return Object.assign({}, CONFIG); };
 
   // A chart grows with its legend (below it, in as many rows as the width needs) rather than let the
-  // legend squeeze its plot: PLOT px of plot, whatever the legend takes, then the page's own height.
+  // legend squeeze its plot: about PLOT px of plot, and whatever the legend takes. The style's height
+  // fits one line's legend at a desk's width, so most charts are drawn once.
   const PLOT = 300;
   function fit(div, tries) {
     const plot = div.querySelector(".nsewdrag");
-    if (!div.querySelector(".legend") || !plot || tries === 0) return Promise.resolve();
-    const want = Math.round(div.getBoundingClientRect().height - plot.getBoundingClientRect().height + PLOT);
-    if (Math.abs(div.getBoundingClientRect().height - want) < 4) return Promise.resolve();
+    if (!plot || tries === 0) return Promise.resolve();
+    const has = plot.getBoundingClientRect().height;
+    if (has >= PLOT - 30 && has <= PLOT + 40) return Promise.resolve();
+    const want = Math.round(div.getBoundingClientRect().height - has + PLOT);
     div.style.height = want + "px";  // the legend may take other rows at the new size: again, at most 3 times
     return Plotly.Plots.resize(div).then(function () { return fit(div, (tries || 3) - 1); });
   }
