@@ -19,12 +19,16 @@ def wrap(text: object, width: int = 56) -> str:
     """Text from a results.json for a chart's hover or legend: whole, in lines of about ``width``
     characters (plotly draws a hover label on one line, cut at the chart's edges; 56 of its 12 px
     characters fit a phone's 420 px), escaped (plotly reads its text as HTML: a message's "<a href"
-    must not become a link)."""
-    import textwrap
-
-    lines = textwrap.wrap("" if text is None else str(text), width, break_long_words=False,
-                          break_on_hyphens=False) or [""]
-    return "<br>".join(html.escape(line, quote=False) for line in lines)
+    must not become a link). Words are never broken; one longer than ``width`` has its own line."""
+    lines: list[str] = []
+    line = ""
+    for word in ("" if text is None else str(text)).split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return html.escape("\n".join([*lines, line]), quote=False).replace("\n", "<br>")
 
 
 def script_json(value: object) -> str:
