@@ -42,12 +42,14 @@
   // Fit a drawn chart to its legend, then mark it drawn (tests wait for the mark).
   window.dlperfFit = function (div) {
     div.removeAttribute("data-drawn");
+    div.dataset.width = div.clientWidth;
     return fit(div).then(function () { div.setAttribute("data-drawn", ""); });
   };
-  window.addEventListener("resize", function () {
-    document.querySelectorAll(".chart.js-plotly-plot").forEach(function (div) {
+  window.addEventListener("resize", function () {  // a chart whose width changed: its legend may take other rows
+    document.querySelectorAll(".chart.js-plotly-plot[data-drawn]").forEach(function (div) {
+      if (String(div.clientWidth) === div.dataset.width) return;
       div.removeAttribute("data-drawn");
-      setTimeout(function () { window.dlperfFit(div); }, 150);
+      setTimeout(function () { window.dlperfFit(div); }, 150);  // after plotly's own resize
     });
   });
 
