@@ -301,11 +301,16 @@ CONTROLS = """window.__controls = () => {
     chart.querySelectorAll(".modebar-btn").forEach(b => add(id + " toolbar " + b.getAttribute("data-title"), b, chart));
     chart.querySelectorAll(".updatemenu-button").forEach(b => add(id + " menu " + b.textContent, b, chart));
     chart.querySelectorAll(".legend .traces").forEach((t, i) => {
-      const toggle = t.querySelector(".legendtoggle"); if (toggle) add(id + " legend " + i + " " + t.textContent, toggle, chart); });
+      const toggle = t.querySelector(".legendtoggle");
+      if (toggle) add(id + " legend " + i + " " + t.textContent, toggle, chart);
+    });
   });
   document.querySelectorAll("button:not(.modebar-btn), [role=button], input[type=button], input[type=submit], " +
                             "[class*=dialog] a").forEach((b, i) => add("page " + (b.id || b.textContent || i), b, null));
-  for (const [key, [el]] of [...out]) { const r = el.getBoundingClientRect(); if (!(r.width > 0 && r.height > 0)) out.delete(key); }
+  for (const [key, [el]] of [...out]) {
+    const r = el.getBoundingClientRect();
+    if (!(r.width > 0 && r.height > 0)) out.delete(key);
+  }
   return out;
 };
 window.__seen = [];

@@ -59,10 +59,11 @@ def _line_section(history: History, n: int, g: Group, label: str) -> str:
         gone = failed[-1] if failed and failed[-1].run.created > last.run.created else None
         verdicts = ["failed"] if gone else [v.status.value for v in (r.verdict or {}).values()]
         latest = gone.run if gone else last.run
-        rows.append([link(case_href(key), key),
-                     f'<a href="{case_href(key)}">{overview.sparkline(points, failed, next(iter(charts.METRICS)))}</a>',
+        trend = overview.sparkline(points, failed, next(iter(charts.METRICS)))  # the charts' first metric
+        runs = str(len(points)) + (f" ({len(failed)} failed)" if failed else "")
+        rows.append([link(case_href(key), key), f'<a href="{case_href(key)}">{trend}</a>',
                      esc(f"{r.median:.4g} {r.case.unit}"), number(r.efficiency, ".3f"),
-                     status("failed") if gone else _verdicts(r), str(len(points)) + (f" ({len(failed)} failed)" if failed else ""),
+                     status("failed") if gone else _verdicts(r), runs,
                      link(run_href(latest), latest.when), link(model_href(family(r.case)), "ladder")])
         attrs.append({"data-search": f"{key} {label}".lower(), "data-verdicts": " ".join(verdicts)})
     return (f'<h2>{esc(label)} <span class="count" id="line-{n}-count"></span></h2>'
