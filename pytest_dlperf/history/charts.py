@@ -83,7 +83,7 @@ def _hover(p: Point, metric: str) -> str:
     raw = value(p.result, metric)
     if raw is not None and judged(p.result, metric) != raw:
         said += f"<br>at the baseline's pace; as measured {raw:.4g}"
-    if v is not None and v.status.value in MARKED:  # whichever of the point and its mark the pointer finds
+    if v is not None and v.status.value in MARKED:  # its mark lets the pointer through to here
         said += f"<br>{wrap(v.message)}"
     return f"{p.run.when}<br>commit {esc(commit_label(p.run))}{said}"
 
@@ -150,8 +150,11 @@ def _failed_trace(points: Sequence[Point], failed: Sequence[Failed], metric: str
              "text": [_said(f.run, f"failed: {f.why}") for f in failed]}]
 
 
-def _verdict_traces(points: Sequence[Point], metric: str, x_of: Callable[[Run], object], href: Link,
+def _verdict_traces(points: Sequence[Point], metric: str, x_of: Callable[[Run], object],
                     shown: set[str]) -> list[dict]:
+    """A mark on each point of a verdict other than pass; the pointer passes through it to the point
+    under it, whose hover has the whole message and whose click opens the run (the message once in
+    the page, not twice)."""
     out = []
     for status, (colour, symbol) in MARKED.items():
         at = [p for p in points if (v := verdict(p.result, metric)) is not None and v.status.value == status]
@@ -160,8 +163,7 @@ def _verdict_traces(points: Sequence[Point], metric: str, x_of: Callable[[Run], 
                         "showlegend": status not in shown, "x": [x_of(p.run) for p in at],
                         "y": [judged(p.result, metric) for p in at],
                         "marker": {"color": colour, "symbol": symbol, "size": 13, "line": {"width": 2, "color": colour}},
-                        "customdata": [href(p.run) for p in at], "hoverinfo": "text",
-                        "text": [_said(p.run, verdict(p.result, metric).message) for p in at]})
+                        "hoverinfo": "skip"})
             shown.add(status)
     return out
 
@@ -208,7 +210,7 @@ def _traces(groups: dict[tuple[str, str], list[Point]], labels: dict[tuple[str, 
         colour, gone = PALETTE[i % len(PALETTE)], failed.get(g, [])
         data += _band_traces(labels[g], colour, pts, metric, [x_of(p.run) for p in pts])
         data.append(_measured(labels[g], colour, pts, gone, metric, x_of, href))
-        data += _verdict_traces(pts, metric, x_of, href, shown)
+        data += _verdict_traces(pts, metric, x_of, shown)
         data += _failed_trace(pts, gone, metric, x_of, href, "failed" not in shown)
         shown.update(["failed"] if gone else [])
     return data

@@ -77,10 +77,12 @@ def status(value: str | None) -> str:
 CHART_SCRIPTS = ("plotly.min.js", "site.js")  # a page with a chart loads both from assets/
 
 
-def chart(div_id: str, figure: dict) -> str:
+def chart(div_id: str, figure: dict, height: int | None = None) -> str:
     """A plotly.js chart drawn when the page loads, by site.js's dlperfPlot: its configuration offers
-    no way to send the chart out, and a point whose customdata is a run's page opens it on a click."""
-    return (f'<div id="{div_id}" class="chart"></div>\n<script>dlperfPlot("{div_id}", '
+    no way to send the chart out, and a point whose customdata is a run's page opens it on a click.
+    ``height``: px to draw it at first (site.js fits it to its legend after; a good guess saves a redraw)."""
+    style = f' style="height: {height}px"' if height else ""
+    return (f'<div id="{div_id}" class="chart"{style}></div>\n<script>dlperfPlot("{div_id}", '
             f'{script_json(figure["data"])}, {script_json(figure["layout"])});</script>')
 
 

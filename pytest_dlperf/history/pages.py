@@ -111,8 +111,8 @@ def case_page(history: History, key: str) -> str:
              "line a run in which the case failed. A click on a point opens its run.</p>"]
     for metric in charts.METRICS:
         fig = charts.case_figure(metric, spec.unit, groups, history.labels, failed, lambda run: "../" + run_href(run))
-        if fig is not None:
-            parts.append(chart(f"chart-{metric}", fig))
+        if fig is not None:  # each line after the first adds a row of legend at a desk's width
+            parts.append(chart(f"chart-{metric}", fig, height=600 + 46 * (len(groups) - 1)))
     rows = [(p.run.created, [link("../" + run_href(p.run), p.run.when), esc(charts.commit_label(p.run)),
                              esc(history.labels[g]), esc(", ".join(f"{t:.4g}" for t in p.result.throughputs)),
                              number(p.result.median), number(p.result.speedup, ".3f"),
