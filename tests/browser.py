@@ -2,7 +2,12 @@
 installs it). Every request chromium makes goes through a proxy on loopback that answers nothing and
 keeps what it was asked for, so a test can say that no request left the page. Chromium asks Google's
 services for the time, updates and accounts on its own whatever the flags; ``own_hosts`` learns those
-from a blank page, and ``page_requests`` leaves them out."""
+from a blank page, and ``page_requests`` leaves them out.
+
+``Devtools`` drives chromium over its DevTools protocol (a pipe, no port): it opens a page at a
+window size, sees every request a page attempts (and fails each but a file:// load of the site),
+every window it opens, and clicks as a person does; ``click_every_control`` clicks each control a
+page offers (plotly's toolbar, menus and legend, dialogs, buttons)."""
 from __future__ import annotations
 
 import shutil
