@@ -259,6 +259,17 @@ class Devtools:
             self.pump(0.05)
             self.wait_for(DRAWN)  # plotly's charts follow the window after a resize event
 
+    def screenshot(self, out: Path) -> Path:
+        """The window as it shows now, as a PNG."""
+        import base64
+
+        out.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", {"format": "png"})["data"]))
+        return out
+
+    def dom(self) -> str:
+        """The page's DOM as it is now (what ``--dump-dom`` prints once the scripts ran)."""
+        return str(self.evaluate("document.documentElement.outerHTML"))
+
     def evaluate(self, expression: str) -> object:
         got = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
         assert "exceptionDetails" not in got, f"{expression}: {got['exceptionDetails']}"

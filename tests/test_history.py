@@ -47,6 +47,20 @@ def own_hosts(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     return browser.own_hosts(tmp_path_factory.mktemp("blank"))
 
 
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[browser.Devtools, browser.Requests]]:
+    """One chromium for this module's tests, driven over DevTools, its network blocked: every request
+    but a file:// load under the tests' directories (the sites they build) is failed and kept, and the
+    proxy behind it answers nothing."""
+    with browser.offline() as proxy:
+        tools = browser.Devtools(tmp_path_factory.mktemp("chromium") / "profile", proxy,
+                                 tmp_path_factory.getbasetemp())
+        try:
+            yield tools, proxy
+        finally:
+            tools.close()
+
+
 def _umask() -> int:
     import os
 
@@ -55,21 +69,22 @@ def _umask() -> int:
     return mask
 
 
-def _near(pixel: tuple[int, ...], rgb: tuple[int, int, int], within: int = 12) -> bool:
-    return all(abs(a - b) <= within for a, b in zip(pixel[:3], rgb))
+def _count(png: Path, rgb: tuple[int, int, int], within: int = 12) -> list[tuple[int, int]]:
+    """The (x, y) of every pixel near the colour (each channel within ``within``)."""
+    import numpy as np
+
+    pixels = np.asarray(Image.open(png).convert("RGB"), dtype=int)
+    ys, xs = np.nonzero((np.abs(pixels - np.array(rgb)) <= within).all(axis=2))
+    return list(zip(xs.tolist(), ys.tolist()))
 
 
-def _count(png: Path, rgb: tuple[int, int, int]) -> list[tuple[int, int]]:
-    img = Image.open(png).convert("RGB")
-    return [(x, y) for y in range(img.height) for x in range(img.width) if _near(img.getpixel((x, y)), rgb)]
-
-
-def test_a_case_page_shows_its_line_band_and_the_regression_marked(site, own_hosts, tmp_path) -> None:
+def test_a_case_page_shows_its_line_band_and_the_regression_marked(site, tools, own_hosts, tmp_path) -> None:
     root, _ = site
-    with browser.offline() as proxy:
-        shot = browser.screenshot(root / CASE, proxy, tmp_path / "profile", tmp_path / "case.png", size=(1300, 700))
-        page = browser.dom(root / CASE, proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == [], "the page asked the network"
+    devtools, proxy = tools
+    devtools.resize(1300, 700)
+    devtools.open(root / CASE)
+    shot, page = devtools.screenshot(tmp_path / "case.png"), devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == [], "the page asked the network"
     red, band = _count(shot, REGRESSION_RGB), _count(shot, BAND_RGB)
     assert len(band) > 3000, f"the tolerance band is not drawn ({len(band)} pixels of its colour)"
     assert len(red) > 400, f"no regression is marked ({len(red)} pixels of its colour)"
@@ -89,13 +104,14 @@ def test_the_check_sees_a_page_that_asks_the_network(own_hosts, tmp_path) -> Non
     assert any("cdn.dlperf.test" in line for line in proxy.page_requests(own_hosts))
 
 
-def test_a_run_page_says_what_changed_its_percentiles_and_links_its_files(site, own_hosts, tmp_path) -> None:
+def test_a_run_page_says_what_changed_its_percentiles_and_links_its_files(site, tools, own_hosts) -> None:
     root, paths = site
     night = 4  # its commit differs from night 3's (a commit every two nights)
     run_page = next(p for p in (root / "runs").glob("20260105T*.html"))
-    with browser.offline() as proxy:
-        page = browser.dom(run_page, proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == []
+    devtools, proxy = tools
+    devtools.open(run_page)
+    page = devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
     assert f"git {commit_of(night - 1)} -&gt; {commit_of(night)}" in page
     for said in ("step p50 (s)", "p95", "AMD EPYC, 1 CPUs", "matmul probe", "regression" if night >= 6 else "pass"):
         assert said in page
@@ -103,11 +119,13 @@ def test_a_run_page_says_what_changed_its_percentiles_and_links_its_files(site, 
     assert (run_page.parent / href).resolve() == paths[night].resolve()
 
 
-def test_the_ladder_sets_a_run_beside_another_with_the_ideal_line(site, own_hosts, tmp_path) -> None:
+def test_the_ladder_sets_a_run_beside_another_with_the_ideal_line(site, tools, own_hosts) -> None:
     root, _ = site
-    with browser.offline() as proxy:
-        page = browser.dom(root / "models" / "ddp__resnet50-fp32-bs2-32px.html", proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == []
+    devtools, proxy = tools
+    devtools.resize(1300, 900)
+    devtools.open(root / "models" / "ddp__resnet50-fp32-bs2-32px.html")
+    page = devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
     assert "ideal (linear from 1n1g)" in page
     assert page.count("run: 2026-01-") and page.count("against: 2026-01-")
     lines = re.search(r'<select id="line">(.*?)</select>', page, re.S).group(1)
@@ -205,7 +223,7 @@ def test_a_second_build_replaces_the_first(site, tmp_path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["site"]  # nothing left beside it
 
 
-def test_an_ab_session_has_its_own_page(own_hosts, tmp_path) -> None:
+def test_an_ab_session_has_its_own_page(tools, own_hosts, tmp_path) -> None:
     """tests/data/history/ab-results.json: a recorded A/B session with a 10% slowdown planted in the candidate."""
     recorded = Path(__file__).resolve().parent / "data" / "history" / "ab-results.json"
     built, history = build_site([str(recorded)], tmp_path / "site")
@@ -215,14 +233,15 @@ def test_an_ab_session_has_its_own_page(own_hosts, tmp_path) -> None:
     (run_page,) = (tmp_path / "site" / "runs").glob("*.html")
     assert "../cases/" not in run_page.read_text()  # so its run page links to no case page
     assert (tmp_path / "site").stat().st_mode & 0o055 == 0o055 & ~_umask()  # readable as any built directory
-    with browser.offline() as proxy:
-        page = browser.dom(page_file, proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == []
+    devtools, proxy = tools
+    devtools.open(page_file)
+    page = devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
     assert "<td>SLOWER</td>" in page and "DLPERF_PLANT_SLOWDOWN" in page
     assert "candidate / reference, pair by pair" in page  # the chart was drawn
 
 
-def test_a_bisection_has_its_own_page_linking_its_probes_runs(site, own_hosts, tmp_path) -> None:
+def test_a_bisection_has_its_own_page_linking_its_probes_runs(site, tools, own_hosts, tmp_path) -> None:
     """A steps file as dlperf bisect writes it (its own Steps class): items 0-4, the bad end and the
     middle probed, item 3 found first bad; one probe's report is a run of the site."""
     from pytest_dlperf.bisect.evidence import CaseEvidence, ItemVerdict
@@ -247,9 +266,10 @@ def test_a_bisection_has_its_own_page_linking_its_probes_runs(site, own_hosts, t
     built, history = build_site([str(paths[8].parent), str(tmp_path / "ci")], tmp_path / "site")
     assert len(history.bisections) == 1 and "first bad: " + commit_of(6) in built.index.read_text()
     (page_file,) = (tmp_path / "site" / "bisect").glob("*.html")
-    with browser.offline() as proxy:
-        page = browser.dom(page_file, proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == []
+    devtools, proxy = tools
+    devtools.open(page_file)
+    page = devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
     assert f"first bad: {commit_of(6)} change 3; last good: {commit_of(4)} change 2" in page
     assert 'href="../runs/' in page and "candidate / known-good, by item" in page
 
@@ -445,19 +465,6 @@ def test_every_page_names_only_the_sites_own_files(nights) -> None:
     for page in nights.root.rglob("*.html"):
         for target in re.findall(r'(?:src|href)="([^"]*)"', page.read_text()):
             assert "://" not in target and not target.startswith("//"), f"{page}: {target}"
-
-
-@pytest.fixture(scope="module")
-def tools(tmp_path_factory: pytest.TempPathFactory, nights) -> Iterator[tuple[browser.Devtools, browser.Requests]]:
-    """One chromium for the browser tests below, driven over DevTools, its network blocked: every
-    request but a file:// load of the site's own files is failed and kept, and the proxy behind it
-    answers nothing."""
-    with browser.offline() as proxy:
-        tools = browser.Devtools(tmp_path_factory.mktemp("chromium") / "profile", proxy, nights.root.parent)
-        try:
-            yield tools, proxy
-        finally:
-            tools.close()
 
 
 def _shown(tools: browser.Devtools) -> list[str]:
