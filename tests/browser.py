@@ -235,7 +235,9 @@ class Devtools:
                 self._event(got)
 
     def open(self, page: Path) -> None:
-        """A new tab on the page, its requests watched and intercepted, once it has loaded."""
+        """A new tab on the page (the last one closed), its requests watched and intercepted, once it
+        has loaded and its charts are drawn; ``attempted`` starts again empty."""
+        self.attempted = []
         self.send("Target.setDiscoverTargets", {"discover": True}, session="")
         if self.target:
             self.send("Target.closeTarget", {"targetId": self.target}, session="")
