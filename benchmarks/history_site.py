@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """dlperf history at a year's scale (issue #39): 365 nightly runs of a default matrix made from the
 recorded cases of tests/data/history, a 25% regression from night 200 and another machine from night
-300. ``--matrix local``: the local CPU default (5 models x 1n1g/2n1g, 10 cases); ``--matrix gpu``: a
-GPU cluster's (5 models x fp32/amp x 1n1g..4n8g, 60 cases). Prints the build's time and size, and
-the time headless chromium takes to load each kind of page from disk (less a blank page's).
+300 (the index's overview should find one step in each case's first line, and nothing else).
+``--matrix local``: the local CPU default (5 models x 1n1g/2n1g, 10 cases); ``--matrix gpu``: a GPU
+cluster's (5 models x fp32/amp x 1n1g..4n8g, 60 cases). Prints the build's time and size, the step
+changes the overview finds, and the time headless chromium takes to load each kind of page from disk
+(less a blank page's).
 
     python3 benchmarks/history_site.py --nights 365 --matrix local
 """
@@ -21,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pytest_dlperf.history import build_site  # noqa: E402
+from pytest_dlperf.history.overview import changes  # noqa: E402
 from tests import browser  # noqa: E402
 from tests.history_runs import Plan, write  # noqa: E402
 
@@ -63,6 +66,11 @@ def main() -> int:
               f"(written in {made:.1f} s)")
         print(f"build: {build:.1f} s, {built.pages} pages, {size / 1e6:.1f} MB (plotly.min.js "
               f"{(site / 'assets' / 'plotly.min.js').stat().st_size / 1e6:.1f} MB of it)")
+        found = changes(history)
+        lines = sum(len(groups) for groups in history.cases.values())
+        planted = sum(1 for c in found if c.after.run.created == history.runs[args.nights * 200 // 365].created)
+        print(f"overview: {len(found)} step changes over {lines} lines, {planted} of them at the planted drop "
+              f"(night {args.nights * 200 // 365}, every case on the first machine)")
         blank = tmp_path / "blank.html"
         blank.write_text("<!DOCTYPE html><html><body>blank</body></html>")
         profile = tmp_path / "profile"

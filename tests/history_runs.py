@@ -31,6 +31,8 @@ class Plan:
     models: tuple[str, ...] = ()  # the recording's cases again under these model names (a bigger matrix)
     precisions: tuple[str, ...] = ()  # ... and these precisions
     topologies: tuple[str, ...] = ()  # ... at these topologies (the multi-device case's rate scaled by devices)
+    regressed: tuple[str, ...] = ()  # the case ids the drop is planted in (none named: every case)
+    failed: tuple[tuple[int, str], ...] = ()  # (night, case id): the case failed that night (in 'failures')
 
 
 def commit_of(night: int) -> str:
@@ -45,7 +47,9 @@ def _status(ratio: float, tolerance: float) -> str:
 def _judge(verdict: dict, metric: str, measured: float, baseline: float) -> dict:
     v = dict(verdict, metric=metric, measured_median=measured, baseline_median=baseline, change=measured / baseline - 1)
     v["status"] = _status(measured / baseline, v["tolerance"])
-    v["message"] = f"{v['case']} {metric}: {v['status']} ({v['change']:+.1%} vs baseline {baseline:.4g})"
+    # the gate's messages run to some 450 characters (the recording's own, after this night's verdict)
+    v["message"] = (f"{v['case']} {metric}: {v['status']} ({v['change']:+.1%} vs baseline {baseline:.4g}); "
+                    f"as recorded: {verdict['message']}")
     return v
 
 
@@ -122,8 +126,8 @@ def write(plan: Plan, out: Path, template: Path = TEMPLATE) -> list[Path]:
     paths = []
     for night in range(plan.nights):
         other = plan.machine_at is not None and night >= plan.machine_at
-        factor = (plan.drop if plan.regression_at is not None and night >= plan.regression_at else 1.0)
-        factor *= 1.3 if other else 1.0
+        dropped = plan.regression_at is not None and night >= plan.regression_at
+        machine = 1.3 if other else 1.0
         d = copy.deepcopy(doc)
         d["created"] = (plan.start + _dt.timedelta(days=night)).isoformat(timespec="seconds")
         d["environment"]["git"] = {"commit": commit_of(night), "dirty": False}
@@ -132,8 +136,14 @@ def write(plan: Plan, out: Path, template: Path = TEMPLATE) -> list[Path]:
                 fp["cpu"]["model_name"] = OTHER_CPU
             d["environment"]["node_devices"] = [OTHER_CPU]
         profile = "cpu-intel-xeon-platinum-8369b-1c" if other else doc["cases"][0]["profile"]
-        d["cases"] = [_night_case(c, factor, 1.3 if other else 1.0, profile, rng, plan.noise) for c in doc["cases"]]
+        d["cases"] = [_night_case(c, machine * (plan.drop if dropped and (not plan.regressed or
+                                                                c["case"]["id"] in plan.regressed) else 1.0),
+                                  machine, profile, rng, plan.noise) for c in doc["cases"]]
         _judge_scaling(d["cases"], doc["cases"])
+        gone = {case for n, case in plan.failed if n == night}
+        d["failures"] = {c["case"]["id"]: f"night {night}: the workload exited 1 (planted failure)"
+                         for c in d["cases"] if c["case"]["id"] in gone}
+        d["cases"] = [c for c in d["cases"] if c["case"]["id"] not in gone]
         path = out / f"night-{night:03d}" / "results.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(d), encoding="utf-8")

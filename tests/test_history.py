@@ -2,8 +2,12 @@
 ddp cases, made into nights by tests/history_runs.py), opened from disk by headless chromium."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -12,14 +16,19 @@ from PIL import Image
 
 from pytest_dlperf import cli
 from pytest_dlperf.history import HistoryError, build_site
-from pytest_dlperf.history import charts
+from pytest_dlperf.history import charts, overview
+from pytest_dlperf.history.hrefs import run_href
+from pytest_dlperf.history.logtimes import latest_time
 from pytest_dlperf.history.model import History
 from pytest_dlperf.history.sources import read_all
+from pytest_dlperf.history.steps import find_steps
 
 from . import browser
 from .history_runs import Plan, commit_of, write
 
 CASE = "cases/ddp__resnet50-fp32-bs2-32px-2n1g.html"
+DATA = Path(__file__).resolve().parent / "data"
+PEERS = DATA / "peers"
 REGRESSION_RGB = (214, 39, 40)  # charts.MARKED["regression"]
 BAND_RGB = (215, 231, 242)  # PALETTE[0] at 0.18 over white
 
@@ -38,6 +47,20 @@ def own_hosts(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     return browser.own_hosts(tmp_path_factory.mktemp("blank"))
 
 
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[browser.Devtools, browser.Requests]]:
+    """One chromium for this module's tests, driven over DevTools, its network blocked: every request
+    but a file:// load under the tests' directories (the sites they build) is failed and kept, and the
+    proxy behind it answers nothing."""
+    with browser.offline() as proxy:
+        tools = browser.Devtools(tmp_path_factory.mktemp("chromium") / "profile", proxy,
+                                 tmp_path_factory.getbasetemp())
+        try:
+            yield tools, proxy
+        finally:
+            tools.close()
+
+
 def _umask() -> int:
     import os
 
@@ -46,21 +69,22 @@ def _umask() -> int:
     return mask
 
 
-def _near(pixel: tuple[int, ...], rgb: tuple[int, int, int], within: int = 12) -> bool:
-    return all(abs(a - b) <= within for a, b in zip(pixel[:3], rgb))
+def _count(png: Path, rgb: tuple[int, int, int], within: int = 12) -> list[tuple[int, int]]:
+    """The (x, y) of every pixel near the colour (each channel within ``within``)."""
+    import numpy as np
+
+    pixels = np.asarray(Image.open(png).convert("RGB"), dtype=int)
+    ys, xs = np.nonzero((np.abs(pixels - np.array(rgb)) <= within).all(axis=2))
+    return list(zip(xs.tolist(), ys.tolist()))
 
 
-def _count(png: Path, rgb: tuple[int, int, int]) -> list[tuple[int, int]]:
-    img = Image.open(png).convert("RGB")
-    return [(x, y) for y in range(img.height) for x in range(img.width) if _near(img.getpixel((x, y)), rgb)]
-
-
-def test_a_case_page_shows_its_line_band_and_the_regression_marked(site, own_hosts, tmp_path) -> None:
+def test_a_case_page_shows_its_line_band_and_the_regression_marked(site, tools, own_hosts, tmp_path) -> None:
     root, _ = site
-    with browser.offline() as proxy:
-        shot = browser.screenshot(root / CASE, proxy, tmp_path / "profile", tmp_path / "case.png", size=(1300, 700))
-        page = browser.dom(root / CASE, proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == [], "the page asked the network"
+    devtools, proxy = tools
+    devtools.resize(1300, 700)
+    devtools.open(root / CASE)
+    shot, page = devtools.screenshot(tmp_path / "case.png"), devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == [], "the page asked the network"
     red, band = _count(shot, REGRESSION_RGB), _count(shot, BAND_RGB)
     assert len(band) > 3000, f"the tolerance band is not drawn ({len(band)} pixels of its colour)"
     assert len(red) > 400, f"no regression is marked ({len(red)} pixels of its colour)"
@@ -80,13 +104,14 @@ def test_the_check_sees_a_page_that_asks_the_network(own_hosts, tmp_path) -> Non
     assert any("cdn.dlperf.test" in line for line in proxy.page_requests(own_hosts))
 
 
-def test_a_run_page_says_what_changed_its_percentiles_and_links_its_files(site, own_hosts, tmp_path) -> None:
+def test_a_run_page_says_what_changed_its_percentiles_and_links_its_files(site, tools, own_hosts) -> None:
     root, paths = site
     night = 4  # its commit differs from night 3's (a commit every two nights)
     run_page = next(p for p in (root / "runs").glob("20260105T*.html"))
-    with browser.offline() as proxy:
-        page = browser.dom(run_page, proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == []
+    devtools, proxy = tools
+    devtools.open(run_page)
+    page = devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
     assert f"git {commit_of(night - 1)} -&gt; {commit_of(night)}" in page
     for said in ("step p50 (s)", "p95", "AMD EPYC, 1 CPUs", "matmul probe", "regression" if night >= 6 else "pass"):
         assert said in page
@@ -94,11 +119,13 @@ def test_a_run_page_says_what_changed_its_percentiles_and_links_its_files(site, 
     assert (run_page.parent / href).resolve() == paths[night].resolve()
 
 
-def test_the_ladder_sets_a_run_beside_another_with_the_ideal_line(site, own_hosts, tmp_path) -> None:
+def test_the_ladder_sets_a_run_beside_another_with_the_ideal_line(site, tools, own_hosts) -> None:
     root, _ = site
-    with browser.offline() as proxy:
-        page = browser.dom(root / "models" / "ddp__resnet50-fp32-bs2-32px.html", proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == []
+    devtools, proxy = tools
+    devtools.resize(1300, 900)
+    devtools.open(root / "models" / "ddp__resnet50-fp32-bs2-32px.html")
+    page = devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
     assert "ideal (linear from 1n1g)" in page
     assert page.count("run: 2026-01-") and page.count("against: 2026-01-")
     lines = re.search(r'<select id="line">(.*?)</select>', page, re.S).group(1)
@@ -196,7 +223,7 @@ def test_a_second_build_replaces_the_first(site, tmp_path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["site"]  # nothing left beside it
 
 
-def test_an_ab_session_has_its_own_page(own_hosts, tmp_path) -> None:
+def test_an_ab_session_has_its_own_page(tools, own_hosts, tmp_path) -> None:
     """tests/data/history/ab-results.json: a recorded A/B session with a 10% slowdown planted in the candidate."""
     recorded = Path(__file__).resolve().parent / "data" / "history" / "ab-results.json"
     built, history = build_site([str(recorded)], tmp_path / "site")
@@ -206,14 +233,15 @@ def test_an_ab_session_has_its_own_page(own_hosts, tmp_path) -> None:
     (run_page,) = (tmp_path / "site" / "runs").glob("*.html")
     assert "../cases/" not in run_page.read_text()  # so its run page links to no case page
     assert (tmp_path / "site").stat().st_mode & 0o055 == 0o055 & ~_umask()  # readable as any built directory
-    with browser.offline() as proxy:
-        page = browser.dom(page_file, proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == []
+    devtools, proxy = tools
+    devtools.open(page_file)
+    page = devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
     assert "<td>SLOWER</td>" in page and "DLPERF_PLANT_SLOWDOWN" in page
     assert "candidate / reference, pair by pair" in page  # the chart was drawn
 
 
-def test_a_bisection_has_its_own_page_linking_its_probes_runs(site, own_hosts, tmp_path) -> None:
+def test_a_bisection_has_its_own_page_linking_its_probes_runs(site, tools, own_hosts, tmp_path) -> None:
     """A steps file as dlperf bisect writes it (its own Steps class): items 0-4, the bad end and the
     middle probed, item 3 found first bad; one probe's report is a run of the site."""
     from pytest_dlperf.bisect.evidence import CaseEvidence, ItemVerdict
@@ -238,9 +266,10 @@ def test_a_bisection_has_its_own_page_linking_its_probes_runs(site, own_hosts, t
     built, history = build_site([str(paths[8].parent), str(tmp_path / "ci")], tmp_path / "site")
     assert len(history.bisections) == 1 and "first bad: " + commit_of(6) in built.index.read_text()
     (page_file,) = (tmp_path / "site" / "bisect").glob("*.html")
-    with browser.offline() as proxy:
-        page = browser.dom(page_file, proxy, tmp_path / "profile")
-    assert proxy.page_requests(own_hosts) == []
+    devtools, proxy = tools
+    devtools.open(page_file)
+    page = devtools.dom()
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
     assert f"first bad: {commit_of(6)} change 3; last good: {commit_of(4)} change 2" in page
     assert 'href="../runs/' in page and "candidate / known-good, by item" in page
 
@@ -298,3 +327,262 @@ def test_alternating_machines_mark_one_change(site, tmp_path) -> None:
     fig = charts.case_figure("throughput", "samples/s", history.cases["ddp/resnet50-fp32-bs2-32px-2n1g"],
                              history.labels)
     assert len(fig["layout"]["shapes"]) == 1 and fig["layout"]["annotations"][0]["text"] == "machine change"
+
+
+# --- issue #48: the overview, failed nights, copies, one-run cases, imported dates, and the pages in a
+# person's browser (every control clicked, the network blocked, a phone's 420 px) ---------------------
+
+PLANTED = "resnet50-fp32-bs2-32px-2n1g"  # the one case with a drop planted
+ONCE = "ddp/vgg16-fp32-bs2-32px-1n1g"  # a case run once
+
+
+@dataclass(frozen=True)
+class Nights:
+    root: Path
+    paths: list[Path]
+    copy: Path
+    history: History
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory: pytest.TempPathFactory) -> Nights:
+    """The user's history: 30 nights, a 10% drop in one case from night 18, that case failed on night
+    12, another machine from night 26; night 5's results.json copied into a second folder; a case
+    (vgg16) run once."""
+    tmp = tmp_path_factory.mktemp("nights")
+    paths = write(Plan(nights=30, regression_at=18, drop=0.9, regressed=(PLANTED,), failed=((12, PLANTED),),
+                       machine_at=26), tmp / "ci")
+    copy = tmp / "ci" / "zz-copy" / "results.json"  # after night-005 in the walk: the night's own file is the run
+    copy.parent.mkdir()
+    shutil.copyfile(paths[5], copy)
+    doc = json.loads(paths[3].read_text())
+    case = doc["cases"][0]
+    case["case"]["model"], case["case"]["id"] = "vgg16", case["case"]["id"].replace("resnet50", "vgg16")
+    doc["cases"], doc["created"] = [case], "2026-01-20T03:00:00+00:00"
+    (tmp / "ci" / "once").mkdir()
+    (tmp / "ci" / "once" / "results.json").write_text(json.dumps(doc))
+    _, history = build_site([str(tmp / "ci")], tmp / "site")
+    return Nights(tmp / "site", paths, copy, history)
+
+
+def test_steps_are_found_where_a_level_moved_and_stayed() -> None:
+    flat = [100.0 + (i * 7 % 3) for i in range(20)]  # 1% night-to-night noise
+    assert find_steps(flat, 0.05) == []
+    dropped = flat[:10] + [v * 0.9 for v in flat[10:]]
+    assert [(s.at, round(s.change, 2)) for s in find_steps(dropped, 0.05)] == [(10, -0.1)]
+    assert find_steps(flat[:10] + [80.0] + flat[11:], 0.05) == []  # one night off its line is not a step
+    assert find_steps(flat[:10] + [v * 0.97 for v in flat[10:]], 0.05) == []  # within the tolerance
+    back = flat[:8] + [v * 0.8 for v in flat[8:14]] + flat[14:]
+    assert [(s.at, round(s.change, 2)) for s in find_steps(back, 0.05)] == [(8, -0.2), (14, 0.25)]
+    assert [s.at for s in find_steps(flat[:18] + [85.0, 86.0], 0.05)] == [18]  # two nights on the new level
+
+
+def test_the_index_says_which_case_changed_where_since_when_and_by_how_much(nights) -> None:
+    found = overview.changes(nights.history)
+    assert [(c.key, c.before.run.when, c.after.run.when) for c in found] == [
+        (f"ddp/{PLANTED}", "2026-01-18 02:00 UTC", "2026-01-19 02:00 UTC")]
+    moves = dict(found[0].moves)
+    assert -0.12 < moves["throughput"].change < -0.08 and found[0].until is None
+    index = (nights.root / "index.html").read_text()
+    row = re.search(r'<tr data-search="[^"]*" data-verdicts="step down">(.*?)</tr>', index, re.S).group(1)
+    for said in (f"{PLANTED}", f"{commit_of(17)} &rarr; {commit_of(18)}", "2026-01-18 02:00 UTC",
+                 f"{moves['throughput'].change:+.1%}", "still"):
+        assert said in row, f"{said!r} is not in the step's row: {row}"
+    lines = sum(len(groups) for groups in nights.history.cases.values())
+    assert index.count('<svg class="spark"') == lines == 5  # a trend per case and line (3 cases, 2 on the other machine)
+    assert "1 step change." in index
+
+
+def test_a_failed_night_is_a_gap_in_its_line_and_a_mark(nights) -> None:
+    h, key = nights.history, f"ddp/{PLANTED}"
+    ((g, gone),) = h.failed[key].items()
+    assert [f.run.when for f in gone] == ["2026-01-13 02:00 UTC"]
+    fig = charts.case_figure("throughput", "samples/s", h.cases[key], h.labels, h.failed[key],
+                             lambda run: "../" + run_href(run))
+    go.Figure(fig)
+    measured = next(t for t in fig["data"] if t.get("mode") == "lines+markers")
+    i = measured["x"].index(gone[0].run.created.isoformat())
+    assert measured["y"][i] is None and None not in measured["y"][i - 1:i] + measured["y"][i + 1:i + 2]
+    assert measured["connectgaps"] is False and measured["customdata"][i] == "../" + run_href(gone[0].run)
+    mark = next(t for t in fig["data"] if t.get("name") == "failed (no figure)")
+    assert mark["x"] == [measured["x"][i]] and "exited 1 (planted<br>failure)" in mark["text"][0]
+    assert "failed: night 12: the workload exited 1" in (nights.root / f"cases/ddp__{PLANTED}.html").read_text()
+    assert "25 (1 failed)" in (nights.root / "index.html").read_text()  # nights 0-25 on the first machine
+
+
+def test_a_copy_of_a_results_json_is_one_run_and_said_so(nights, tmp_path, capsys) -> None:
+    h = nights.history
+    assert len(h.runs) == 31 and len({r.digest for r in h.runs}) == 31  # 30 nights and the case run once
+    (copy,) = h.skipped
+    assert (copy.path, copy.same_as) == (nights.copy.resolve(), nights.paths[5].resolve())
+    index = (nights.root / "index.html").read_text()
+    assert "Counted once (1)" in index and str(nights.copy.resolve()) in index
+    run = next(r for r in h.runs if r.path == nights.paths[5].resolve())
+    assert f"also at: {nights.copy.resolve()}" in (nights.root / run_href(run)).read_text()
+    assert cli.main(["history", str(nights.paths[5]), str(nights.copy), "-o", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr()
+    assert f"the same content as {nights.paths[5].resolve()}: one run, counted once" in out.err
+    assert "1 runs," in out.out
+
+
+def test_a_case_run_once_gets_a_day_either_side(nights) -> None:
+    h = nights.history
+    fig = charts.case_figure("throughput", "samples/s", h.cases[ONCE], h.labels)
+    low, high = (dt.datetime.fromisoformat(x) for x in fig["layout"]["xaxis"]["range"])
+    assert high - low == dt.timedelta(days=2) and low < h.cases[ONCE][next(iter(h.cases[ONCE]))][0].run.created < high
+    by_time = fig["layout"]["updatemenus"][0]["buttons"][0]["args"][1]["xaxis"]
+    assert by_time["range"] == fig["layout"]["xaxis"]["range"]  # "over time" again keeps it
+
+
+def test_imported_runs_are_dated_by_their_logs(tmp_path) -> None:
+    """dllogger's example log (2019-10-10, epoch timestamps) and DLPerf's TF2 logs (absl lines: a time
+    of day but no year), each imported with dlperf import today."""
+    logs = tmp_path / "dllogger" / "1n1g"
+    logs.mkdir(parents=True)
+    shutil.copyfile(PEERS / "dllogger" / "nvidia_dllogger_example_resnet_log_2019.json.log",
+                    logs / "rn50_b128_amp_1.log")
+    for src, fmt, out in ((tmp_path / "dllogger", "dllogger", "a"), (DATA / "dlperf-tf2-resnet50", "dlperf-tf2", "b")):
+        assert cli.main(["import", str(src), "--format", fmt, "-o", str(tmp_path / out / "results.json")]) == 0
+    _, history = build_site([str(tmp_path / "a"), str(tmp_path / "b")], tmp_path / "site")
+    a, b = sorted(history.runs, key=lambda r: r.path.parent.name)
+    text = (logs / "rn50_b128_amp_1.log").read_text()
+    last = max(float(t) for t in re.findall(r'"timestamp": "([\d.]+)"', text))
+    assert a.created == dt.datetime.fromtimestamp(last, dt.timezone.utc)
+    assert a.dated == "dated by its logs: the latest time in 1 of its 1 log(s)"
+    assert b.created.date() == dt.datetime.now(dt.timezone.utc).date()
+    assert b.dated == "dated by its import (its logs carry no time of day with a date)"
+    assert "Imported with <code>dlperf import</code>: dated by its logs" in (tmp_path / "site" / run_href(a)).read_text()
+    assert "(import date)" in (tmp_path / "site" / "index.html").read_text()
+    (tmp_path / "dllogger").rename(tmp_path / "moved")
+    (moved,) = read_all([tmp_path / "a" / "results.json"])[0]
+    assert moved.dated == f"dated by its import (its logs are not at {logs / 'rn50_b128_amp_1.log'})"
+    assert latest_time("[2022/08/05 01:28:59] ppcls INFO: ...\n# source (2023-01-01)\n", dt.datetime.now(dt.timezone.utc)) \
+        == dt.datetime(2022, 8, 5, 1, 28, 59, tzinfo=dt.timezone.utc)
+
+
+def test_every_page_names_only_the_sites_own_files(nights) -> None:
+    """No page links, loads or points anywhere but into the site and the runs' own folders."""
+    for page in nights.root.rglob("*.html"):
+        for target in re.findall(r'(?:src|href)="([^"]*)"', page.read_text()):
+            assert "://" not in target and not target.startswith("//"), f"{page}: {target}"
+
+
+def _shown(tools: browser.Devtools) -> list[str]:
+    return tools.evaluate("[...document.querySelectorAll('table.filterable tbody tr')].filter(r => !r.hidden)"
+                          ".map(r => r.dataset.search.split(' ')[0])")
+
+
+def test_the_index_filters_cases_and_steps_as_typed(nights, tools, own_hosts) -> None:
+    devtools, proxy = tools
+    devtools.open(nights.root / "index.html")
+    assert sorted(_shown(devtools)) == sorted([f"ddp/{PLANTED}"] * 3 + ["ddp/resnet50-fp32-bs2-32px-1n1g"] * 2 + [ONCE])
+    devtools.type_text("#filter", "2N1G")
+    assert _shown(devtools) == [f"ddp/{PLANTED}"] * 3  # the step and the case's row on each machine
+    devtools.pick("#verdict-filter", "step down")
+    assert _shown(devtools) == [f"ddp/{PLANTED}"]
+    assert devtools.evaluate("document.getElementById('line-0-count').textContent") == "(0 of 3 shown)"
+    devtools.evaluate("document.getElementById('filter').value = ''")
+    devtools.type_text("#filter", "vgg")
+    devtools.pick("#verdict-filter", "pass")
+    assert _shown(devtools) == [ONCE]
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
+
+
+HOVER_AT = """(name => { const gd = document.getElementById("chart-throughput");
+  const trace = [...gd.querySelectorAll(".scatterlayer .trace")].find(t => t.__data__[0].trace.name === name);
+  const p = trace.querySelector(".point").getBoundingClientRect(); return [p.left + p.width / 2, p.top + p.height / 2];
+})"""
+HOVER_LABEL = """(() => { const h = document.querySelector("#chart-throughput .hoverlayer .hovertext");
+  if (!h) return null; const r = h.getBoundingClientRect();
+  return {lines: h.querySelectorAll("tspan.line").length, text: h.textContent, left: r.left, right: r.right}; })()"""
+
+
+def _hover_label(devtools: browser.Devtools, trace: str) -> dict:
+    devtools.evaluate(f"document.getElementById('chart-throughput').scrollIntoView()")
+    x, y = devtools.evaluate(f"{HOVER_AT}({json.dumps(trace)})")
+    devtools.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+    devtools.wait_for(HOVER_LABEL)
+    return devtools.evaluate(HOVER_LABEL)
+
+
+def _narrow(devtools: browser.Devtools) -> None:
+    """A phone's 420 px: nothing wider than the window, no chart's toolbar over its title or menu, every
+    legend entry inside its chart and below its axis, the plot not squeezed by the legend."""
+    assert devtools.evaluate("document.scrollingElement.scrollWidth") <= 420
+    for chart in ("throughput", "speedup", "efficiency"):
+        boxes = devtools.evaluate(f"""(() => {{ const gd = document.getElementById("chart-{chart}");
+            const box = e => {{ const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }};
+            return {{chart: box(gd), toolbar: box(gd.querySelector(".modebar")), title: box(gd.querySelector(".gtitle")),
+                     menu: [...gd.querySelectorAll(".updatemenu-button")].map(box), plot: box(gd.querySelector(".nsewdrag")),
+                     axis: box(gd.querySelector(".g-xtitle")),
+                     legend: [...gd.querySelectorAll(".legend .traces")].map(box)}}; }})()""")
+        def apart(a: list[float], b: list[float]) -> bool:
+            return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+        assert boxes["chart"][2] <= 420, f"{chart}: the chart is wider than the window: {boxes['chart']}"
+        for other in (boxes["title"], *boxes["menu"]):
+            assert apart(boxes["toolbar"], other), f"{chart}: the toolbar {boxes['toolbar']} covers {other}"
+        assert boxes["plot"][3] - boxes["plot"][1] >= 250, f"{chart}: the legend squeezes the plot: {boxes['plot']}"
+        for entry in boxes["legend"]:
+            assert boxes["chart"][0] <= entry[0] and entry[2] <= boxes["chart"][2] and entry[3] <= boxes["chart"][3], \
+                f"{chart}: a legend entry {entry} is cut (chart {boxes['chart']})"
+            assert entry[1] >= boxes["axis"][3], f"{chart}: a legend entry {entry} is over the axis' title {boxes['axis']}"
+
+
+def test_a_case_page_in_a_blocked_browser_on_a_phone(nights, tools, own_hosts) -> None:
+    """The case with the drop on a phone's 420 px (the desk's width: the ladder's test, and the
+    screenshot's above): its failed night breaks its line; a regression's whole message on hover,
+    wrapped, inside the window; every control clicked with no request attempted; a click on the
+    regression's point opens that run's page."""
+    devtools, proxy = tools
+    devtools.resize(420, 900)
+    devtools.open(nights.root / f"cases/ddp__{PLANTED}.html")
+    _narrow(devtools)
+    message = json.loads(nights.paths[18].read_text())["cases"][1]["verdict"]["throughput"]["message"]
+    label = _hover_label(devtools, "regression")
+    assert re.sub(r"\s", "", message) in re.sub(r"\s", "", label["text"]), "the message is not whole"
+    assert label["lines"] > 5 and 0 <= label["left"] and label["right"] <= 420, label
+    pieces = devtools.evaluate("""(() => { const gd = document.getElementById("chart-throughput");
+        const t = [...gd.querySelectorAll(".scatterlayer .trace")].find(t => t.__data__[0].trace.mode === "lines+markers");
+        return [...t.querySelectorAll(".js-line")].map(l => l.getAttribute("d").split("M").length - 1)
+                                                    .reduce((a, b) => a + b, 0); })()""")
+    assert pieces == 2, f"the line is drawn in {pieces} piece(s): the failed night is joined over"
+    entries = devtools.evaluate("document.querySelectorAll('.legend .traces').length")
+    clicked = browser.click_every_control(devtools)
+    assert not [k for k in clicked if re.search(r"Share|cloud|Download|Plotly", k, re.I)], clicked
+    assert len([k for k in clicked if "toolbar" in k]) == 3 * 8 and len([k for k in clicked if " legend " in k]) == entries
+    for again in ("chart-throughput menu over time", "chart-throughput toolbar Zoom"):  # as a person would, back
+        at = devtools.evaluate(f"window.__locate({json.dumps(again)})")
+        devtools.click(at["x"], at["y"])
+    legend = next(k for k in clicked if k.startswith("chart-throughput legend") and k.endswith("regression"))
+    at = devtools.evaluate(f"window.__locate({json.dumps(legend)})")
+    devtools.click(at["x"], at["y"])  # the regressions shown again
+    x, y = devtools.evaluate(f"{HOVER_AT}('regression')")
+    devtools.click(x, y)
+    devtools.wait_for("location.pathname.includes('/runs/')")
+    assert devtools.evaluate("document.querySelector('h1').textContent") == "Run 2026-01-19 02:00 UTC"
+    devtools.pump(0.3)
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
+
+
+def test_the_ladder_in_a_blocked_browser_and_the_check_can_fail(nights, tools, own_hosts) -> None:
+    """Every control of the ladder clicked, no request attempted; then, on the same page, a chart with
+    plotly.js's own defaults (its "Share" uploads the chart to its cloud) and a button that fetches:
+    clicking every control again catches both, so the check above can fail."""
+    devtools, proxy = tools
+    devtools.resize(1300, 900)
+    devtools.open(nights.root / "models" / "ddp__resnet50-fp32-bs2-32px.html")
+    devtools.pick("#run-a", "3")
+    devtools.pick("#run-b", "-1")
+    assert devtools.evaluate("document.getElementById('ladder').data.length") == 2  # the run and the ideal line
+    clicked = browser.click_every_control(devtools)
+    assert len([k for k in clicked if "toolbar" in k]) == 8, clicked
+    devtools.pump(0.3)
+    assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
+    devtools.evaluate("""(() => { const div = document.createElement("div"), b = document.createElement("button");
+        div.id = "defaults"; div.style = "width: 600px; height: 300px"; b.id = "fetch"; b.textContent = "go";
+        b.onclick = () => fetch("http://cdn.dlperf.test/x"); document.body.append(div, b);
+        return Plotly.newPlot(div, [{x: [1, 2], y: [3, 4]}], {}, {displaylogo: false}).then(() => true); })()""")
+    browser.click_every_control(devtools)
+    devtools.pump(0.3)
+    assert any("cloud.plotly.com" in a for a in devtools.attempted), devtools.attempted
+    assert any("cdn.dlperf.test" in a for a in devtools.attempted), devtools.attempted

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ..bisect.steps import Found, NotBad, next_step
-from .html import chart, esc, file_href, link, page, status, table
+from .html import CHART_SCRIPTS, chart, esc, file_href, link, page, status, table, wrap
 from .sources import Bisection
 
 def href(bisection: Bisection) -> str:
@@ -41,8 +41,8 @@ def _figure(bisection: Bisection) -> dict | None:
         pts = sorted((i, steps.latest(i).cases[case]) for i in steps.decided() if case in steps.latest(i).cases)
         pts = [(i, e) for i, e in pts if e.ratio is not None and e.low is not None and e.high is not None]
         if pts:
-            data.append({"type": "scatter", "mode": "markers", "name": case, "x": [i for i, _ in pts],
-                         "y": [e.ratio for _, e in pts], "text": [e.describe() for _, e in pts],
+            data.append({"type": "scatter", "mode": "markers", "name": esc(case), "x": [i for i, _ in pts],
+                         "y": [e.ratio for _, e in pts], "text": [wrap(e.describe()) for _, e in pts],
                          "error_y": {"type": "data", "symmetric": False, "array": [e.high - e.ratio for _, e in pts],
                                      "arrayminus": [e.ratio - e.low for _, e in pts]}})
     if not data:
@@ -73,4 +73,4 @@ def bisect_page(bisection: Bisection, runs_by_dir: dict[Path, str], page_dir: Pa
             + table(["item", "", "verdict", "evidence", "probes", "report"], rows))
     fig = _figure(bisection)
     return page("Bisection", body + (chart("chart-bisect", fig) if fig else ""), "../",
-                scripts=["plotly.min.js"] if fig else ())
+                scripts=CHART_SCRIPTS if fig else ())

@@ -3,12 +3,14 @@ commits with its spread, the baseline and tolerance band as judged, the verdicts
 changes; a model's ladder data (drawn by the page's script for the two runs a reader picks)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as _dt
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import metrics
 from ..verdict import Verdict
 from ..results import CaseResult
+from .html import esc, wrap
 from .runs import Run
 
 # a chart per gated metric, as declared (metrics/catalog.py); figures in the declared unit (GiB, not bytes)
@@ -17,6 +19,8 @@ PALETTE = ("#1f77b4", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#e377c2")
 # verdicts marked on a line: (colour, plotly symbol); pass and "no baseline" are the line itself
 MARKED = {"regression": ("#d62728", "x"), "improvement": ("#2ca02c", "triangle-up"),
           "noisy": ("#ff7f0e", "diamond"), "hardware": ("#7f7f7f", "square"), "unjudged": ("#9467bd", "circle-open")}
+FAILED_COLOUR = "#000000"  # a night the case failed: a mark, and a gap in its line
+LEGEND_WIDTH = 40  # characters a legend entry is wrapped at, so that it fits a phone's width
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,14 @@ class Point:
 
     run: Run
     result: CaseResult
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A run in which the case failed (its results.json's ``failures``): no figure, a gap in its line."""
+
+    run: Run
+    why: str
 
 
 def value(result: CaseResult, metric: str) -> float | None:
@@ -67,52 +79,96 @@ def _band(points: Sequence[Point], metric: str) -> tuple[list, list, list]:
     return base, low, high
 
 
+Link = Callable[[Run], str]  # a run's page, relative to the page the chart is on
+
+
 def _hover(p: Point, metric: str) -> str:
     v = verdict(p.result, metric)
     said = f"<br>{v.status.value}" + (f" ({v.change:+.1%} vs baseline)" if v.change is not None else "") if v else ""
     raw = value(p.result, metric)
     if raw is not None and judged(p.result, metric) != raw:
         said += f"<br>at the baseline's pace; as measured {raw:.4g}"
-    return f"{p.run.when}<br>commit {commit_label(p.run)}{said}"
+    if v is not None and v.status.value in MARKED:  # its mark lets the pointer through to here
+        said += f"<br>{wrap(v.message)}"
+    return f"{p.run.when}<br>commit {esc(commit_label(p.run))}{said}"
 
 
-def _line_traces(label: str, colour: str, points: Sequence[Point], metric: str, xs: list) -> list[dict]:
-    """One machine's traces: band (two), baseline, measured with its spread."""
+def _said(run: Run, message: str) -> str:
+    """A marked point's hover: when, the commit and the whole message, wrapped to be read."""
+    return f"{run.when}<br>commit {esc(commit_label(run))}<br>{wrap(message)}"
+
+
+def _band_traces(label: str, colour: str, points: Sequence[Point], metric: str, xs: list) -> list[dict]:
+    """The baseline as each run was judged and its tolerance band (none where no run had a baseline)."""
     base, low, high = _band(points, metric)
-    ys = [judged(p.result, metric) for p in points]
-    traces = []
-    if any(b is not None for b in base):
-        traces += [
-            {"type": "scatter", "mode": "lines", "x": xs, "y": low, "line": {"width": 0, "shape": "hv"},
-             "hoverinfo": "skip", "showlegend": False, "legendgroup": label},
-            {"type": "scatter", "mode": "lines", "x": xs, "y": high, "fill": "tonexty", "name": f"tolerance band: {label}",
-             "fillcolor": _rgba(colour, 0.18), "line": {"width": 0, "shape": "hv"}, "hoverinfo": "skip",
-             "legendgroup": label},
-            {"type": "scatter", "mode": "lines", "x": xs, "y": base, "name": f"baseline as judged: {label}",
-             "line": {"color": colour, "dash": "dash", "width": 1, "shape": "hv"}, "legendgroup": label},
-        ]
-    measured = {"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys, "name": label, "legendgroup": label,
+    if all(b is None for b in base):
+        return []
+    return [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": low, "line": {"width": 0, "shape": "hv"},
+         "hoverinfo": "skip", "showlegend": False, "legendgroup": label},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": high, "fill": "tonexty",
+         "name": wrap(f"tolerance band: {label}", LEGEND_WIDTH), "fillcolor": _rgba(colour, 0.18),
+         "line": {"width": 0, "shape": "hv"}, "hoverinfo": "skip", "legendgroup": label},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": base, "name": wrap(f"baseline as judged: {label}", LEGEND_WIDTH),
+         "line": {"color": colour, "dash": "dash", "width": 1, "shape": "hv"}, "legendgroup": label},
+    ]
+
+
+def _measured(label: str, colour: str, points: Sequence[Point], failed: Sequence[Failed], metric: str,
+              x_of: Callable[[Run], object], href: Link) -> dict:
+    """The line itself: each run's figure with the range of its repeats; a night the case failed is a
+    gap (y null), never joined over."""
+    rows = sorted([*points, *failed], key=lambda e: e.run.created)
+    ys = [None if isinstance(e, Failed) else judged(e.result, metric) for e in rows]
+    measured = {"type": "scatter", "mode": "lines+markers", "x": [x_of(e.run) for e in rows], "y": ys,
+                "name": wrap(label, LEGEND_WIDTH), "legendgroup": label, "connectgaps": False,
                 "line": {"color": colour}, "marker": {"color": colour, "size": 6},
-                "text": [_hover(p, metric) for p in points], "hovertemplate": "%{y:.4g}<br>%{text}<extra></extra>"}
+                "customdata": [href(e.run) for e in rows],
+                "text": ["" if isinstance(e, Failed) else _hover(e, metric) for e in rows],
+                "hovertemplate": "%{y:.4g}<br>%{text}<extra></extra>"}
     if metric == metrics.PRIMARY.name:
-        scale = [y / p.result.median for y, p in zip(ys, points)]  # the repeats' range around the judged figure
+        def spread(e: Point | Failed, y: float | None, side: int) -> float | None:
+            if isinstance(e, Failed) or y is None:
+                return None
+            r = e.result  # the repeats' range, scaled around the judged figure
+            return (max(r.throughputs) - r.median if side > 0 else r.median - min(r.throughputs)) * y / r.median
         measured["error_y"] = {"type": "data", "symmetric": False, "color": _rgba(colour, 0.6),
-                               "array": [(max(p.result.throughputs) - p.result.median) * k for p, k in zip(points, scale)],
-                               "arrayminus": [(p.result.median - min(p.result.throughputs)) * k
-                                              for p, k in zip(points, scale)]}
-    return traces + [measured]
+                               "array": [spread(e, y, 1) for e, y in zip(rows, ys)],
+                               "arrayminus": [spread(e, y, -1) for e, y in zip(rows, ys)]}
+    return measured
 
 
-def _verdict_traces(points: Sequence[Point], metric: str, xs: list, shown: set[str]) -> list[dict]:
+def _failed_trace(points: Sequence[Point], failed: Sequence[Failed], metric: str, x_of: Callable[[Run], object],
+                  href: Link, show: bool) -> list[dict]:
+    """A mark at each night the case failed, at the line's level before it (after it, for a first night)."""
+    if not failed:
+        return []
+    level = []
+    for f in failed:
+        before = [p for p in points if p.run.created < f.run.created]
+        near = before[-1] if before else (points[0] if points else None)
+        level.append(judged(near.result, metric) if near is not None else None)
+    return [{"type": "scatter", "mode": "markers", "name": "failed (no figure)", "legendgroup": "failed",
+             "showlegend": show, "x": [x_of(f.run) for f in failed], "y": level,
+             "marker": {"color": FAILED_COLOUR, "symbol": "x-thin-open", "size": 14, "line": {"width": 2}},
+             "customdata": [href(f.run) for f in failed], "hoverinfo": "text",
+             "text": [_said(f.run, f"failed: {f.why}") for f in failed]}]
+
+
+def _verdict_traces(points: Sequence[Point], metric: str, x_of: Callable[[Run], object],
+                    shown: set[str]) -> list[dict]:
+    """A mark on each point of a verdict other than pass; the pointer passes through it to the point
+    under it, whose hover has the whole message and whose click opens the run (the message once in
+    the page, not twice)."""
     out = []
     for status, (colour, symbol) in MARKED.items():
-        at = [i for i, p in enumerate(points) if (v := verdict(p.result, metric)) is not None and v.status.value == status]
+        at = [p for p in points if (v := verdict(p.result, metric)) is not None and v.status.value == status]
         if at:
             out.append({"type": "scatter", "mode": "markers", "name": status, "legendgroup": status,
-                        "showlegend": status not in shown, "x": [xs[i] for i in at],
-                        "y": [judged(points[i].result, metric) for i in at],
+                        "showlegend": status not in shown, "x": [x_of(p.run) for p in at],
+                        "y": [judged(p.result, metric) for p in at],
                         "marker": {"color": colour, "symbol": symbol, "size": 13, "line": {"width": 2, "color": colour}},
-                        "text": [verdict(points[i].result, metric).message for i in at], "hoverinfo": "text"})
+                        "hoverinfo": "skip"})
             shown.add(status)
     return out
 
@@ -127,40 +183,63 @@ def _changes(groups: dict[tuple[str, str], list[Point]]) -> list[tuple[Point, st
     return out
 
 
-def _marks(changes: list[tuple[Point, str]], x_of) -> tuple[list[dict], list[dict]]:  # noqa: ANN001
-    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": x_of(p), "x1": x_of(p), "y0": 0, "y1": 1,
+def _marks(changes: list[tuple[Point, str]], x_of: Callable[[Run], object]) -> tuple[list[dict], list[dict]]:
+    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": x_of(p.run), "x1": x_of(p.run), "y0": 0, "y1": 1,
                "line": {"color": "#444", "dash": "dot", "width": 1.5}} for p, _ in changes]
-    notes = [{"xref": "x", "yref": "paper", "x": x_of(p), "y": 0, "xanchor": "left", "yanchor": "bottom",
+    notes = [{"xref": "x", "yref": "paper", "x": x_of(p.run), "y": 0, "xanchor": "left", "yanchor": "bottom",
               "showarrow": False, "bgcolor": "rgba(255,255,255,0.8)",
-              "text": said.split(":", 1)[0], "hovertext": said, "font": {"size": 10}} for p, said in changes]
+              "text": esc(said.split(":", 1)[0]), "hovertext": wrap(said), "font": {"size": 10}} for p, said in changes]
     return shapes, notes
 
 
-def _x_time(p: Point) -> str:
-    return p.run.created.isoformat()
+def _x_time(run: Run) -> str:
+    return run.created.isoformat()
+
+
+def _time_axis(runs: Sequence[Run]) -> dict:
+    """The date axis; where all runs fall within a day (one run, say), a day either side of them, so
+    that the ticks are days and not the milliseconds around a lone point."""
+    axis = {"type": "date", "title": {"text": "run time (UTC)"}}
+    first, last = min(r.created for r in runs), max(r.created for r in runs)
+    if last - first < _dt.timedelta(days=1):
+        axis["range"] = [(first - _dt.timedelta(days=1)).isoformat(), (last + _dt.timedelta(days=1)).isoformat()]
+    return axis
+
+
+def _traces(groups: dict[tuple[str, str], list[Point]], labels: dict[tuple[str, str], str], metric: str,
+            failed: dict[tuple[str, str], list[Failed]], href: Link, x_of: Callable[[Run], object]) -> list[dict]:
+    """Every line's traces, its points at ``x_of`` of their runs."""
+    data: list[dict] = []
+    shown: set[str] = set()
+    for i, (g, pts) in enumerate(groups.items()):
+        colour, gone = PALETTE[i % len(PALETTE)], failed.get(g, [])
+        data += _band_traces(labels[g], colour, pts, metric, [x_of(p.run) for p in pts])
+        data.append(_measured(labels[g], colour, pts, gone, metric, x_of, href))
+        data += _verdict_traces(pts, metric, x_of, shown)
+        data += _failed_trace(pts, gone, metric, x_of, href, "failed" not in shown)
+        shown.update(["failed"] if gone else [])
+    return data
 
 
 def case_figure(metric: str, unit: str, groups: dict[tuple[str, str], list[Point]],
-                labels: dict[tuple[str, str], str]) -> dict | None:
-    """A case's metric over time, one line per (profile, machine); None when no run has the metric."""
+                labels: dict[tuple[str, str], str], failed: dict[tuple[str, str], list[Failed]] | None = None,
+                href: Link | None = None) -> dict | None:
+    """A case's metric over time, one line per (profile, machine), each failed night a gap with a mark;
+    ``href``: a point's run page (a click opens it). None when no run has the metric."""
     if not any(judged(p.result, metric) is not None for pts in groups.values() for p in pts):
         return None
-    by_time = sorted((p for pts in groups.values() for p in pts), key=lambda p: p.run.created)
-    commits = list(dict.fromkeys(commit_label(p.run) for p in by_time))
-    data, data_by_commit, shown, shown_again = [], [], set(), set()
-    for i, (g, pts) in enumerate(groups.items()):
-        colour = PALETTE[i % len(PALETTE)]
-        dated = [_x_time(p) for p in pts]
-        data += _line_traces(labels[g], colour, pts, metric, dated) + _verdict_traces(pts, metric, dated, shown)
-        by_commit = [commit_label(p.run) for p in pts]  # the same traces again, each point at its commit
-        data_by_commit += [t["x"] for t in _line_traces(labels[g], colour, pts, metric, by_commit)
-                           + _verdict_traces(pts, metric, by_commit, shown_again)]
+    failed, href = failed or {}, href or (lambda run: "")
+    every = [p.run for pts in groups.values() for p in pts] + [f.run for fs in failed.values() for f in fs]
+    commits = list(dict.fromkeys(commit_label(r) for r in sorted(every, key=lambda r: r.created)))
+    data = _traces(groups, labels, metric, failed, href, lambda run: run)  # each x a Run, then placed twice:
+    data_by_commit = [[commit_label(r) for r in t["x"]] for t in data]  # at its commit ("over commits")
+    for t in data:
+        t["x"] = [_x_time(r) for r in t["x"]]  # at its time (the chart as it opens)
     changes = _changes(groups)
-    time_marks = _marks(changes, _x_time)
-    commit_marks = _marks(changes, lambda p: commit_label(p.run))
+    time_marks, commit_marks = _marks(changes, _x_time), _marks(changes, commit_label)
     shown = metrics.get(metric).unit_for(unit)
-    title = f"{METRICS[metric]}" + (f" ({shown})" if shown and shown != "x" else "")
-    time_axis = {"type": "date", "title": {"text": "run time (UTC)"}}
+    title = esc(f"{METRICS[metric]}" + (f" ({shown})" if shown and shown != "x" else ""))
+    time_axis = _time_axis(every)
     commit_axis = {"type": "category", "categoryorder": "array", "categoryarray": commits,
                    "title": {"text": "commit (in the order first run)"}}
     buttons = [
@@ -171,11 +250,14 @@ def case_figure(metric: str, unit: str, groups: dict[tuple[str, str], list[Point
          "args": [{"x": data_by_commit},
                   {"xaxis": commit_axis, "shapes": commit_marks[0], "annotations": commit_marks[1]}]},
     ]
-    layout = {"title": {"text": title}, "xaxis": time_axis, "yaxis": {"title": {"text": title}},
+    layout = {"title": {"text": title, "x": 0, "xanchor": "left", "y": 0.98, "yanchor": "top"},
+              "xaxis": time_axis, "yaxis": {"title": {"text": title}},
               "shapes": time_marks[0], "annotations": time_marks[1], "hovermode": "closest",
-              "legend": {"orientation": "h", "y": -0.25}, "margin": {"t": 60},
-              "updatemenus": [{"type": "buttons", "direction": "right", "x": 0, "xanchor": "left", "y": 1.15,
-                               "buttons": buttons}]}
+              "hoverlabel": {"align": "left", "namelength": -1, "font": {"size": 12}},
+              "legend": {"orientation": "h", "y": -0.25}, "margin": {"t": 80, "l": 60, "r": 36},
+              "modebar": {"orientation": "v"},
+              "updatemenus": [{"type": "buttons", "direction": "right", "x": 0, "xanchor": "left", "y": 1.02,
+                               "yanchor": "bottom", "buttons": buttons}]}
     return {"data": data, "layout": layout}
 
 

@@ -1,5 +1,6 @@
 // The model page's ladder: throughput against devices for the run picked, beside another run, with
-// the ideal line (the first rung's throughput per device times the devices). Data: LADDER, UNIT.
+// the ideal line (the first rung's throughput per device times the devices). Data: LADDER, UNIT;
+// the charts' configuration (nothing can be sent out) and fit to the legend: site.js's.
 (function () {
   const line = document.getElementById("line");
   const runA = document.getElementById("run-a");
@@ -28,7 +29,7 @@
     Plotly.react("ladder", traces, {
       xaxis: {title: {text: "devices"}, type: "log", tickvals: devices, ticktext: devices.map(String)},
       yaxis: {title: {text: UNIT}}, legend: {orientation: "h", y: -0.25}, margin: {t: 30}},
-      {responsive: true, displaylogo: false});
+      dlperfPlotConfig()).then(() => dlperfFit(document.getElementById("ladder")));
   }
 
   function fillRuns() {

@@ -3,17 +3,18 @@ model's ladder per line, each run's previous run on the same machine."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from ..results import CaseResult
 from ..specs import CaseSpec
-from .charts import Point
-from .runs import Run
+from .charts import Failed, Point
+from .runs import NO_PROFILE, Run
 from .sources import Bisection, Skipped
 
 Group = tuple[str, str]  # (profile, machine key)
 
 
+@lru_cache(maxsize=None)  # a run's page is named once per point that links to it
 def slug(text: str) -> str:
     """A file name for a case key, model or run id, one to one: letters, digits, "-" and "." stay,
     "/" becomes "__", any other character "_" and its code in hex (so no two keys share a page)."""
@@ -53,6 +54,32 @@ class History:
                 self.labels.setdefault(g, f"{g[0]} on {run.machine.label} [{run.machine.key}]")
                 self.cases.setdefault(r.case.key, {}).setdefault(g, []).append(Point(run, r))
                 self.specs[r.case.key] = r.case
+        self.failed = self._failed()
+
+    def _failed(self) -> dict[str, dict[Group, list[Failed]]]:
+        """Per case and line, the runs in which the case failed (a gap in its line, never joined over):
+        a failure is named by the case's id, after its backend where a session ran several; it falls
+        on the line of the run's machine and of the profile the run's other cases used (one drawn on
+        no chart, where the case has no such line, is still listed on the case's page)."""
+        by_name: dict[str, list[str]] = {}
+        for key, spec in self.specs.items():
+            for n in dict.fromkeys((spec.id, f"{spec.backend}-{spec.id}")):
+                by_name.setdefault(n, []).append(key)
+        out: dict[str, dict[Group, list[Failed]]] = {}
+        for run in self.runs:
+            measured = {r.case.key for r in run.results}
+            profiles = [r.profile for r in run.results if r.profile]
+            profile = max(set(profiles), key=profiles.count) if profiles else NO_PROFILE
+            backends = {r.case.backend for r in run.results}
+            for name, why in (run.failures or {}).items() if not run.ab else ():
+                keys = by_name.get(name, [])
+                key = next((k for k in keys if self.specs[k].backend in backends), keys[0] if len(keys) == 1 else None)
+                if key is None or key in measured:
+                    continue  # a case never measured has no line (its run page names it); one measured has its point
+                lines = [g for g in self.cases[key] if g[1] == run.machine.key]
+                g = next((g for g in lines if g[0] == profile), lines[0] if len(lines) == 1 else (profile, run.machine.key))
+                out.setdefault(key, {}).setdefault(g, []).append(Failed(run, str(why)))
+        return out
 
     @cached_property
     def families(self) -> dict[str, dict[Group, list[tuple[Run, list[CaseResult]]]]]:

@@ -5,31 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..reporting import ab as ab_report
 from ..provenance import changes
-from . import charts
+from ..reporting import ab as ab_report
+from . import charts, overview
 from .bisect_page import href as bisect_href
 from .bisect_page import standing
-from .html import chart, esc, file_href, link, number, page, script_json, status, table
-from .model import History, family, slug
+from .html import CHART_SCRIPTS, chart, esc, file_href, link, number, page, script_json, status, table
+from .hrefs import ab_href, case_href, model_href, run_href
+from .model import Group, History, family
 from .runs import Run
 from .sources import Skipped
-
-
-def case_href(key: str) -> str:
-    return f"cases/{slug(key)}.html"
-
-
-def run_href(run: Run) -> str:
-    return f"runs/{slug(run.id)}.html"
-
-
-def model_href(fam: str) -> str:
-    return f"models/{slug(fam)}.html"
-
-
-def ab_href(run: Run) -> str:
-    return f"ab/{slug(run.id)}.html"
 
 
 def _verdicts(result) -> str:  # noqa: ANN001 - CaseResult
@@ -37,37 +22,73 @@ def _verdicts(result) -> str:  # noqa: ANN001 - CaseResult
 
 
 def _skipped(skipped: list[Skipped]) -> str:
-    if not skipped:
-        return ""
-    rows = [[f"<code>{esc(s.path)}</code>", f'<span class="skipped">{esc(s.reason)}</span>'] for s in skipped]
-    return f"<h2>Left out ({len(skipped)})</h2>" + table(["results.json", "why"], rows)
+    """The files left out: damaged or newer ones, and (apart) copies of a run counted once."""
+    damaged, copies = [s for s in skipped if s.same_as is None], [s for s in skipped if s.same_as is not None]
+    out = ""
+    if damaged:
+        rows = [[f"<code>{esc(s.path)}</code>", f'<span class="skipped">{esc(s.reason)}</span>'] for s in damaged]
+        out += f"<h2>Left out ({len(damaged)})</h2>" + table(["results.json", "why"], rows)
+    if copies:
+        rows = [[f"<code>{esc(s.path)}</code>", f"<code>{esc(s.same_as)}</code>"] for s in copies]
+        out += (f"<h2>Counted once ({len(copies)})</h2><p>These files hold the same bytes as another: one run, "
+                "drawn once.</p>" + table(["results.json", "the same run as"], rows))
+    return out
+
+
+VERDICT_FILTER = ("regression", "improvement", "noisy", "hardware", "unjudged", "pass", "failed", "step down",
+                  "step up")
+
+
+def _filter() -> str:
+    """The index's filter: words to match in a row (case, line, commit), and a verdict or step."""
+    options = "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in VERDICT_FILTER)
+    return ('<p class="filter"><label>filter <input id="filter" type="search" autocomplete="off" '
+            'placeholder="case, model, machine, commit"></label> <label>showing <select id="verdict-filter">'
+            f'<option value="">every verdict</option>{options}</select></label></p>')
+
+
+def _line_section(history: History, n: int, g: Group, label: str) -> str:
+    """A line's cases: each one's trend, latest figures and verdict (or its failure, where the latest
+    run on the line failed it)."""
+    rows, attrs = [], []
+    for key, groups in sorted(history.cases.items()):
+        if g not in groups:
+            continue
+        points, failed = groups[g], history.failed.get(key, {}).get(g, [])
+        last, r = groups[g][-1], groups[g][-1].result
+        gone = failed[-1] if failed and failed[-1].run.created > last.run.created else None
+        verdicts = ["failed"] if gone else [v.status.value for v in (r.verdict or {}).values()]
+        latest = gone.run if gone else last.run
+        trend = overview.sparkline(points, failed, next(iter(charts.METRICS)))  # the charts' first metric
+        runs = str(len(points)) + (f" ({len(failed)} failed)" if failed else "")
+        rows.append([link(case_href(key), key), f'<a href="{case_href(key)}">{trend}</a>',
+                     esc(f"{r.median:.4g} {r.case.unit}"), number(r.efficiency, ".3f"),
+                     status("failed") if gone else _verdicts(r), runs,
+                     link(run_href(latest), latest.when), link(model_href(family(r.case)), "ladder")])
+        attrs.append({"data-search": f"{key} {label}".lower(), "data-verdicts": " ".join(verdicts)})
+    return (f'<h2>{esc(label)} <span class="count" id="line-{n}-count"></span></h2>'
+            + table(["case", "trend", "latest", "efficiency", "latest verdict", "runs", "latest run", "model"], rows,
+                    "filterable", table_id=f"line-{n}", row_attrs=attrs))
 
 
 def index(history: History) -> str:
-    """Every line (profile and machine) with its cases' latest figures, then every run, newest first."""
+    """What changed (each step of each case's line), every line with its cases' trends and latest
+    figures, then every run, newest first; a filter over the cases and steps."""
+    found = overview.changes(history)
     parts = [f"<p>{len(history.runs)} runs, {len(history.cases)} cases"
-             + (f", {len(history.bisections)} bisections" if history.bisections else "") + ".</p>",
-             _skipped(history.skipped)]
-    for g, label in history.labels.items():
-        rows = []
-        for key, groups in sorted(history.cases.items()):
-            if g not in groups:
-                continue
-            last = groups[g][-1]
-            r = last.result
-            rows.append([link(case_href(key), key), esc(f"{r.median:.4g} {r.case.unit}"),
-                         number(r.efficiency, ".3f"), _verdicts(r), str(len(groups[g])),
-                         link(run_href(last.run), last.run.when), link(model_href(family(r.case)), "ladder")])
-        parts.append(f"<h2>{esc(label)}</h2>" + table(["case", "latest", "efficiency", "latest verdict", "runs",
-                                                       "latest run", "model"], rows))
-    run_rows = [[link(run_href(r), r.when), esc(charts.commit_label(r)), esc(r.machine.label),
+             + (f", {len(history.bisections)} bisections" if history.bisections else "")
+             + f"; {len(found)} step change{'s' if len(found) != 1 else ''}.</p>",
+             _skipped(history.skipped), _filter(), overview.changes_table(history, found)]
+    parts += [_line_section(history, n, g, label) for n, (g, label) in enumerate(history.labels.items())]
+    run_rows = [[link(run_href(r), r.when) + (" (import date)" if r.dated.startswith("dated by its import") else ""),
+                 esc(charts.commit_label(r)), esc(r.machine.label),
                  str(len(r.results)), _run_summary(r), link(ab_href(r), "A/B") if r.ab else ""]
                 for r in reversed(history.runs)]
     parts.append("<h2>Runs</h2>" + table(["run", "commit", "machine", "cases", "verdicts", "A/B"], run_rows))
     if history.bisections:
         rows = [[link(bisect_href(b), b.path), esc(standing(b)), str(len(b.steps.probes))] for b in history.bisections]
         parts.append("<h2>Bisections</h2>" + table(["steps file", "where it stands", "probes"], rows))
-    return page("Performance history", "\n".join(parts), "")
+    return page("Performance history", "\n".join(parts), "", scripts=("site.js",))
 
 
 def _run_summary(run: Run) -> str:
@@ -83,20 +104,28 @@ def _run_summary(run: Run) -> str:
 def case_page(history: History, key: str) -> str:
     groups = history.cases[key]
     spec = history.specs[key]
+    failed = history.failed.get(key, {})
     parts = [f"<p>Backend {esc(spec.backend)}, model {link('../' + model_href(family(spec)), family(spec))}. "
              "Each line is one baseline profile on one machine; the band is the baseline and its tolerance as "
-             "each run was judged; marked points are verdicts other than pass.</p>"]
+             "each run was judged; marked points are verdicts other than pass, and a cross with a gap in the "
+             "line a run in which the case failed. A click on a point opens its run.</p>"]
     for metric in charts.METRICS:
-        fig = charts.case_figure(metric, spec.unit, groups, history.labels)
-        if fig is not None:
-            parts.append(chart(f"chart-{metric}", fig))
-    rows = [[link("../" + run_href(p.run), p.run.when), esc(charts.commit_label(p.run)), esc(history.labels[g]),
-             esc(", ".join(f"{t:.4g}" for t in p.result.throughputs)), number(p.result.median),
-             number(p.result.speedup, ".3f"), number(p.result.efficiency, ".3f"), _verdicts(p.result)]
-            for g, pts in groups.items() for p in reversed(pts)]
+        fig = charts.case_figure(metric, spec.unit, groups, history.labels, failed, lambda run: "../" + run_href(run))
+        if fig is not None:  # each line after the first adds a row of legend at a desk's width
+            parts.append(chart(f"chart-{metric}", fig, height=600 + 46 * (len(groups) - 1)))
+    rows = [(p.run.created, [link("../" + run_href(p.run), p.run.when), esc(charts.commit_label(p.run)),
+                             esc(history.labels[g]), esc(", ".join(f"{t:.4g}" for t in p.result.throughputs)),
+                             number(p.result.median), number(p.result.speedup, ".3f"),
+                             number(p.result.efficiency, ".3f"), _verdicts(p.result)])
+            for g, pts in groups.items() for p in pts]
+    rows += [(f.run.created, [link("../" + run_href(f.run), f.run.when), esc(charts.commit_label(f.run)),
+                              esc(history.labels.get(g, f"{g[0]} on {f.run.machine.label} [{g[1]}]")),
+                              f'<span class="skipped">failed: {esc(f.why)}</span>', "-", "-", "-", status("failed")])
+             for g, fs in failed.items() for f in fs]
     parts.append("<h2>Runs</h2>" + table(["run", "commit", "line", f"repeats ({spec.unit})", "median", "speedup",
-                                          "efficiency", "verdicts"], rows))
-    return page(key, "\n".join(parts), "../", scripts=["plotly.min.js"])
+                                          "efficiency", "verdicts"], [r for _, r in sorted(rows, key=lambda t: t[0],
+                                                                                           reverse=True)]))
+    return page(key, "\n".join(parts), "../", scripts=CHART_SCRIPTS)
 
 
 def model_page(history: History, fam: str) -> str:
@@ -111,7 +140,7 @@ def model_page(history: History, fam: str) -> str:
             '<label>against <select id="run-b"></select></label></p><div id="ladder" class="chart"></div>'
             f"<script>const LADDER = {script_json(data)}; const UNIT = {script_json(unit)};</script>"
             '<script src="../assets/ladder.js"></script>')
-    return page(f"{fam}: scaling ladder", body, "../", scripts=["plotly.min.js"])
+    return page(f"{fam}: scaling ladder", body, "../", scripts=CHART_SCRIPTS)
 
 
 def _environment(run: Run) -> str:
@@ -160,7 +189,11 @@ def run_page(history: History, run: Run, page_dir: Path) -> str:
              number(r.speedup, ".3f"), number(r.efficiency, ".3f"),
              *(number(r.step_time.get(q), ".4f") for q in ("p50", "p75", "p90", "p95")),
              number(r.per_device.get("p50")), _verdicts(r)] for r in run.results]
-    parts = [f"<p>{esc(run.path)}</p>", _environment(run), _changed(history, run),
+    copies = [s.path for s in history.skipped if s.same_as == run.path]
+    parts = [f"<p>{esc(run.path)}</p>"
+             + (f"<p>The same run (same content) is also at: {esc(', '.join(map(str, copies)))}.</p>" if copies else "")
+             + (f"<p>Imported with <code>dlperf import</code>: {esc(run.dated)}.</p>" if run.dated else ""),
+             _environment(run), _changed(history, run),
              "<h2>Cases</h2>" + table(["case", "profile", "median", "repeats", "speedup", "efficiency", "step p50 (s)",
                                        "p75", "p90", "p95", "per device p50", "verdicts"], rows)]
     if run.failures:
@@ -179,7 +212,7 @@ def ab_page(run: Run) -> str:
             + table(["case", "reference", "candidate", "candidate/reference", "interval", "pairs", "verdict"], rows)
             + "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in ab_report.sides_lines(section)) + "</ul>")
     fig = _ab_figure(section)
-    return page(f"A/B {run.when}", body + (chart("chart-ab", fig) if fig else ""), "../", scripts=["plotly.min.js"])
+    return page(f"A/B {run.when}", body + (chart("chart-ab", fig) if fig else ""), "../", scripts=CHART_SCRIPTS)
 
 
 def _ab_figure(section: dict) -> dict | None:
@@ -187,7 +220,7 @@ def _ab_figure(section: dict) -> dict | None:
     for name, c in (section.get("cases") or {}).items():
         ratios = [p["ratio"] for p in c.get("pairs_taken", [])]  # as the session recorded it (plots/ab.png too)
         if ratios:
-            data.append({"type": "scatter", "mode": "lines+markers", "name": name,
+            data.append({"type": "scatter", "mode": "lines+markers", "name": esc(name),
                          "x": list(range(1, len(ratios) + 1)), "y": ratios})
     if not data:
         return None

@@ -76,22 +76,24 @@ class Run:
     results: list[CaseResult]
     failures: dict[str, str] = field(default_factory=dict)
     ab: dict | None = None
+    dated: str = ""  # where an imported run's time comes from (its logs, or the import); "" for pytest's own
+    digest: str = ""  # sha256 of the file's bytes: two files of one content are one run
     machine: Machine = field(init=False)
 
     def __post_init__(self) -> None:
         self.machine = machine_of(self.environment)
 
-    @property
+    @cached_property  # asked for at every point of every chart
     def id(self) -> str:
         """Unique and sortable: the time it was written, then a hash of its path."""
         stamp = self.created.astimezone(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         return f"{stamp}-{hashlib.sha256(str(self.path).encode()).hexdigest()[:6]}"
 
-    @property
+    @cached_property  # asked for at every point of every chart
     def when(self) -> str:
         return self.created.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
-    @property
+    @cached_property  # asked for at every point of every chart
     def commit(self) -> str | None:
         """The repository's commit the session ran at (12 hex, "+dirty"), None where not recorded."""
         git = self.environment.get("git")

@@ -40,7 +40,8 @@ def _write_pages(history: History, root: Path, final: Path) -> int:
     (root / "assets").mkdir()
     (root / "assets" / "plotly.min.js").write_text(_plotly_js(), encoding="utf-8")
     (root / "assets" / "site.css").write_text(CSS, encoding="utf-8")
-    shutil.copyfile(Path(__file__).with_name("ladder.js"), root / "assets" / "ladder.js")
+    for script in ("ladder.js", "site.js"):
+        shutil.copyfile(Path(__file__).with_name(script), root / "assets" / script)
     written = {"index.html": pages.index(history)}
     written.update({pages.case_href(k): pages.case_page(history, k) for k in history.cases})
     written.update({pages.model_href(f): pages.model_page(history, f) for f in history.families})

@@ -15,6 +15,7 @@ from ..bisect import UsageError
 from ..bisect.steps import Steps
 from ..reporting import SCHEMA
 from ..results_file import ResultsFileError, from_document, read_document
+from .logtimes import imported_date
 from .runs import Run
 
 
@@ -24,10 +25,12 @@ class HistoryError(ValueError):
 
 @dataclass(frozen=True)
 class Skipped:
-    """A results.json left out of the site, and why (shown by the command and on the index page)."""
+    """A results.json left out of the site, and why (shown by the command and on the index page);
+    ``same_as``: the file of the same content counted in its place (a copy is not a second run)."""
 
     path: Path
     reason: str
+    same_as: Path | None = None
 
 
 def expand(arguments: list[str]) -> list[Path]:
@@ -101,8 +104,11 @@ def read(path: Path) -> Run | Bisection | Skipped:
     wrong = _check_environment(doc.get("environment") or {}) or _check_ab(doc.get("ab"))
     if wrong:
         return Skipped(path, f"{wrong}: write it again (pytest, or dlperf import) or mend that entry")
-    return Run(path=path, created=created.astimezone(_dt.timezone.utc), environment=doc.get("environment") or {},
-               results=list(results.results), failures=doc.get("failures") or {}, ab=doc.get("ab"))
+    env, cases = doc.get("environment") or {}, list(results.results)
+    dated = imported_date(env, cases, created)
+    return Run(path=path, created=(dated.when if dated else created).astimezone(_dt.timezone.utc), environment=env,
+               results=cases, failures=doc.get("failures") or {}, ab=doc.get("ab"), dated=dated.said if dated else "",
+               digest=hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def _check_environment(env: dict) -> str | None:
@@ -149,10 +155,13 @@ def _check_ab(ab: object) -> str | None:
 
 
 def read_all(paths: list[Path]) -> tuple[list[Run], list[Bisection], list[Skipped]]:
-    """The runs in time order, the bisections, and the files left out."""
-    runs, bisections, skipped = [], [], []
+    """The runs in time order, the bisections, and the files left out: a results.json whose bytes
+    are another's (a report copied into two artifact folders) is one run, the copy left out by name."""
+    runs, bisections, skipped, first = [], [], [], {}
     for p in paths:
         got = read(p)
+        if isinstance(got, Run) and (same := first.setdefault(got.digest, got)) is not got:
+            got = Skipped(p, f"the same content as {same.path}: one run, counted once", same_as=same.path)
         {Run: runs, Bisection: bisections, Skipped: skipped}[type(got)].append(got)
     runs.sort(key=lambda r: (r.created, str(r.path)))
     return runs, bisections, skipped
