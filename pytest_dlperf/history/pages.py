@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import metrics
 from ..provenance import changes
 from ..reporting import ab as ab_report
+from ..reporting import cells
 from . import charts, overview
 from .bisect_page import href as bisect_href
 from .bisect_page import standing
@@ -113,18 +115,20 @@ def case_page(history: History, key: str) -> str:
         fig = charts.case_figure(metric, spec.unit, groups, history.labels, failed, lambda run: "../" + run_href(run))
         if fig is not None:  # each line after the first adds a row of legend at a desk's width
             parts.append(chart(f"chart-{metric}", fig, height=600 + 46 * (len(groups) - 1)))
+    others = _other_metrics([p.result for pts in groups.values() for p in pts])
     rows = [(p.run.created, [link("../" + run_href(p.run), p.run.when), esc(charts.commit_label(p.run)),
                              esc(history.labels[g]), esc(", ".join(f"{t:.4g}" for t in p.result.throughputs)),
-                             number(p.result.median), number(p.result.speedup, ".3f"),
-                             number(p.result.efficiency, ".3f"), _verdicts(p.result)])
+                             number(p.result.median), *(esc(cells.cell(p.result, m)) for m in others),
+                             _verdicts(p.result)])
             for g, pts in groups.items() for p in pts]
     rows += [(f.run.created, [link("../" + run_href(f.run), f.run.when), esc(charts.commit_label(f.run)),
                               esc(history.labels.get(g, f"{g[0]} on {f.run.machine.label} [{g[1]}]")),
-                              f'<span class="skipped">failed: {esc(f.why)}</span>', "-", "-", "-", status("failed")])
+                              f'<span class="skipped">failed: {esc(f.why)}</span>', "-", *("-" for _ in others),
+                              status("failed")])
              for g, fs in failed.items() for f in fs]
-    parts.append("<h2>Runs</h2>" + table(["run", "commit", "line", f"repeats ({spec.unit})", "median", "speedup",
-                                          "efficiency", "verdicts"], [r for _, r in sorted(rows, key=lambda t: t[0],
-                                                                                           reverse=True)]))
+    parts.append("<h2>Runs</h2>" + table(["run", "commit", "line", f"repeats ({spec.unit})", "median",
+                                          *(m.header(spec.unit) for m in others), "verdicts"],
+                                         [r for _, r in sorted(rows, key=lambda t: t[0], reverse=True)]))
     return page(key, "\n".join(parts), "../", scripts=CHART_SCRIPTS)
 
 
@@ -181,12 +185,19 @@ def _files(run: Run, page_dir: Path) -> str:
     return f"<h2>Files</h2><p><code>{esc(folder)}</code></p><ul>{items}</ul>"
 
 
+def _other_metrics(results: list) -> list:
+    """The declared table metrics these results have besides the primary one (shown as the median)."""
+    return [m for m in cells.shown(results) if m is not metrics.PRIMARY]
+
+
 def run_page(history: History, run: Run, page_dir: Path) -> str:
     drawn = history.cases  # an A/B run's cases are on no line: no page to link to
+    others = _other_metrics(run.results)
+    unit = run.results[0].case.unit if run.results else "samples/s"
     rows = [[link("../" + case_href(r.case.key), r.case.key) if r.case.key in drawn and not run.ab else esc(r.case.key),
              esc(r.profile or "-"),
              esc(f"{r.median:.4g} {r.case.unit}"), esc(f"{min(r.throughputs):.4g}-{max(r.throughputs):.4g}"),
-             number(r.speedup, ".3f"), number(r.efficiency, ".3f"),
+             *(esc(cells.cell(r, m)) for m in others),
              *(number(r.step_time.get(q), ".4f") for q in ("p50", "p75", "p90", "p95")),
              number(r.per_device.get("p50")), _verdicts(r)] for r in run.results]
     copies = [s.path for s in history.skipped if s.same_as == run.path]
@@ -194,7 +205,8 @@ def run_page(history: History, run: Run, page_dir: Path) -> str:
              + (f"<p>The same run (same content) is also at: {esc(', '.join(map(str, copies)))}.</p>" if copies else "")
              + (f"<p>Imported with <code>dlperf import</code>: {esc(run.dated)}.</p>" if run.dated else ""),
              _environment(run), _changed(history, run),
-             "<h2>Cases</h2>" + table(["case", "profile", "median", "repeats", "speedup", "efficiency", "step p50 (s)",
+             "<h2>Cases</h2>" + table(["case", "profile", "median", "repeats",
+                                       *(m.header(unit) for m in others), "step p50 (s)",
                                        "p75", "p90", "p95", "per device p50", "verdicts"], rows)]
     if run.failures:
         parts.append("<h2>Failed cases</h2>" + table(["case", "why"], [[esc(k), esc(v)] for k, v in run.failures.items()]))
