@@ -72,3 +72,41 @@ def test_acspeed_line_format():
     pct = {"p50": 0.073, "p75": 0.073, "p90": 0.073, "p95": 0.073}
     line = metrics.acspeed_line(8, 1, 32, pct)
     assert line == "8 GPUs -- 1M/8G: p50: 0.073s 438/s p75: 0.073s 438/s p90: 0.073s 438/s p95: 0.073s 438/s"
+
+
+def test_a_metric_is_its_declaration_every_part_reads_it(monkeypatch):
+    """What docs/metrics.md promises: a new metric declared (here one computed from a launch's own
+    records, lower is better) is measured, shown, kept and judged with nothing else changed."""
+    import json
+
+    from pytest_dlperf.baselines import Entry, judge
+    from pytest_dlperf.baselines.profile import default_tolerances
+    from pytest_dlperf.metrics import DeviceKind, Direction, Kind, Metric
+    from pytest_dlperf.reporting import junit, markdown, summary_tables
+    from pytest_dlperf.results import ResultSet, result_from_dict, summarize
+
+    from .suite import ROOT
+
+    warmups = Metric("warmup_steps", "warm-up steps", "warm-ups", "steps", Direction.LOWER, Kind.LAUNCH, gated=True,
+                     description="steps the launch warmed up for", tolerances={DeviceKind.CPU: 0.5, DeviceKind.GPU: 0.5},
+                     per_launch=lambda run, case, m: float(run.meta["warmup_iters"]))
+    monkeypatch.setattr(metrics, "METRICS", (*metrics.METRICS, warmups))
+    doc = json.loads((ROOT / "tests" / "data" / "history" / "results.json").read_text())
+    old = result_from_dict(doc["cases"][0])
+    result = ResultSet().add(summarize(old.case, old.measurement, old.runs))
+    runs = [float(r.meta["warmup_iters"]) for r in old.runs]
+    assert result.values("warmup_steps") == runs and result.value("warmup_steps") == sorted(runs)[len(runs) // 2]
+    assert result.metrics_dict()["warmup_steps"] == {"unit": "steps", "better": "lower", "kind": "launch",
+                                                     "gated": True, "value": result.value("warmup_steps"),
+                                                     "values": runs}
+    assert "warm-ups" in summary_tables(ResultSet([result])) and "warm-ups" in markdown.render(ResultSet([result]))
+    assert ("dlperf_warmup_steps", result.value("warmup_steps")) in junit.junit_properties(result)
+    # recorded into the baseline entry, and judged against it: twice the warm-up is a regression
+    tol = default_tolerances("cpu-x-1c")
+    assert tol.get("warmup_steps") == 0.5
+    entry = Entry.from_result(result, tol, {})
+    assert entry.figures["warmup_steps"] == runs
+    same = judge(runs, entry, tol, metric="warmup_steps", case=old.case.id)
+    worse = judge([2.5 * x for x in runs], entry, tol, metric="warmup_steps", case=old.case.id)
+    assert same.status == "pass" and worse.status == "regression", (same.message, worse.message)
+    assert "median above baseline x (1 + 0.5)" in worse.message

@@ -17,9 +17,6 @@ __all__ = ["BUSBW", "CASE_UNIT", "EFFICIENCY", "METRICS", "MFU", "MULTI_NODE_EFF
            "get", "multi_node_efficiency", "names", "of_kind", "percentiles", "speedup", "steady_window",
            "step_times", "throughput"]
 
-_BY_NAME = {m.name: m for m in METRICS}
-
-
 def declared() -> tuple[Metric, ...]:
     """Every metric, in the order the reports show them."""
     return METRICS
@@ -27,10 +24,10 @@ def declared() -> tuple[Metric, ...]:
 
 def get(name: str) -> Metric:
     """The declaration of ``name``; ValueError naming the known ones."""
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise ValueError(f"unknown metric {name!r}; expected one of {', '.join(_BY_NAME)}") from None
+    for m in METRICS:
+        if m.name == name:
+            return m
+    raise ValueError(f"unknown metric {name!r}; expected one of {', '.join(names())}")
 
 
 def gated() -> tuple[Metric, ...]:
