@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_dlperf.reporting import live
 from pytest_dlperf.reporting.live import render
 from pytest_dlperf.runner import last_progress
 
@@ -68,3 +69,39 @@ def test_a_terminal_sees_the_live_line_and_q_does_not(tmp_path):
     assert "repeat 1/1" not in quiet and "1 skipped" in quiet
     logs = list((tmp_path / "tty" / "runs").glob("*/r0/local0.log"))
     assert logs and "DLPERF-PROGRESS " in logs[0].read_text()
+
+
+def test_without_a_terminal_each_launch_and_pair_says_a_line_and_a_long_launch_its_progress(tmp_path):
+    """A CI log is never silent for a minute of work: a line as each launch and each A/B pair ends, and
+    a long launch's progress every LOG_EVERY seconds (output to a file, as a CI runner takes it)."""
+    report = tmp_path / "r"
+    r = subprocess.run([sys.executable, *ARGS, f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp_path / 'nb'}",
+                        "--dlperf-candidate", "current", "--dlperf-ab-max-pairs", "3"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    lines = r.stdout.splitlines()
+    case = "resnet50-fp32-bs2-32px-1n1g"
+    for k, first in enumerate(("reference", "candidate", "candidate")):
+        assert any(ln.startswith(f"dlperf {case} p{k}-{first} ({k + 1} of 3): ") and " samples/s in " in ln
+                   for ln in lines), r.stdout
+    pairs = [ln for ln in lines if ln.startswith(f"dlperf A/B {case} pair ")]
+    assert [p.split(" pair ")[1].split(":")[0] for p in pairs] == ["1 of at most 3", "2 of at most 3", "3 of at most 3"]
+    assert "candidate/reference " in pairs[-1] and ", interval " in pairs[-1]
+    # a launch's progress in a log, once LOG_EVERY has passed since the session last said anything
+    from types import SimpleNamespace
+
+    written: list[str] = []
+    tr = SimpleNamespace(isatty=False, ensure_newline=lambda: None, write_line=written.append)
+    config = SimpleNamespace(get_verbosity=lambda: 0,
+                             pluginmanager=SimpleNamespace(getplugin=lambda name: tr if name == "terminalreporter" else None))
+    now = [0.0]
+    line = live.LiveLine(config, clock=lambda: now[0])
+    assert line.logging and not line.enabled and line.watching
+    info = {"phase": "window", "step": 3, "of": 90, "samples_per_s": 12.0}
+    line.update("c", 0, 3, info)
+    now[0] = live.LOG_EVERY - 1
+    line.update("c", 0, 3, info)
+    assert written == []
+    now[0] = live.LOG_EVERY + 0.5
+    line.update("c", 0, 3, info)
+    line.update("c", 0, 3, info)
+    assert written == ["dlperf c  repeat 1/3  window step 3/90  12.0 samples/s"]

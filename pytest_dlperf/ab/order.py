@@ -17,7 +17,7 @@ from ..results import summarize
 from ..runner import RunFailed
 from ..specs import CaseSpec, Measurement
 from . import sequential
-from .pairs import Launch, Pair
+from .pairs import Launch, Pair, PairedCase
 from .preflight import SideNotReady
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ class PairedOrder:
             rec.half = None
             rec.pairs.append(Pair(k, turn[0], launches["reference"], launches["candidate"]))
             self.ab.conclude(rec, final=False)
+            self.bench.live.said(pair_line(rec, self.ab.method.max_pairs))
         except (RunFailed, ClusterError) as exc:
             got.error = rec.error = str(exc)
         except (ValueError, KeyError) as exc:  # a run with no figure: summarize could not read one
@@ -113,3 +114,11 @@ class PairedOrder:
 
 def _going(got: Measured) -> bool:
     return not got.stopped and got.paired.status in (None, "continue")
+
+
+def pair_line(rec: PairedCase, cap: int) -> str:
+    """A pair's line in a log: the case, the pair of the cap, the ratio so far and its interval, the verdict."""
+    v = rec.verdict or {}
+    ratio = f"candidate/reference {v['ratio']:.3f}" if v.get("ratio") is not None else "no ratio yet"
+    interval = f", interval {v['low']:.3f}-{v['high']:.3f}" if v.get("low") is not None else ""
+    return f"dlperf A/B {rec.name} pair {len(rec.pairs)} of at most {cap}: {ratio}{interval} ({v.get('verdict', '-')})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import metrics
 from ..records import RunRecord
 from ..runner import run_case
 from ..specs import CaseSpec, Measurement
@@ -19,12 +20,26 @@ def launch(bench: Bench, case: CaseSpec, m: Measurement, label: str, k: int, of:
     its progress; the seconds it took are appended to ``taken`` whether it ran or raised (RunFailed,
     ClusterError)."""
     name = name or bench.name(case)
-    show = ((lambda info: bench.live.update(name, k, of, info, case.unit)) if bench.live.enabled else None)
+    show = ((lambda info: bench.live.update(name, k, of, info, case.unit)) if bench.live.watching else None)
     clock = bench.budget(m).clock
     t0 = clock()
+    said = f"dlperf {name} {label} ({k + 1} of {of})"
     try:
-        return run_case(bench.cluster(), bench.launcher(case), case, bench.measurement(case, m),
-                        bench.report_dir / "runs" / name / label, k, on_progress=show, side=side)
+        run = run_case(bench.cluster(), bench.launcher(case), case, bench.measurement(case, m),
+                       bench.report_dir / "runs" / name / label, k, on_progress=show, side=side)
+    except BaseException:
+        bench.live.said(f"{said}: failed after {clock() - t0:.1f} s")
+        raise
     finally:
         bench.live.clear()
         taken.append(clock() - t0)
+    bench.live.said(f"{said}: {_figure(run, case, m)} in {taken[-1]:.1f} s")
+    return run
+
+
+def _figure(run: RunRecord, case: CaseSpec, m: Measurement) -> str:
+    """The launch's throughput for its log line (a run whose window cannot give one says so)."""
+    try:
+        return metrics.PRIMARY.show(metrics.PRIMARY.per_launch(run, case, m), case.unit)
+    except (ValueError, KeyError, TypeError):
+        return "no throughput"

@@ -1,22 +1,37 @@
 """A live progress line while a case runs: case, repeat, step of steps and the current rate in the
 case's unit (samples/s, tokens/s for a decoder: the workload counts its steps in that unit),
-from rank 0's ``DLPERF-PROGRESS`` lines (steplog.Progress). Drawn in place after pytest's own
-progress text and wiped when the repeat ends. Silent under ``-q``, when the output is not a
-terminal, and in pytest-xdist workers (their output does not reach a terminal)."""
+from rank 0's ``DLPERF-PROGRESS`` lines (steplog.Progress). On a terminal it is drawn in place after
+pytest's own progress text and wiped when the repeat ends (silent under ``-q``). Without a terminal (a
+CI log) the session says a line instead: the progress at most every ``LOG_EVERY`` seconds of a launch
+and one line as each launch or A/B pair ends, so that a log is never silent for a minute of work
+(many CI services stop a job that prints nothing for ten). Nothing in pytest-xdist workers: their
+output does not reach the log."""
 from __future__ import annotations
 
 import contextlib
+import time
+
+LOG_EVERY = 30.0  # seconds between a long launch's progress lines in a log
 
 import pytest
 
 
 def wanted(config: pytest.Config) -> bool:
+    """The line drawn in place: on a terminal, not under ``-q``, not in an xdist worker."""
     if getattr(config, "workerinput", None) is not None:
         return False
     if config.get_verbosity() < 0:
         return False
     tr = config.pluginmanager.getplugin("terminalreporter")
     return bool(tr is not None and tr.isatty)
+
+
+def logged(config: pytest.Config) -> bool:
+    """Lines instead: output that is not a terminal (a CI log), unless ``-qq``; not in an xdist worker."""
+    if getattr(config, "workerinput", None) is not None or config.get_verbosity() < -1:
+        return False
+    tr = config.pluginmanager.getplugin("terminalreporter")
+    return bool(tr is not None and not tr.isatty)
 
 
 def render(name: str, repeat: int, repeats: int, info: dict, unit: str = "samples/s") -> str:
@@ -30,10 +45,31 @@ def render(name: str, repeat: int, repeats: int, info: dict, unit: str = "sample
 class LiveLine:
     """Writes through pytest's terminal writer with output capture suspended for the moment."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, clock=time.monotonic) -> None:  # noqa: ANN001 - a clock
         self.config = config
-        self.enabled = wanted(config)
+        self.enabled = wanted(config)  # in place, on a terminal
+        self.logging = not self.enabled and logged(config)  # a line at a time, in a log
+        self.clock = clock
         self._shown = 0
+        self._said_at = clock()
+
+    @property
+    def watching(self) -> bool:
+        """Whether a launch's progress is wanted at all (drawn, or logged)."""
+        return self.enabled or self.logging
+
+    def _line(self, text: str) -> None:
+        tr = self.config.pluginmanager.getplugin("terminalreporter")
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            tr.ensure_newline()
+            tr.write_line(text)
+        self._said_at = self.clock()
+
+    def said(self, text: str) -> None:
+        """A launch's or a pair's end, in a log (on a terminal the line in place has shown it)."""
+        if self.logging:
+            self._line(text)
 
     def _write(self, text: str) -> None:
         tr = self.config.pluginmanager.getplugin("terminalreporter")
@@ -51,6 +87,8 @@ class LiveLine:
     def update(self, name: str, repeat: int, repeats: int, info: dict, unit: str = "samples/s") -> None:
         if self.enabled:
             self._write(render(name, repeat, repeats, info, unit))
+        elif self.logging and self.clock() - self._said_at >= LOG_EVERY:
+            self._line(render(name, repeat, repeats, info, unit))
 
     def clear(self) -> None:
         if self.enabled and self._shown:
