@@ -117,6 +117,10 @@ class DLPerfSession:
             self._budget = Budget(m.budget)
         return self._budget
 
+    def budget_line(self) -> str | None:
+        """The budget's line for the terminal summary (None: no budget, or nothing measured under it)."""
+        return self._budget.summary() if self._budget is not None else None
+
     def cases(self) -> list[CaseSpec]:
         """model x precision x topology, the ladder cut to the cluster's declared shape (matrix.py)."""
         if self._cases is None:

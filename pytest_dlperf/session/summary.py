@@ -60,7 +60,7 @@ def write_summary(session: DLPerfSession, tr) -> None:  # noqa: ANN001 - pytest'
         tr.write_sep("=", "dlperf A/B")
         for line in table.splitlines():
             tr.write_line(line)
-    line = s._budget.summary() if s._budget is not None else None
+    line = s.budget_line()
     if line:
         tr.write_line(line)
     tr.write_line(f"dlperf report: {s.options.report_dir / 'results.json'}")
