@@ -27,8 +27,19 @@ from nodefacts import cpu_model  # copied beside this file, as steplog.py
 
 START = steplog.StartClock()  # the launch's and this process's start: time to first step
 START.mark("imports")
-# Paddle's allocator statistics have no documented reset of the peak, so a GPU rank's window peak is not measured
-GPU_MEMORY_NOTE = "Paddle on GPUs: no documented reset of the allocator's peak for the window"
+
+
+class PaddleGpuMemory:
+    """A rank's peak GPU memory over the window (steplog.MemoryProbe): Paddle's allocator statistics
+    (paddle.device.cuda.reset_max_memory_allocated / _reserved, max_memory_allocated / _reserved)."""
+
+    def reset(self) -> None:
+        paddle.device.cuda.reset_max_memory_allocated()
+        paddle.device.cuda.reset_max_memory_reserved()
+
+    def peak(self) -> dict:
+        return {"bytes": int(paddle.device.cuda.max_memory_allocated()), "kind": "paddle_gpu_allocated",
+                "reserved_bytes": int(paddle.device.cuda.max_memory_reserved()), "scope": "window"}
 
 MODELS = ("resnet50", "vgg16", "arcface")
 
@@ -176,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             paddle.device.synchronize()
 
     timed = steplog.time_steps(step, args, rank, args.batch_size * world, agree=group.agree,
-                               barrier=group.barrier, sync=sync)
-    started = steplog.start_and_memory(group.gather, START, timed, memory_note=GPU_MEMORY_NOTE if cuda else "")
+                               barrier=group.barrier, sync=sync, memory=PaddleGpuMemory() if cuda else None)
+    started = steplog.start_and_memory(group.gather, START, timed)
     gathered = group.gather(timed.seconds)
     digests = group.gather(parameter_digest(model))
     ranks = group.gather_json({"host": socket.gethostname(),

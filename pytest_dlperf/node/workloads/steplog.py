@@ -226,17 +226,15 @@ class HostMemory:
         return {}
 
 
-def start_and_memory(gather: Callable[[list[float]], list[list[float]]], start: StartClock, timed: Timed,
-                     memory_note: str = "") -> dict:
+def start_and_memory(gather: Callable[[list[float]], list[list[float]]], start: StartClock, timed: Timed) -> dict:
     """The meta line's ``first_step`` and ``memory`` through a workload's float all-gather (every rank
-    calls it; a collective). ``memory_note``: why this engine's peak memory is not measured here."""
+    calls it; a collective)."""
     firsts = gather(start.figures(timed.first_step_end))
     mine = timed.peak or {}
     peaks = gather([float(mine.get("bytes", 0)), float(mine.get("reserved_bytes", 0))])
     per_rank = [{"bytes": int(b), "kind": mine.get("kind", ""), "scope": mine.get("scope", ""),
                  **({"reserved_bytes": int(r)} if r else {})} for b, r in peaks]
-    return {"first_step": first_step(firsts),
-            "memory": {"not_measured": memory_note} if memory_note else peak_memory(per_rank)}
+    return {"first_step": first_step(firsts), "memory": peak_memory(per_rank)}
 
 
 def peak_memory(per_rank: list[dict]) -> dict:
