@@ -159,6 +159,31 @@ def test_a_python_holding_more_memory_is_a_peak_memory_regression_and_the_same_p
     assert verdict["peak_memory"]["status"] == "regression" and verdict["peak_memory"]["change"] > 0.5
 
 
+def test_a_schema_1_baseline_is_read_as_it_is_and_only_the_new_metrics_are_missing(recorded, tmp_path):
+    """A baseline file recorded before peak memory and time to first step were measured (schema 1: no
+    entry 'figures', tolerances of three metrics): its case is judged as before and passes; the new
+    metrics are MISSING for themselves alone, saying how to gate them, and nothing is written."""
+    store = tmp_path / "store"
+    shutil.copytree(recorded, store)
+    path = profile_file(store)
+    doc = json.loads(path.read_text())
+    doc["schema"] = 1
+    doc["default_tolerance"] = {m: doc["default_tolerance"][m] for m in ("throughput", "speedup", "efficiency")}
+    for e in doc["entries"].values():
+        del e["figures"]
+        e["tolerance"] = {m: e["tolerance"][m] for m in ("throughput", "speedup", "efficiency")}
+    path.write_text(json.dumps(doc, indent=1))
+    before = path.read_bytes()
+    r = run(tmp_path, store, "-k", "1n1g", "--dlperf-repeats", "2")
+    verdict = json.loads((tmp_path / "report" / "results.json").read_text())["cases"][0]["verdict"]
+    assert verdict["peak_memory"]["status"] == verdict["time_to_first_step"]["status"] == "missing", verdict
+    assert "the baseline entry has no peak_memory (recorded before pytest-dlperf measured its peak memory" \
+        in verdict["peak_memory"]["message"] and "--update-baselines" in verdict["peak_memory"]["message"]
+    assert verdict["throughput"]["status"] not in ("missing", "hardware"), verdict["throughput"]["message"]
+    assert "skipped" not in r.stdout.splitlines()[-1], r.stdout  # the case is judged, not skipped
+    assert path.read_bytes() == before
+
+
 def test_higher_throughput_passes_and_suggests_updating(recorded, tmp_path):
     store = scaled_store(recorded, tmp_path, 0.5, machines=False)
     r = run(tmp_path, store, "-k", "1n1g")
