@@ -129,11 +129,16 @@ def test_4_a_tf2_log_cut_short_or_missing_a_window_is_refused(tmp_path):
     src = TF2 / "1n1g"
     runs = {f"1n1g/rn50_b128_fp32_{i}.log": src / f"rn50_b128_fp32_{i}.log" for i in (1, 2)}
     cut = "\n".join((src / "rn50_b128_fp32_3.log").read_text().splitlines()[:4])  # comment + 3 of 6 intervals
-    logs = layout(tmp_path / "cut", {**runs, "1n1g/rn50_b128_fp32_3.log": cut})
+    logs = layout(tmp_path / "cut", {**runs, "1n1g/rn50_b128_fp32_3.log": cut + "\n"})
     with pytest.raises(ValueError, match=r"rn50_b128_fp32_3.log: 2 measured interval\(s\) where the other runs"):
         load(logs, "dlperf-tf2")
+    # cut inside its last line (no newline after it): that interval's figures may have lost digits
+    logs = layout(tmp_path / "midline", {**runs, "1n1g/rn50_b128_fp32_3.log": cut[:-3]})
+    with pytest.raises(ValueError, match=r"rn50_b128_fp32_3.log: line 4: the log ends inside this line .*a line it "
+                                         r"takes figures from"):
+        load(logs, "dlperf-tf2")
     lines = (src / "rn50_b128_fp32_3.log").read_text().splitlines()
-    gap = layout(tmp_path / "gap", {"1n1g/rn50_b128_fp32_1.log": "\n".join(lines[:3] + lines[4:])})
+    gap = layout(tmp_path / "gap", {"1n1g/rn50_b128_fp32_1.log": "\n".join(lines[:3] + lines[4:]) + "\n"})
     with pytest.raises(ValueError, match="jump from step 200 to step 300"):
         load(gap, "dlperf-tf2")
     r = dlperf("import", str(TF2), "--format", "dlperf-tf2", "--warmup-iters", "-5", "-o", str(tmp_path / "r.json"))
