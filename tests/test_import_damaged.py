@@ -75,7 +75,10 @@ def test_2_percentiles_are_the_logs_own_or_absent(tmp_path):
     assert run.step_time == {"p50": 0.179, "p75": 0.180, "p90": 0.183, "p95": 0.188}  # the 16-GPU row's own
     logs = layout(tmp_path / "logs", {"2n8g/resnet101_1.log": README})
     (ddp,) = load(logs, "ddp-bench").results
-    assert ddp.step_time["p95"] == 0.188 and ddp.per_device["p95"] == pytest.approx(32 / 0.188)
+    # the per-GPU figures are the row's own, not the batch over its rounded seconds (32 / 0.179 = 178.8)
+    assert ddp.step_time["p95"] == 0.188 and ddp.per_device == {"p50": 178, "p75": 177, "p90": 174, "p95": 170}
+    assert ddp.acspeed_line == ("16 GPUs -- 2M/8G: p50: 0.179s 178/s p75: 0.180s 177/s p90: 0.183s 174/s "
+                                "p95: 0.188s 170/s")
     tfdir = layout(tmp_path / "tf", {"1n1g/resnet50_fp16_1.log": TF_CNN_1})
     (tf,) = load(tfdir, "tf_cnn").results
     assert tf.step_time == {} and tf.per_device == {} and round(tf.median, 2) == 2075.05
@@ -231,7 +234,12 @@ def test_7_labels_units_efficiency_modes_and_compare_reasons(tmp_path, monkeypat
     small = tmp_path / "b32.json"
     big = tmp_path / "b64.json"
     assert dlperf("import", str(logs), "--format", "ddp-bench", "-o", str(small)).returncode == 0
-    assert dlperf("import", str(logs), "--format", "ddp-bench", "--batch-size", "64", "-o", str(big)).returncode == 0
+    # the log's header says batch 32: --batch-size 64 is used only with --override-header, and said
+    refused(dlperf("import", str(logs), "--format", "ddp-bench", "--batch-size", "64", "-o", str(big)),
+            "--batch-size 64 contradicts the log's header (line 15: batch size 32)", "--override-header")
+    r = dlperf("import", str(logs), "--format", "ddp-bench", "--batch-size", "64", "--override-header", "-o",
+               str(big))
+    assert r.returncode == 0 and "--batch-size 64 used over the log's header (line 15: batch size 32)" in r.stderr
     r = dlperf("compare", str(small), str(big))
     assert r.returncode == 0
     assert ("ddp/resnet50-fp32-bs32-224px-2n8g: only in A; B's nearest case ddp/resnet50-fp32-bs64-224px-2n8g "
@@ -302,8 +310,9 @@ def test_10_the_sessions_terminal_summary_says_why_cases_were_skipped(tmp_path):
 
 
 def test_11_dlperf_json_names_berts_sequence_length(tmp_path):
-    logs = layout(tmp_path / "logs", {"1n1g/bert_b32_fp32_1.log": DLLOGGER})
-    results = load(logs, "dllogger", over=Overrides(model="bert-base"))
+    # the log's header says resnet50, amp, batch 128: bert-base only over it
+    logs = layout(tmp_path / "logs", {"1n1g/bert_1.log": DLLOGGER})
+    results = load(logs, "dllogger", over=Overrides(model="bert-base", force=True))
     write_results(tmp_path / "rep", results, {}, {}, {})
-    row = json.loads((tmp_path / "rep" / "dlperf_fp32.json").read_text())["bert-base"]["1n1g"]
+    row = json.loads((tmp_path / "rep" / "dlperf_amp.json").read_text())["bert-base"]["1n1g"]
     assert row["seq_length"] == 128 and "image_size" not in row
