@@ -44,9 +44,17 @@ _positive = _whole_number(1, "give 1 or more")  # --batch-size, --image-size
 
 def cmd_report(args: argparse.Namespace) -> int:
     from . import reporting
+    from .files import OutputPathError, check_target
 
     results, doc = _load(args.results, "report")
     out = args.output or args.results.parent
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"dlperf report: {out}: not a directory (-o names the directory to write into)")
+    try:
+        for target in reporting.readable_paths(out, results, doc.get("ab")):
+            check_target(target)
+    except OutputPathError as exc:
+        raise SystemExit(f"dlperf report: {exc}") from None
     try:
         out.mkdir(parents=True, exist_ok=True)
         path = reporting.write_readable(out, results, doc.get("environment") or {}, doc.get("failures") or {},
