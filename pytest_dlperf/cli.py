@@ -170,12 +170,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     table = Table(box=box.SIMPLE_HEAD)
     for col in ("case", "A", "B", "unit", "A/B"):
         table.add_column(col, justify="left" if col in ("case", "unit") else "right", no_wrap=True)
-    for key, va, vb, ratio in compare_rows(a, b):
+    rows = compare_rows(a, b)
+    for key, va, vb, ratio in rows:
         table.add_row(key, "-" if va is None else f"{va:.2f}", "-" if vb is None else f"{vb:.2f}", units[key],
                       "-" if ratio is None else f"{ratio:.3f}")
     console.print(table)
     for note in unmatched_notes(a, b):
         console.print(note)
+    if not any(ratio is not None for *_, ratio in rows):
+        raise SystemExit(f"dlperf compare: {args.a} ({len(a.results)} case(s)) and {args.b} ({len(b.results)}) have "
+                         "no case in common: nothing was compared; give two results of the same cases (the notes "
+                         "above name each side's nearest case)")
     return 0
 
 
