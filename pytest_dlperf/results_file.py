@@ -193,6 +193,9 @@ def read_document(path: Path) -> dict:
         raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc}): fix its permissions") from None
     except json.JSONDecodeError as exc:
         raise ResultsFileError(f"{path}: not JSON ({exc}): give a results.json that pytest or dlperf import wrote") from None
+    except (ValueError, RecursionError) as exc:  # a number of too many digits, nesting too deep to read
+        raise ResultsFileError(f"{path}: not a results.json ({type(exc).__name__}: {str(exc)[:80]}): give one that "
+                               "pytest or dlperf import wrote") from None
     if not isinstance(doc, dict):
         raise ResultsFileError(f"{path}: not a pytest-dlperf results.json (not an object): give one that pytest "
                                "or dlperf import wrote")

@@ -307,6 +307,18 @@ def test_outputs_are_regular_files_and_nothing_else_is_replaced(tmp_path):
     assert sorted(p.name for p in rep.iterdir()) == ["summary.md"] and target.read_text() == "mine\n"
 
 
+def test_report_and_compare_read_no_file_into_a_traceback(tmp_path):
+    good = tmp_path / "good.json"
+    assert dlperf("import", str(TF2), "--format", "dlperf-tf2", "-o", str(good)).returncode == 0
+    text = good.read_text()
+    for name, damaged in (("deep", text.replace('"failures": {}', '"failures": ' + "[" * 100_000 + "]" * 100_000)),
+                          ("digits", text.replace('"schema": 1', '"schema": ' + "9" * 5000))):
+        bad = tmp_path / f"{name}.json"
+        bad.write_text(damaged)
+        refused(dlperf("report", str(bad), "-o", str(tmp_path / "rep")), f"{bad}: not a results.json")
+        refused(dlperf("compare", str(good), str(bad)), f"{bad}: not a results.json")
+
+
 def test_report_refuses_a_file_that_contradicts_itself(tmp_path):
     good = tmp_path / "good.json"
     assert dlperf("import", str(TF2), "--format", "dlperf-tf2", "-o", str(good)).returncode == 0
