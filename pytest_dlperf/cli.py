@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -24,22 +25,36 @@ def _load(path: Path, command: str):  # noqa: ANN202 - (ResultSet, document)
         raise SystemExit(f"dlperf {command}: {exc}") from None
 
 
-def _warmup(text: str) -> int:
-    """--warmup-iters: a whole number, 0 or more."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n}: a count of steps or intervals to drop, 0 or more")
-    return n
+def _whole_number(least: int, meaning: str) -> Callable[[str], int]:
+    """An argparse type: a whole number, ``least`` or more (``meaning`` says what it counts)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if n < least:
+            raise argparse.ArgumentTypeError(f"{n}: {meaning}")
+        return n
+    return parse
+
+
+_warmup = _whole_number(0, "a count of steps or intervals to drop, 0 or more")  # --warmup-iters
+_positive = _whole_number(1, "give 1 or more")  # --batch-size, --image-size
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from . import reporting
+    from .files import OutputPathError, check_target
 
     results, doc = _load(args.results, "report")
     out = args.output or args.results.parent
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"dlperf report: {out}: not a directory (-o names the directory to write into)")
+    try:
+        for target in reporting.readable_paths(out, results, doc.get("ab")):
+            check_target(target)
+    except OutputPathError as exc:
+        raise SystemExit(f"dlperf report: {exc}") from None
     try:
         out.mkdir(parents=True, exist_ok=True)
         path = reporting.write_readable(out, results, doc.get("environment") or {}, doc.get("failures") or {},
@@ -53,37 +68,76 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _said(logdir: Path, lines: list[str], kind: str) -> None:
+    """Notes and warnings on stderr, one line each; a message many logs share once, with their names."""
+    by_text: dict[str, list[str]] = {}
+    for line in lines:
+        path, sep, text = line.partition(": ")
+        if sep and path.startswith(str(logdir)):
+            by_text.setdefault(text, []).append(str(Path(path).relative_to(logdir)) if Path(path).is_relative_to(logdir)
+                                                else path)
+        else:
+            by_text.setdefault(line, [])
+    for text, paths in by_text.items():
+        where = ("" if not paths else f"{paths[0]}: " if len(paths) == 1
+                 else f"{len(paths)} logs ({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''}): ")
+        print(f"dlperf import: {kind}{where}{text}", file=sys.stderr)
+
+
+def _origin(r) -> str:  # noqa: ANN001 - a CaseResult
+    """Where the case's figures come from, beside its median: read from the logs, the mean of figures
+    they print, or derived (never shown as if a log printed it)."""
+    parsed = [run.meta.get("parsed") or {} for run in r.runs]
+    origins = {p.get("origin", "read") for p in parsed}
+    kind = "derived: " if "derived" in origins else "" if "mean" in origins else "read: "
+    first = parsed[0].get("source", "") if parsed else ""
+    several = len(parsed) > 1
+    return f" [{'run 1, the others alike: ' if several else ''}{kind}{first}]" if first else ""
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from . import reporting
     from .baselines import BaselineError
     from .baselines.store import BaselineStore, Entry
-    from .files import atomic_write_text
+    from .files import OutputPathError, atomic_write_text, check_target
     from .importers import Overrides, load
 
     over = Overrides(backend=args.backend, model=args.model, precision=args.precision, batch_size=args.batch_size,
-                     image_size=args.image_size, per_device_rates=args.per_device_rates, row=args.row)
-    if args.output.is_dir():
+                     image_size=args.image_size, per_device_rates=args.per_device_rates, row=args.row,
+                     force=args.override_header)
+    if args.output.is_dir() and not args.output.is_symlink():
         raise SystemExit(f"dlperf import: -o {args.output}: a directory; give the file to write, e.g. "
                          f"{args.output / 'results.json'}")
-    notes: list[str] = []
     try:
-        results = load(args.logdir, args.format, args.warmup_iters, over, notes)
+        check_target(args.output)
+    except OutputPathError as exc:
+        raise SystemExit(f"dlperf import: -o {exc}") from None
+    notes: list[str] = []
+    warnings: list[str] = []
+    try:
+        results = load(args.logdir, args.format, args.warmup_iters, over, notes, warnings)
     except ValueError as exc:
         raise SystemExit(f"dlperf import: {exc}") from None
-    for note in notes:
-        print(f"dlperf import: {note}", file=sys.stderr)
-    env = {"imported_from": str(args.logdir.resolve()), "format": args.format}
-    doc = reporting.results_document(results, env, {"format": args.format, "warmup_iters": args.warmup_iters}, {})
+    _said(args.logdir, notes, "")
+    _said(args.logdir, warnings, "warning: ")
+    env = {"imported_from": str(args.logdir.resolve()), "format": args.format,
+           "import": {"notes": notes, "warnings": warnings}}
+    doc = reporting.results_document(results, env, {"format": args.format, "warmup_iters": args.warmup_iters,
+                                                    "override_header": args.override_header}, {})
     try:
-        atomic_write_text(args.output, json.dumps(doc, indent=1, default=str, allow_nan=False) + "\n")
+        atomic_write_text(args.output, json.dumps(doc, indent=1, default=str, allow_nan=False) + "\n",
+                          regular_only=True)
+    except OutputPathError as exc:
+        raise SystemExit(f"dlperf import: -o {exc}") from None
     except OSError as exc:
         raise SystemExit(f"dlperf import: cannot write {args.output} ({exc.strerror or exc}): give -o a "
                          "writable file path") from None
     for r in sorted(results.results, key=lambda r: (r.case.key.rsplit("-", 1)[0], r.case.topology)):
         sp = "-" if r.speedup is None else f"{r.speedup:.2f}"
         print(f"{r.case.backend}/{r.case.id}: median {r.median:.2f} {r.case.unit}, mean {r.mean:.2f}, speedup {sp}, "
-              f"{len(r.throughputs)} run(s)")
-    print(f"dlperf import: wrote {args.output}")
+              f"{len(r.throughputs)} run(s){_origin(r)}")
+    print(f"dlperf import: wrote {args.output}" + (f" ({len(warnings)} warning(s), above and in its "
+                                                   "environment.import)" if warnings else ""))
     if args.record:
         source = f"imported: {args.format} logs in {args.logdir.resolve()}"
         entries = {}
@@ -116,12 +170,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     table = Table(box=box.SIMPLE_HEAD)
     for col in ("case", "A", "B", "unit", "A/B"):
         table.add_column(col, justify="left" if col in ("case", "unit") else "right", no_wrap=True)
-    for key, va, vb, ratio in compare_rows(a, b):
+    rows = compare_rows(a, b)
+    for key, va, vb, ratio in rows:
         table.add_row(key, "-" if va is None else f"{va:.2f}", "-" if vb is None else f"{vb:.2f}", units[key],
                       "-" if ratio is None else f"{ratio:.3f}")
     console.print(table)
     for note in unmatched_notes(a, b):
         console.print(note)
+    if not any(ratio is not None for *_, ratio in rows):
+        raise SystemExit(f"dlperf compare: {args.a} ({len(a.results)} case(s)) and {args.b} ({len(b.results)}) have "
+                         "no case in common: nothing was compared; give two results of the same cases (the notes "
+                         "above name each side's nearest case)")
     return 0
 
 
@@ -165,13 +224,16 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("--backend", default=None, help="the backend name the cases get (default: after the format)")
     i.add_argument("--model", default=None)
     i.add_argument("--precision", default=None, choices=("fp32", "amp"))
-    i.add_argument("--batch-size", type=int, default=None, help="per device")
-    i.add_argument("--image-size", type=int, default=None)
+    i.add_argument("--batch-size", type=_positive, default=None, help="per device")
+    i.add_argument("--image-size", type=_positive, default=None)
     i.add_argument("--per-device-rates", action="store_true",
                    help="the log's rates are per device (PaddleClas' ips): multiply by the devices")
     i.add_argument("--row", default=None, metavar="LABEL",
                    help="ddp-bench: the row to read by its label, e.g. 'no ddp' or '1M/8G' (default: the DDP row "
                         "of the directory's GPUs)")
+    i.add_argument("--override-header", action="store_true",
+                   help="use --model/--batch-size/--precision/--image-size where they contradict a log's own header "
+                        "(said as a warning; without it, a contradiction is an error)")
     i.add_argument("--record", metavar="PROFILE", default=None, help="also store the cases as this baseline profile")
     i.add_argument("--baseline-dir", type=Path, default=Path("baselines"))
     i.set_defaults(fn=cmd_import)

@@ -113,7 +113,7 @@ class CaseResult:
     def acspeed_line(self) -> str:
         t = self.case.topology
         return metrics.acspeed_line(t.world_size, t.nodes, self.case.batch_size * self.case.items_per_sample, self.step_time,
-                                    unit=device_unit(self.runs), per_node=t.devices_per_node)
+                                    unit=device_unit(self.runs), per_node=t.devices_per_node, per_device=self.per_device)
 
     def to_dict(self, raw: bool = True) -> dict:
         d = {

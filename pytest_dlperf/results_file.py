@@ -1,16 +1,19 @@
 """Reading a results.json back (``dlperf report``, ``dlperf compare``): every field the reports use is
 checked first, so that a damaged or foreign file is refused in one line naming the file, the entry and
-the fix, never half-read into a traceback or a report that leaves a case out."""
+the fix, never half-read into a traceback or a report that leaves a case out; and so is a file that
+contradicts itself (a median that is not its throughputs' median, a speedup its medians do not give)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import fields
 from pathlib import Path
 
 from . import metrics
-from .verdict import VerdictStatus
 from .baselines.schema import is_number, positive_number
-from .results import READS, ResultSet, result_from_dict
+from .formats.base import MAX_SAMPLES_PER_S
+from .results import READS, CaseResult, ResultSet, result_from_dict
+from .verdict import VerdictStatus
 from .specs import CaseSpec, Measurement, Topology
 
 FIX = "write it again (pytest, or dlperf import) or mend that entry"
@@ -69,9 +72,12 @@ def _check_figures(d: dict) -> str | None:
     tp = d.get("throughputs")
     if not isinstance(tp, list) or not tp or not all(positive_number(x) for x in tp):
         return f"'throughputs' is {tp!r}, not a non-empty list of positive numbers (samples/s)"
-    for name in ("mean", "median"):
-        if not positive_number(d.get(name)):
-            return f"{name!r} is {d.get(name)!r}, not a positive number"
+    for name, x in [*((f"throughputs[{i}]", x) for i, x in enumerate(tp)), ("mean", d.get("mean")),
+                    ("median", d.get("median"))]:
+        if not positive_number(x):
+            return f"{name!r} is {x!r}, not a positive number"
+        if x > MAX_SAMPLES_PER_S:
+            return f"{name!r} is {x!r}, not a plausible throughput (more than {MAX_SAMPLES_PER_S:.0e} a second)"
     for name in ("step_time", "per_device_samples_per_s"):
         v = d.get(name)
         if not isinstance(v, dict) or not all(isinstance(k, str) and positive_number(x) for k, x in v.items()):
@@ -124,8 +130,49 @@ def _check_metrics(section: object) -> str | None:
     return None
 
 
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _contradiction(d: dict, r: CaseResult) -> str | None:
+    """What a case says against itself, or None: its mean and median must be its throughputs', its id
+    and unit its fields', its runs one per throughput (an imported or external run's parsed figure
+    that throughput), its per-device figures for the step-time percentiles it has."""
+    mean, median = metrics.center(r.throughputs)
+    for name, stored, own in (("median", d["median"], median), ("mean", d["mean"], mean)):
+        if not _close(stored, own):
+            return f"'{name}' is {stored!r}, but the {name} of its 'throughputs' is {own!r}"
+    for name, own in (("id", r.case.id), ("unit", r.case.unit)):
+        if name in d["case"] and d["case"][name] != own:
+            return f"'case.{name}' is {d['case'][name]!r}, but its fields make {own!r}"
+    if r.runs and len(r.runs) != len(r.throughputs):
+        return f"{len(r.runs)} runs but {len(r.throughputs)} throughputs (one per run)"
+    for i, run in enumerate(r.runs):
+        parsed = run.meta.get("parsed") if isinstance(run.meta, dict) else None
+        if isinstance(parsed, dict) and is_number(parsed.get("throughput")) \
+                and not _close(parsed["throughput"], r.throughputs[i]):
+            return f"runs[{i}] read {parsed['throughput']!r} from its log, but throughputs[{i}] is {r.throughputs[i]!r}"
+    if set(r.per_device) != set(r.step_time):
+        return (f"'per_device_samples_per_s' has {sorted(r.per_device)}, its 'step_time' {sorted(r.step_time)}: one "
+                "per step-time percentile")
+    return None
+
+
+def _derived(docs: list[tuple[str, dict, CaseResult]]) -> None:
+    """Each case's speedup and efficiencies, where it stores them, are those its group's medians give
+    (``ResultSet``'s; the reports show those)."""
+    for what, d, r in docs:
+        for name in metrics.names(metrics.of_kind(metrics.Kind.SCALING)):
+            stored, own = d.get(name), r.value(name)
+            if stored is None:
+                continue
+            if not (is_number(stored) and own is not None and _close(stored, own)):
+                raise ResultsFileError(f"{what}: {name!r} is {stored!r}, but the medians of its cases give "
+                                       f"{own!r}: the file contradicts itself; {FIX}")
+
+
 def _cases(path: Path, doc: dict) -> ResultSet:
-    results, seen = ResultSet(), {}
+    results, seen, docs = ResultSet(), {}, []
     for i, d in enumerate(doc["cases"]):
         what = f"{path}: cases[{i}]"
         if not isinstance(d, dict):
@@ -141,8 +188,13 @@ def _cases(path: Path, doc: dict) -> ResultSet:
                                    f"{FIX}") from None
         if r.case in seen:
             raise ResultsFileError(f"{what}: the same case as cases[{seen[r.case]}] ({r.case.key}): keep one of them")
+        wrong = _contradiction(d, r)
+        if wrong:
+            raise ResultsFileError(f"{what}: {wrong}: the file contradicts itself; {FIX}")
         seen[r.case] = i
         results.add(r)
+        docs.append((what, d, r))
+    _derived(docs)
     return results
 
 
@@ -167,6 +219,9 @@ def read_document(path: Path) -> dict:
         raise ResultsFileError(f"{path}: cannot be read ({exc.strerror or exc}): fix its permissions") from None
     except json.JSONDecodeError as exc:
         raise ResultsFileError(f"{path}: not JSON ({exc}): give a results.json that pytest or dlperf import wrote") from None
+    except (ValueError, RecursionError) as exc:  # a number of too many digits, nesting too deep to read
+        raise ResultsFileError(f"{path}: not a results.json ({type(exc).__name__}: {str(exc)[:80]}): give one that "
+                               "pytest or dlperf import wrote") from None
     if not isinstance(doc, dict):
         raise ResultsFileError(f"{path}: not a pytest-dlperf results.json (not an object): give one that pytest "
                                "or dlperf import wrote")

@@ -12,6 +12,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_dlperf.results import ResultSet, result_from_dict
+
 TEMPLATE = Path(__file__).resolve().parent / "data" / "history" / "results.json"
 OTHER_CPU = "Intel(R) Xeon(R) Platinum 8369B CPU @ 2.70GHz"
 
@@ -85,6 +87,16 @@ def _judge_scaling(cases: list[dict], recorded: list[dict]) -> None:
                 c["verdict"][metric] = _judge(then["verdict"][metric], metric, now, before)
 
 
+def _derive(cases: list[dict]) -> None:
+    """Each case's speedup and efficiencies as its group's medians give them (results.json's reader
+    refuses a file whose stored figures contradict its medians)."""
+    results = ResultSet()
+    for c in cases:
+        results.add(result_from_dict(c))
+    for c, r in zip(cases, results.results):
+        c["speedup"], c["efficiency"], c["multi_node_efficiency"] = r.speedup, r.efficiency, r.multi_node_efficiency
+
+
 def _as_case(case: dict, model: str, precision: str, topology: str | None = None) -> dict:
     """The recorded case under another model name and precision (and, from the multi-device case, at
     another topology: its rates times the devices over its own, at 95% per doubling)."""
@@ -144,6 +156,7 @@ def write(plan: Plan, out: Path, template: Path = TEMPLATE) -> list[Path]:
         d["failures"] = {c["case"]["id"]: f"night {night}: the workload exited 1 (planted failure)"
                          for c in d["cases"] if c["case"]["id"] in gone}
         d["cases"] = [c for c in d["cases"] if c["case"]["id"] not in gone]
+        _derive(d["cases"])
         path = out / f"night-{night:03d}" / "results.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(d), encoding="utf-8")

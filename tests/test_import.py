@@ -90,7 +90,8 @@ PEERS = DATA / "peers"
     ("ddp-bench", "ddp-bench/hpc-ai-envs_ddp_2nodes_4gpu.log", {"devices": 8, "model": "resnet50"}, 8 * 1233, 8, 32),
     ("ddp-bench", "ddp-bench/hpc-ai-envs_ddp_2nodes_4gpu.log", {"devices": 8, "model": "resnet101"}, 8 * 706, 8, 32),
     ("ddp-bench", "ddp-bench/pytorch_ddp_readme_example_v100_dgx.log", {"devices": 16, "model": "resnet50"}, 16 * 306, 16, 32),
-    ("dllogger", "dllogger/nvidia_dllogger_example_resnet_log_2019.json.log", {}, 661.9801574510492, None, None),
+    # its PARAMETER header: world_size 1, batch_size 128
+    ("dllogger", "dllogger/nvidia_dllogger_example_resnet_log_2019.json.log", {}, 661.9801574510492, 1, 128),
 ])
 def test_real_output_of_each_tool_gives_its_published_figure(fmt, file, hints, total, devices, batch):
     run = formats.FORMATS[fmt]((PEERS / file).read_text(), None, formats.Hints(**hints))

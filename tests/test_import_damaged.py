@@ -75,7 +75,10 @@ def test_2_percentiles_are_the_logs_own_or_absent(tmp_path):
     assert run.step_time == {"p50": 0.179, "p75": 0.180, "p90": 0.183, "p95": 0.188}  # the 16-GPU row's own
     logs = layout(tmp_path / "logs", {"2n8g/resnet101_1.log": README})
     (ddp,) = load(logs, "ddp-bench").results
-    assert ddp.step_time["p95"] == 0.188 and ddp.per_device["p95"] == pytest.approx(32 / 0.188)
+    # the per-GPU figures are the row's own, not the batch over its rounded seconds (32 / 0.179 = 178.8)
+    assert ddp.step_time["p95"] == 0.188 and ddp.per_device == {"p50": 178, "p75": 177, "p90": 174, "p95": 170}
+    assert ddp.acspeed_line == ("16 GPUs -- 2M/8G: p50: 0.179s 178/s p75: 0.180s 177/s p90: 0.183s 174/s "
+                                "p95: 0.188s 170/s")
     tfdir = layout(tmp_path / "tf", {"1n1g/resnet50_fp16_1.log": TF_CNN_1})
     (tf,) = load(tfdir, "tf_cnn").results
     assert tf.step_time == {} and tf.per_device == {} and round(tf.median, 2) == 2075.05
@@ -130,11 +133,16 @@ def test_4_a_tf2_log_cut_short_or_missing_a_window_is_refused(tmp_path):
     src = TF2 / "1n1g"
     runs = {f"1n1g/rn50_b128_fp32_{i}.log": src / f"rn50_b128_fp32_{i}.log" for i in (1, 2)}
     cut = "\n".join((src / "rn50_b128_fp32_3.log").read_text().splitlines()[:4])  # comment + 3 of 6 intervals
-    logs = layout(tmp_path / "cut", {**runs, "1n1g/rn50_b128_fp32_3.log": cut})
+    logs = layout(tmp_path / "cut", {**runs, "1n1g/rn50_b128_fp32_3.log": cut + "\n"})
     with pytest.raises(ValueError, match=r"rn50_b128_fp32_3.log: 2 measured interval\(s\) where the other runs"):
         load(logs, "dlperf-tf2")
+    # cut inside its last line (no newline after it): that interval's figures may have lost digits
+    logs = layout(tmp_path / "midline", {**runs, "1n1g/rn50_b128_fp32_3.log": cut[:-3]})
+    with pytest.raises(ValueError, match=r"rn50_b128_fp32_3.log: line 4: the log ends inside this line .*a line it "
+                                         r"takes figures from"):
+        load(logs, "dlperf-tf2")
     lines = (src / "rn50_b128_fp32_3.log").read_text().splitlines()
-    gap = layout(tmp_path / "gap", {"1n1g/rn50_b128_fp32_1.log": "\n".join(lines[:3] + lines[4:])})
+    gap = layout(tmp_path / "gap", {"1n1g/rn50_b128_fp32_1.log": "\n".join(lines[:3] + lines[4:]) + "\n"})
     with pytest.raises(ValueError, match="jump from step 200 to step 300"):
         load(gap, "dlperf-tf2")
     r = dlperf("import", str(TF2), "--format", "dlperf-tf2", "--warmup-iters", "-5", "-o", str(tmp_path / "r.json"))
@@ -227,9 +235,14 @@ def test_7_labels_units_efficiency_modes_and_compare_reasons(tmp_path, monkeypat
     small = tmp_path / "b32.json"
     big = tmp_path / "b64.json"
     assert dlperf("import", str(logs), "--format", "ddp-bench", "-o", str(small)).returncode == 0
-    assert dlperf("import", str(logs), "--format", "ddp-bench", "--batch-size", "64", "-o", str(big)).returncode == 0
+    # the log's header says batch 32: --batch-size 64 is used only with --override-header, and said
+    refused(dlperf("import", str(logs), "--format", "ddp-bench", "--batch-size", "64", "-o", str(big)),
+            "--batch-size 64 contradicts the log's header (line 15: batch size 32)", "--override-header")
+    r = dlperf("import", str(logs), "--format", "ddp-bench", "--batch-size", "64", "--override-header", "-o",
+               str(big))
+    assert r.returncode == 0 and "--batch-size 64 used over the log's header (line 15: batch size 32)" in r.stderr
     r = dlperf("compare", str(small), str(big))
-    assert r.returncode == 0
+    assert r.returncode == 1 and "no case in common" in r.stderr  # nothing compared: not a success
     assert ("ddp/resnet50-fp32-bs32-224px-2n8g: only in A; B's nearest case ddp/resnet50-fp32-bs64-224px-2n8g "
             "differs in batch_size 32 vs 64: not compared") in r.stdout
 
@@ -298,8 +311,9 @@ def test_10_the_sessions_terminal_summary_says_why_cases_were_skipped(tmp_path):
 
 
 def test_11_dlperf_json_names_berts_sequence_length(tmp_path):
-    logs = layout(tmp_path / "logs", {"1n1g/bert_b32_fp32_1.log": DLLOGGER})
-    results = load(logs, "dllogger", over=Overrides(model="bert-base"))
+    # the log's header says resnet50, amp, batch 128: bert-base only over it
+    logs = layout(tmp_path / "logs", {"1n1g/bert_1.log": DLLOGGER})
+    results = load(logs, "dllogger", over=Overrides(model="bert-base", force=True))
     write_results(tmp_path / "rep", results, {}, {}, {})
-    row = json.loads((tmp_path / "rep" / "dlperf_fp32.json").read_text())["bert-base"]["1n1g"]
+    row = json.loads((tmp_path / "rep" / "dlperf_amp.json").read_text())["bert-base"]["1n1g"]
     assert row["seq_length"] == 128 and "image_size" not in row

@@ -2,30 +2,33 @@
 ``<NnMg>/<name>_<run>.log`` (DLPerf's layout) becomes one case per name and topology, one repeat
 per run, with the format's warm-up rule per run and the median over runs, as DLPerf's extract
 scripts compute them; ``--record PROFILE`` stores them as a baseline profile. Every log is counted
-in a case or refused by name: logs of two names that would make one case are kept apart as variants.
-The import rules per format are in docs/import.md."""
+in a case or refused by name: logs of two names that would make one case are kept apart as variants,
+and two names that cannot be told apart are refused. What the import cannot vouch for (a log whose
+end cannot be told, a flag used over a header) is said: ``warnings``, on the terminal and in
+results.json. The import rules per format are in docs/import.md."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..formats import FORMATS, MODEL_ALIASES, Hints, ParsedRun, our_model
+from ..formats import FORMATS, Hints, Origin, ParsedRun
 from ..formats.ddp_bench import NO_DDP
-from ..results import CaseResult, ResultSet, summarize
 from ..records import RunRecord
-from ..specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
+from ..results import CaseResult, ResultSet, summarize
+from ..specs import CaseSpec, Measurement, Topology
 from . import layout
+from .fields import FORCE, Given, from_name, resolve
 from .layout import LogFile
 
-PRECISIONS = {"fp32": "fp32", "tf32": "fp32", "fp16": "amp", "amp": "amp", "mixed": "amp", "bf16": "amp"}
 BACKEND_OF_FORMAT = {"dlperf-tf2": "tensorflow2", "tf_cnn": "tf_cnn", "horovod": "horovod",
                      "ddp-bench": "ddp", "dllogger": "dllogger", "plsc": "plsc"}
 
 
 @dataclass
 class Overrides:
-    """What the command line says about the cases, over what the file names and logs say."""
+    """What the command line says about the cases, over what the file names say; over what a log's
+    header says only with ``force`` (--override-header)."""
 
     backend: str | None = None
     model: str | None = None
@@ -34,27 +37,19 @@ class Overrides:
     image_size: int | None = None
     per_device_rates: bool = False  # the log's rates are per device (PaddleClas' ips): x devices
     row: str | None = None  # ddp-bench: the row's label to read ("no ddp", "1M/8G")
+    force: bool = False  # --override-header: a flag that contradicts a log's header is used (and said)
+
+    @property
+    def given(self) -> Given:
+        return Given(self.model, self.batch_size, self.precision, self.image_size, self.force)
 
 
 Runs = list[tuple[LogFile, ParsedRun]]
 
 
-def _from_name(name: str) -> dict:
-    """``rn50_b128_fp32`` -> model resnet50, batch 128, precision fp32 (what can be read)."""
-    out: dict = {}
-    for tok in re.split(r"[_\-.]", name.lower()):
-        if tok in MODEL_ALIASES and "model" not in out:
-            out["model"] = our_model(tok)
-        elif tok in PRECISIONS and "precision" not in out:
-            out["precision"] = PRECISIONS[tok]
-        elif (m := re.fullmatch(r"b(?:s)?(\d+)", tok)) and "batch_size" not in out:
-            out["batch_size"] = int(m[1])
-    return out
-
-
 def _parse(log: LogFile, fmt: str, warmup: int | None, over: Overrides) -> ParsedRun:
     t = log.topology
-    hints = Hints(devices=t.world_size, nodes=t.nodes, model=over.model or _from_name(log.name).get("model"),
+    hints = Hints(devices=t.world_size, nodes=t.nodes, model=over.model or from_name(log.name).get("model"),
                   row=over.row, name=log.name)
     try:
         parsed = FORMATS[fmt](layout.read(log), warmup, hints)
@@ -63,46 +58,61 @@ def _parse(log: LogFile, fmt: str, warmup: int | None, over: Overrides) -> Parse
     if over.per_device_rates:
         n = t.world_size
         parsed = replace(parsed, throughput=parsed.throughput * n, rates=[r * n for r in parsed.rates],
-                         notes=[*parsed.notes, f"per-device rates x {n}"])
+                         notes=[*parsed.notes, f"per-device rates x {n}"], origin=Origin.DERIVED,
+                         source=f"{parsed.source}, x {n} devices (--per-device-rates)")
     if parsed.devices is not None and parsed.devices != t.world_size:
-        raise ValueError(f"{log.path}: the log says {parsed.devices} devices, its directory {t.name}")
+        where = f" (its line {parsed.header['devices']})" if "devices" in parsed.header else ""
+        raise ValueError(f"{log.path}: the log says {parsed.devices} devices, its directory {t.name}{where}: move it "
+                         "to the directory of its topology")
     return parsed
 
 
 def load(logdir: Path, fmt: str, warmup: int | None = None, over: Overrides | None = None,
-         notes: list[str] | None = None) -> ResultSet:
+         notes: list[str] | None = None, warnings: list[str] | None = None) -> ResultSet:
     """Every ``<NnMg>/<name>_<run>.log`` under logdir, parsed with ``fmt``; a case per name and
     topology. Raises ValueError naming the file, what is wrong and what to do; ``notes`` gets what was
-    left out of the directory and the names kept apart as variants."""
+    left out of the directory, the names kept apart as variants and what was assumed; ``warnings``
+    what the import cannot vouch for, each naming its file (also in the runs' ``meta.parsed``)."""
     if fmt not in FORMATS:
         raise ValueError(f"--format {fmt!r}: one of {', '.join(FORMATS)}")
     if warmup is not None and warmup < 0:
         raise ValueError(f"--warmup-iters {warmup}: a count of steps or intervals, 0 or more")
     over, notes = over or Overrides(), notes if notes is not None else []
+    warnings = warnings if warnings is not None else []
     found: dict[tuple[str, Topology], Runs] = {}
+    fields: dict[tuple[str, Topology], dict] = {}
     for log in layout.find(logdir, notes):
-        found.setdefault((log.name, log.topology), []).append((log, _parse(log, fmt, warmup, over)))
-    cases = {key: _case(runs, fmt, over) for key, runs in found.items()}
-    cases = _apart(cases, notes)
+        parsed = _parse(log, fmt, warmup, over)
+        got = resolve(log, parsed, over.given)
+        parsed.warnings += got.warnings
+        key = (log.name, log.topology)
+        if key not in fields:
+            fields[key] = got.values
+            notes += [f"{log.path.parent / log.name}_*.log: {n}" for n in got.notes]
+        elif (diff := [k for k in got.values if got.values[k] != fields[key][k]]):
+            raise ValueError(f"{log.path}: {diff[0].replace('_', ' ')} {got.values[diff[0]]} where the other runs of "
+                             f"{log.name!r} in {log.topology.name} have {fields[key][diff[0]]}: give each its own name")
+        found.setdefault(key, []).append((log, parsed))
+    cases = _apart({key: _case(runs, fields[key], fmt, over) for key, runs in found.items()}, notes)
+    _distinct(cases)
     results = ResultSet()
     for key, runs in found.items():
         _check_runs(runs)
         results.add(_result(cases[key], runs, fmt, warmup))
+        warnings += [f"{log.path}: {w}" for log, p in runs for w in p.warnings]
     return results
 
 
-def _case(runs: Runs, fmt: str, over: Overrides) -> CaseSpec:
-    """The case a name's runs in one topology make: the command line, else the log, else the name."""
-    log, first = runs[0]
-    guess = _from_name(log.name)
-    model = over.model or (our_model(first.model) if first.model else None) or guess.get("model")
-    batch = over.batch_size or first.batch_size or guess.get("batch_size")
-    if model is None or batch is None:
-        raise ValueError(f"{log.path}: cannot tell the {'model' if model is None else 'batch size'} from the "
-                         f"name {log.name!r} or the log: pass --model / --batch-size")
-    image = over.image_size or (128 if model in SEQUENCE_MODELS else 224)
-    return CaseSpec(model=model, precision=over.precision or guess.get("precision", "fp32"), batch_size=batch,
-                    image_size=image, topology=log.topology, backend=over.backend or BACKEND_OF_FORMAT[fmt],
+def _case(runs: Runs, values: dict, fmt: str, over: Overrides) -> CaseSpec:
+    """The case a name's runs in one topology make, from their resolved fields (``fields.resolve``)."""
+    log = runs[0][0]
+    if values["model"] is None or values["batch_size"] is None:
+        missing = "model" if values["model"] is None else "batch size"
+        raise ValueError(f"{log.path}: cannot tell the {missing} from the name {log.name!r} or the log: pass "
+                         f"{'--model' if missing == 'model' else '--batch-size'}")
+    return CaseSpec(model=str(values["model"]), precision=str(values["precision"]),
+                    batch_size=int(values["batch_size"]), image_size=int(values["image_size"]), topology=log.topology,
+                    backend=over.backend or BACKEND_OF_FORMAT[fmt],
                     variant="noddp" if fmt == "ddp-bench" and over.row == NO_DDP else "")
 
 
@@ -126,13 +136,21 @@ def _variant(case: CaseSpec, name: str) -> str:
     return f"{case.variant}_{slug}" if case.variant else slug
 
 
+def _distinct(cases: dict[tuple[str, Topology], CaseSpec]) -> None:
+    """Refuses two names whose cases are one even as variants (``rn50-b128`` and ``rn50_b128``: a
+    variant holds letters, digits, dots and ``_`` only): their runs would be merged into one case."""
+    seen: dict[CaseSpec, str] = {}
+    for (name, topology), case in cases.items():
+        other = seen.setdefault(case, name)
+        if other != name:
+            raise ValueError(f"logs named {other!r} and {name!r} in {topology.name} would make one case ({case.key}): "
+                             "their names differ only in characters a case name cannot hold ('-' against '_'); "
+                             "rename one so that they differ in a letter or digit")
+
+
 def _check_runs(runs: Runs) -> None:
-    """The runs of one case agree: one batch size, and as many measured intervals (a log cut short
-    has fewer, and its mean is another window's)."""
-    batches = {p.batch_size for _, p in runs if p.batch_size is not None}
-    if len(batches) > 1:
-        raise ValueError(f"{runs[0][0].path.parent}: the runs of {runs[0][0].name!r} ran batch sizes "
-                         f"{sorted(batches)}: give each batch size its own name")
+    """The runs of one case agree: as many measured intervals (a log cut short has fewer, and its
+    mean is another window's)."""
     most = max(len(p.rates) for _, p in runs)
     for log, p in runs:
         if len(p.rates) < most:
@@ -140,12 +158,24 @@ def _check_runs(runs: Runs) -> None:
                              f"{log.name!r} have {most}: the log was cut short; re-run it or leave it out")
 
 
+def _parsed_meta(fmt: str, log: LogFile, p: ParsedRun) -> dict:
+    """What results.json keeps of a run: its figures, where the throughput comes from (read, the mean
+    of read figures, or derived) and what the import cannot vouch for."""
+    return {"format": fmt, "file": str(log.path), "throughput": p.throughput, "origin": p.origin.value,
+            "source": p.source, "rates": p.rates, "per_step": p.per_step, "step_time": p.step_time,
+            "per_device": p.per_device, "header": p.header, "notes": p.notes, "warnings": p.warnings}
+
+
 def _result(case: CaseSpec, runs: Runs, fmt: str, warmup: int | None) -> CaseResult:
     t = case.topology
-    records = [RunRecord(repeat=i, meta={"parsed": {"format": fmt, "file": str(log.path), "throughput": p.throughput,
-                                                    "rates": p.rates, "per_step": p.per_step,
-                                                    "step_time": p.step_time, "notes": p.notes},
-                                         "world_size": t.world_size, "model": case.model, "gpus": p.gpus},
+    records = [RunRecord(repeat=i, meta={"parsed": _parsed_meta(fmt, log, p), "world_size": t.world_size,
+                                         "model": case.model, "gpus": p.gpus},
                          steps=[], commands=[], logs={"log": str(log.path)}, wall_seconds=0.0)
                for i, (log, p) in enumerate(runs)]
-    return summarize(case, Measurement(warmup_iters=warmup or 0, iters=0, repeats=len(runs), timeout=0), records)
+    result = summarize(case, Measurement(warmup_iters=warmup or 0, iters=0, repeats=len(runs), timeout=0), records)
+    if len(runs) == 1 and runs[0][1].per_device and result.step_time == runs[0][1].step_time:
+        result.per_device = dict(runs[0][1].per_device)  # the tool's own per-device figures, not recomputed
+    return result
+
+
+__all__ = ["BACKEND_OF_FORMAT", "FORCE", "Overrides", "load"]

@@ -1,5 +1,6 @@
 """DLPerf's log layout, ``<NnMg>/<name>_<run>.log``: which files are logs of which topology, and
-their text; an entry that cannot be read is refused by name, one that is not a log is named as left out."""
+their text; an entry that cannot be read is refused by name, one that is not a log is named as left
+out, and no run is counted twice (two files of one run number, or two paths to one file)."""
 from __future__ import annotations
 
 import re
@@ -9,7 +10,7 @@ from pathlib import Path
 from ..specs import Topology
 
 TOPOLOGY_DIR = re.compile(r"^(\d+)n(\d+)g$")
-RUN_FILE = re.compile(r"^(?P<name>.+?)_(?P<run>\d+)\.log$")
+RUN_FILE = re.compile(r"^(?P<name>.+?)_(?P<run>[0-9]{1,9})\.log$")
 
 
 @dataclass(frozen=True)
@@ -32,19 +33,48 @@ def _topology(d: Path) -> Topology | None:
     return Topology(nodes, per_node)
 
 
+def _listing(d: Path) -> list[Path]:
+    """A directory's entries, sorted; one that cannot be listed is refused by name."""
+    try:
+        return sorted(d.iterdir())
+    except OSError as exc:
+        raise ValueError(f"{d}: cannot be listed ({exc.strerror or exc}): fix its permissions or move it out of "
+                         f"{d.parent}") from None
+
+
+def _once(found: list[LogFile]) -> None:
+    """Refuses two files of one case that are one run: the same run number (``a_1.log``, ``a_01.log``)
+    or the same file reached by two paths (a link)."""
+    runs: dict[tuple, LogFile] = {}
+    files: dict[tuple[int, int], LogFile] = {}
+    for log in found:
+        other = runs.setdefault((log.topology, log.name, log.run), log)
+        if other is not log:
+            raise ValueError(f"{log.path}: run {log.run} of {log.name!r} again (as {other.path.name}): rename one of "
+                             "them")
+        try:
+            st = log.path.stat()
+        except OSError:
+            continue  # read() names what is wrong with it
+        other = files.setdefault((st.st_dev, st.st_ino), log)
+        if other is not log:
+            raise ValueError(f"{log.path}: the same file as {other.path} (a link): one run counted twice; remove one")
+
+
 def find(logdir: Path, notes: list[str]) -> list[LogFile]:
     """Every ``<NnMg>/<name>_<run>.log`` under logdir, topology by topology; what else is there is
     named in ``notes`` (left out), what cannot be a run's log raises ValueError naming it."""
     if not logdir.is_dir():
         raise ValueError(f"{logdir}: not a directory (expected <NnMg>/<name>_<run>.log files under it)")
     found: list[LogFile] = []
-    for entry in sorted(logdir.iterdir()):
+    for entry in _listing(logdir):
         topology = _topology(entry) if entry.is_dir() else None
         if topology is None:
             notes.append(f"left out {entry}: not an <NnMg> topology directory")
             continue
-        logs = sorted((p for p in entry.iterdir() if p.name.endswith(".log")), key=lambda p: (len(p.name), p.name))
-        notes += [f"left out {p}: not a .log file" for p in sorted(entry.iterdir()) if not p.name.endswith(".log")]
+        listing = _listing(entry)
+        logs = sorted((p for p in listing if p.name.endswith(".log")), key=lambda p: (len(p.name), p.name))
+        notes += [f"left out {p}: not a .log file" for p in listing if not p.name.endswith(".log")]
         for log in logs:
             f = RUN_FILE.match(log.name)
             if not f:
@@ -52,6 +82,7 @@ def find(logdir: Path, notes: list[str]) -> list[LogFile]:
             found.append(LogFile(log, topology, f["name"], int(f["run"])))
     if not found:
         raise ValueError(f"{logdir}: no <NnMg>/<name>_<run>.log files")
+    _once(found)
     return found
 
 

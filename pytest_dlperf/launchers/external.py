@@ -181,7 +181,8 @@ class ExternalLauncher(Launcher):
             raise ValueError(f"the output says {parsed.devices} devices; {case.topology.name} has "
                              f"{case.topology.world_size}")
         return {"parsed": {"format": self.bench.format, "throughput": parsed.throughput, "rates": parsed.rates,
-                           "per_step": parsed.per_step, "step_time": parsed.step_time, "notes": parsed.notes},
+                           "per_step": parsed.per_step, "step_time": parsed.step_time, "notes": parsed.notes,
+                           "origin": parsed.origin.value, "source": parsed.source, "warnings": parsed.warnings},
                 "gpus": parsed.gpus if parsed.gpus is not None else bool(plan.nodes[0].gpus),
                 "world_size": parsed.devices or 0, "model": case.model, "backend": self.name,
                 "external": {"program": list(self.bench.program), "launch": self.bench.launch}}

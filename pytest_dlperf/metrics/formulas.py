@@ -86,11 +86,14 @@ def center(values: Sequence[float]) -> tuple[float, float]:
 
 
 def acspeed_line(world: int, nodes: int, batch: int, pct: dict[str, float], unit: str = "GPUs",
-                 per_node: int | None = None) -> str:
-    """The PyTorch DDP / ACSpeed benchmark line; the /s figure is samples per second per device, and
+                 per_node: int | None = None, per_device: dict[str, float] | None = None) -> str:
+    """The PyTorch DDP / ACSpeed benchmark line; the /s figure is samples per second per device
+    (``per_device``'s where given: an imported log's own, not recomputed from its rounded seconds), and
     ``kM/nG`` is machines / devices per machine as the benchmark writes it (``16 GPUs -- 2M/8G``).
 
     ``8 GPUs -- 1M/8G: p50: 0.073s 440/s p75: 0.073s 438/s p90: 0.073s 437/s p95: 0.073s 436/s``
     """
-    cells = " ".join(f"{k}: {v:.3f}s {batch / v:.0f}/s" for k, v in pct.items()) or "no step times (none in the log)"
+    rates = per_device or {}
+    cells = " ".join(f"{k}: {v:.3f}s {rates.get(k, batch / v):.0f}/s" for k, v in pct.items()) \
+        or "no step times (none in the log)"
     return f"{world} {unit} -- {nodes}M/{per_node or world // max(nodes, 1)}G: {cells}"

@@ -124,6 +124,18 @@ def write_results(report_dir: Path, results: ResultSet, environment: dict, optio
     return path
 
 
+def readable_paths(report_dir: Path, results: ResultSet, ab: dict | None = None) -> list[Path]:
+    """Every file ``write_readable`` may write (each group's plots by name), to be checked before
+    anything is written."""
+    from .plots import group_slug
+
+    plots = report_dir / "plots"
+    slugs = dict.fromkeys(group_slug(rows[0].case) for rows in results.groups().values())
+    return [report_dir / "summary.md", report_dir / "benchmark.json",
+            *(plots / f"{slug}-{kind}.png" for slug in slugs for kind in ("throughput", "efficiency", "baseline")),
+            *([plots / "ab.png"] if ab is not None else [])]
+
+
 def write_readable(report_dir: Path, results: ResultSet, environment: dict, failures: dict[str, str],
                    ab: dict | None = None) -> Path:
     """summary.md and plots/*.png for people, benchmark.json for pytest-benchmark; summary.md is

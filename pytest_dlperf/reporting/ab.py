@@ -140,7 +140,7 @@ def plot(section: dict, out_dir: Path) -> str | None:
     ax.set_xlabel("candidate / reference throughput (dots: pairs; bar: the interval)")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_dir / "ab.png", dpi=110)
-    plt.close(fig)
+    from .plots import save_png
+
+    save_png(fig, out_dir / "ab.png", dpi=110)
     return "ab.png"

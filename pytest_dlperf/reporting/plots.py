@@ -3,12 +3,14 @@ precision and sizes, throughput against devices with the ideal linear-scaling li
 efficiency per topology, and measured against baseline with the tolerance band."""
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 from .. import metrics
-from ..verdict import Verdict
+from ..files import atomic_write_bytes
 from ..metrics import Direction, Kind, Metric
+from ..verdict import Verdict
 from ..results import CaseResult, ResultSet, device_unit
 from ..specs import CaseSpec
 
@@ -146,10 +148,17 @@ def _baseline_panel(ax, metric: Metric, gated: list[tuple[CaseResult, Verdict]])
     ax.legend(fontsize=8)
 
 
-def _save(fig, path: Path) -> str:  # noqa: ANN001 - a matplotlib Figure
+def save_png(fig, path: Path, **savefig: object) -> None:  # noqa: ANN001 - a matplotlib Figure
+    """The figure as a PNG written atomically (never half a file), then closed."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
-    fig.savefig(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **savefig)
     plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _save(fig, path: Path) -> str:  # noqa: ANN001 - a matplotlib Figure
+    fig.tight_layout()
+    save_png(fig, path)
     return path.name
