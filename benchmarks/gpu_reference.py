@@ -3,7 +3,7 @@
 
 The suite's workload (``pytest_dlperf/node/workloads/torch_ddp.py``) wraps the model in DDP
 (above world size 1), keeps every step's loss, records a CUDA event after every step and uses
-channels_last with cudnn.benchmark. NVIDIA's DeepLearningExamples time a window of steps from outside. This script
+channels_last (and cudnn.benchmark unless DLPERF_CUDNN_BENCHMARK=0). NVIDIA's DeepLearningExamples time a window of steps from outside. This script
 trains the workload's own model (imported from the workload file) in one process, in variants
 that differ in one thing each, in alternating rounds (so a clock or thermal drift of the GPU is
 spread over all of them), each window timed from outside (synchronise, N steps, synchronise):
@@ -120,10 +120,10 @@ def main() -> int:
     if unknown:
         raise SystemExit(f"unknown variant(s) {sorted(unknown)}; choose from {', '.join(VARIANTS)}")
     torch.cuda.set_device(0)
-    torch.backends.cudnn.benchmark = True
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1")
     dist.init_process_group("nccl")
     wl = load_workload()
+    torch.backends.cudnn.benchmark = wl.cudnn_benchmark()  # as the workload sets it (DLPERF_CUDNN_BENCHMARK)
     print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
           f"{a.model} bs{a.batch_size} {a.image_size}px, {a.rounds} rounds x {a.iters} steps per variant")
     results: dict = {}

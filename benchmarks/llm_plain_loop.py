@@ -14,12 +14,20 @@ DLPERF_HOST_MALLOC=default for glibc's own). The two alternate in pairs (ABBA or
 drift falls on both; the ratio workload /
 plain of tokens/s is taken per pair and summarised on the log scale with a 95% t interval.
 
+On a GPU (``--device cuda``) both loops run the model on GPU 0 and the workload's step is timed as
+a 1n1g launch times it there (a device sync at each end of the window, a CUDA event after every
+step); the plain loop's window is a sync, its steps and a sync, timed from outside. ``--json PATH``
+also writes the ratio, its interval and the pairs (benchmarks/gpu_check.py reads it).
+
     python3 benchmarks/llm_plain_loop.py --pairs 12 --steps 10
+    python3 benchmarks/llm_plain_loop.py --device cuda --precision amp --dim 2048 --layers 16 \
+        --batch-size 4 --seq 2048 --pairs 10 --steps 10
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import statistics
@@ -50,7 +58,7 @@ class Bare:
         return model, self.optimizer, contextlib.nullcontext
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dim", type=int, default=256)
     p.add_argument("--layers", type=int, default=4)
@@ -59,57 +67,94 @@ def main() -> int:
     p.add_argument("--seq", type=int, default=64)
     p.add_argument("--steps", type=int, default=10, help="steps per window")
     p.add_argument("--pairs", type=int, default=12)
-    p.add_argument("--core", type=int, default=0, help="the core to pin to, as the local cluster's node 0")
+    p.add_argument("--core", type=int, default=0, help="the core to pin to, as the local cluster's node 0 (CPU)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32", help="amp: bf16 autocast, as the suite")
+    p.add_argument("--json", default="", help="also write the figures here")
     a = p.parse_args()
-    os.sched_setaffinity(0, {a.core})
-    torch.set_num_threads(1)
-    malloc = torch_ddp.keep_freed_memory()  # the workload's memory policy on CPU nodes, for both loops
-    args = argparse.Namespace(model="llama", precision="fp32", batch_size=a.batch_size, image_size=a.seq,
+    if a.pairs < 2 or a.steps < 1:
+        p.error(f"--pairs must be at least 2 and --steps at least 1, got {a.pairs} and {a.steps}")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: torch sees no CUDA GPU (torch.cuda.is_available() is False)")
+    return a
+
+
+def loops(a: argparse.Namespace) -> tuple[object, object, str | None]:
+    """(the workload's window, the plain loop's window): each returns tokens/s; and the host memory policy."""
+    cuda = a.device == "cuda"
+    if cuda:
+        device = torch.device("cuda", 0)
+        torch.cuda.set_device(device)
+        malloc = None
+    else:
+        os.sched_setaffinity(0, {a.core})
+        torch.set_num_threads(1)
+        device, malloc = torch.device("cpu"), torch_ddp.keep_freed_memory()  # the workload's CPU policy, both loops
+    args = argparse.Namespace(model="llama", precision=a.precision, batch_size=a.batch_size, image_size=a.seq,
                               num_classes=0, vocab=a.vocab, llm_dim=a.dim, llm_layers=a.layers,
                               warmup_iters=0, max_warmup_iters=0, iters=a.steps, window_seconds=0.0, max_iters=0)
-    cpu = torch.device("cpu")
-    size = (a.dim, a.layers, a.vocab)
     # One model, one optimizer, one batch for both: two instances measured 5-8% apart in either order
     # (2026-11-27: AdamW's sqrt and div ran slower on one instance's state than on the other's, so
     # where a tensor lies in memory, not the step's code, made the difference)
     torch.manual_seed(0)
-    model, bare = torch_ddp.build_model("llama", 0, a.seq, size), Bare()
-    step = torch_ddp.make_step(args, model, bare, cpu, False)
+    model, bare = torch_ddp.build_model("llama", 0, a.seq, (a.dim, a.layers, a.vocab)).to(device), Bare()
+    step = torch_ddp.make_step(args, model, bare, device, cuda)
     opt = bare.optimizer
-    ids, labels = torch_ddp.synthetic_batch(args, cpu, False)
+    ids, labels = torch_ddp.synthetic_batch(args, device, cuda)
+    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+    amp = a.precision == "amp"
 
     def plain_step() -> None:
         model.zero_grad(set_to_none=True)
-        F.cross_entropy(model(ids).float().flatten(0, -2), labels.flatten()).backward()
+        with torch.autocast(device.type, dtype=torch.bfloat16) if amp else contextlib.nullcontext():
+            logits = model(ids)
+        F.cross_entropy(logits.float().flatten(0, -2), labels.flatten()).backward()
         opt.step()
 
     tokens = a.batch_size * a.seq * a.steps
 
     def workload() -> float:
         # rank 1: the same code path without rank 0's live progress lines
-        t = steplog.time_steps(step, args, 1, a.batch_size * a.seq, agree=lambda d, i: (d, i), barrier=lambda: None)
+        t = steplog.time_steps(step, args, 1, a.batch_size * a.seq, agree=lambda d, i: (d, i), barrier=lambda: None,
+                               sync=sync, device_clock=torch_ddp.CudaClock if cuda else None)
         return tokens / (t.window[1] - t.window[0])
 
     def plain() -> float:
+        sync()
         t0 = time.perf_counter()
         for _ in range(a.steps):
             plain_step()
+        sync()
         return tokens / (time.perf_counter() - t0)
 
-    for _ in range(3):  # warm both: first-touch memory, the allocator's caches
+    for _ in range(3):  # warm both: first-touch memory, the allocator's caches, the GPU's kernels
         step()
         plain_step()
-    logs = []
+    sync()
+    return workload, plain, malloc
+
+
+def main() -> int:
+    a = parse_args()
+    workload, plain, malloc = loops(a)
+    logs, pairs = [], []
     for i in range(a.pairs):
         w, q = (workload(), plain()) if i % 2 == 0 else tuple(reversed((plain(), workload())))
         logs.append(math.log(w / q))
+        pairs.append({"workload": w, "plain": q})
         print(f"pair {i + 1:2d}: workload {w:8.1f} tokens/s  plain {q:8.1f} tokens/s  ratio {w / q:.4f}", flush=True)
     mean, sd = statistics.fmean(logs), statistics.stdev(logs)
     half = stats.t.ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))
-    print(f"\nllama d{a.dim}l{a.layers} vocab {a.vocab}, bs{a.batch_size} seq{a.seq}, {a.steps} steps a window, "
-          f"{a.pairs} pairs on core {a.core}, host malloc: {malloc or 'as the environment has it'}:")
+    where = torch.cuda.get_device_name(0) if a.device == "cuda" else f"core {a.core}"
+    print(f"\nllama d{a.dim}l{a.layers} vocab {a.vocab}, bs{a.batch_size} seq{a.seq}, {a.precision}, {a.steps} steps a "
+          f"window, {a.pairs} pairs on {where}, host malloc: {malloc or 'as the environment has it'}:")
     print(f"ratio workload / plain: {math.exp(mean):.4f} (95% interval {math.exp(mean - half):.4f} .. "
           f"{math.exp(mean + half):.4f}); spread of the pairs' log ratios {sd:.2%}")
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as fh:
+            json.dump({"ratio": math.exp(mean), "low": math.exp(mean - half), "high": math.exp(mean + half),
+                       "spread": sd, "device": where, "precision": a.precision, "steps": a.steps,
+                       "model": f"llama d{a.dim}l{a.layers} bs{a.batch_size} seq{a.seq}", "pairs": pairs}, fh, indent=1)
     return 0
 
 

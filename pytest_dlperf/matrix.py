@@ -70,19 +70,21 @@ def profile_of_shape(shape: ClusterShape) -> Profile:
 
 
 def cases(launchers: Iterable[Launcher], options: RunOptions, shape: ClusterShape) -> list[CaseSpec]:
-    """model x precision x variant x topology for each engine, the ladder cut to the shape's nodes and slots."""
+    """model x precision x variant x topology for each engine, the ladder cut to the shape's nodes and slots
+    (a model's precisions: the options', else its default sizes', else the profile's)."""
     profile = profile_of_shape(shape)
     out = []
     for launcher in launchers:
         models = [m for m in options.models or launcher.models if m in launcher.models]
-        precisions = [p for p in options.precisions or profile.precisions if p in launcher.precisions]
-        for model, precision in itertools.product(models, precisions):
+        for model in models:
             try:
                 d = launcher.model_defaults(profile.name, model)
             except (KeyError, ValueError) as exc:
                 raise pytest.UsageError(f"--backend {launcher.name}: {exc}") from None
-            for variant, topo in itertools.product(launcher.variants(profile.name, model),
-                                                   ladder(shape.nodes, shape.slots)):
+            precisions = [p for p in options.precisions or d.precisions or profile.precisions
+                          if p in launcher.precisions]
+            for precision, variant, topo in itertools.product(precisions, launcher.variants(profile.name, model),
+                                                              ladder(shape.nodes, shape.slots)):
                 out.append(CaseSpec(model=model, precision=precision,
                                     batch_size=options.batch_size or d.batch_size,
                                     image_size=options.image_size or d.image_size,

@@ -89,7 +89,7 @@ def add_measurement_options(parser: pytest.Parser) -> None:
       help="separate runs per case; mean and median are taken over them")
     a("--dlperf-budget", type=non_negative_seconds, default=None, metavar="S",
       help="seconds of measuring for the session: a case takes its last repeats only while the cases "
-           "still to run fit (default: the profile's, 330 on CPU nodes, none on GPUs; off with an explicit "
+           "still to run fit (default: the profile's, 330 on CPU nodes, 600 on GPUs; off with an explicit "
            "--dlperf-repeats or --update-baselines; 0: none)")
     a("--dlperf-order", choices=ORDERS, default=DEFAULT_ORDER,
       help="rounds: every case of the session launches once per round, so a case's repeats fall minutes "
@@ -101,7 +101,7 @@ def add_measurement_options(parser: pytest.Parser) -> None:
       help="steps in the measured window (exactly, unless --dlperf-window-seconds is given)")
     a("--dlperf-window-seconds", type=non_negative_seconds, default=None, metavar="S",
       help="size each measured window to about this many seconds at the warm-up's pace, "
-           "--dlperf-iters steps at least (default: the profile's, 1.5 on CPU; 0: fixed --dlperf-iters)")
+           "--dlperf-iters steps at least (default: the profile's, 1.5 on CPU, 5 on GPUs; 0: fixed --dlperf-iters)")
     a("--dlperf-timeout", type=positive_seconds, default=900.0, metavar="S",
       help="seconds one run may take before every process is killed (default 900)")
 

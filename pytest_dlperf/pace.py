@@ -15,8 +15,9 @@ import posixpath
 import statistics
 from pathlib import Path
 
-from .clusters.base import Cluster, NodeCommand
+from .clusters.base import Cluster, NodeCommand, behind
 from .node import paceprobe
+from .nodelog import ClockPair, LogKind, read_header
 
 PROBE = Path(__file__).resolve().parent / "node" / "paceprobe.py"
 LOG_NAME = "pace.log"
@@ -40,49 +41,24 @@ def log_on_node(run_dir: str) -> str:
 
 def wrap(cluster: Cluster, run_dirs: dict[str, str], cmds: list[NodeCommand]) -> list[NodeCommand]:
     """Every node's command behind the probe's wrapper; uploads the probe to each node."""
-    out = []
-    for cmd in cmds:
-        run_dir = run_dirs[cmd.node.name]
-        script = cluster.upload(cmd.node, PROBE, run_dir)
-        argv = [cmd.node.python, script, "--output", log_on_node(run_dir), "--period", f"{PERIOD:g}",
-                "--", *cmd.argv]
-        out.append(dataclasses.replace(cmd, argv=argv))
-    return out
+    return behind(cluster, run_dirs, cmds, PROBE,
+                  lambda run_dir: ["--output", log_on_node(run_dir), "--period", f"{PERIOD:g}"])
+
+
+KIND = LogKind("dlperf-pace", "pace probe log", "pace log contract", "the probe could not run")
 
 
 @dataclasses.dataclass
-class PaceLog:
+class PaceLog(ClockPair):
     """One node's probe log: its clock pair (perf_counter and Unix time read together) and wake-ups."""
 
-    perf: float
-    wall: float
     wakeups: list[tuple[float, float, float]]  # (start, end on the node's perf_counter, GB/s)
-
-    def to_node_clock(self, wall: float) -> float:
-        """A Unix time on this node's perf_counter."""
-        return wall - self.wall + self.perf
-
-    def to_wall(self, perf: float) -> float:
-        return perf - self.perf + self.wall
 
 
 def parse_log(text: str, source: str) -> PaceLog:
     """The probe's log (contract ``CONTRACT``), or PaceLogError naming ``source`` and what is wrong."""
     lines = text.splitlines()
-    if not lines or not lines[0].startswith("# dlperf-pace "):
-        raise PaceLogError(f"{source}: not a pace probe log (no '# dlperf-pace' header)")
-    head = lines[0].split()
-    if len(head) < 3 or head[2] != str(CONTRACT):
-        raise PaceLogError(f"{source}: pace log contract {head[2] if len(head) > 2 else '?'}, "
-                           f"this harness reads {CONTRACT}: install the same pytest-dlperf on the nodes' side")
-    errors = [line[len("# error "):] for line in lines[1:] if line.startswith("# error ")]
-    if errors:
-        raise PaceLogError(f"{source}: the probe could not run: {errors[0]}")
-    fields = dict(tok.split("=", 1) for tok in head[3:] if "=" in tok)
-    try:
-        perf, wall = float(fields["perf"]), float(fields["wall"])
-    except (KeyError, ValueError):
-        raise PaceLogError(f"{source}: the header has no clock pair (perf=, wall=): {lines[0]!r}") from None
+    clock = read_header(lines, KIND, CONTRACT, source, PaceLogError)
     wakeups = []
     for line in lines[1:]:
         parts = line.split()
@@ -94,7 +70,7 @@ def parse_log(text: str, source: str) -> PaceLog:
             continue
         if rate > 0 and math.isfinite(rate):
             wakeups.append((t0, t1, rate))
-    return PaceLog(perf, wall, wakeups)
+    return PaceLog(clock.perf, clock.wall, wakeups)
 
 
 def window_pace(log: PaceLog, start: float, end: float, source: str) -> float:

@@ -30,3 +30,6 @@ class RunRecord:
     pace: float | None = None  # the pace probes' GB/s over the window, geometric mean of the nodes' (pace.py)
     pace_error: str = ""  # why a probed run has no pace
     node_paces: dict[str, float] = field(default_factory=dict)  # each probed node's pace
+    # the GPU watcher's figures over the window (gpuwatch.py): "busy" and "energy", each its figures or
+    # {"not_measured": why}; {} where no GPU was there to watch (CPU nodes, an imported log)
+    gpu: dict = field(default_factory=dict)

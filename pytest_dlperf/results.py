@@ -73,8 +73,15 @@ class CaseResult:
                 d["values"] = self.values(m.name)
             if value is None:
                 d["not_measured"] = self.absent[m.name]
+            if flag := m.flagged(value, self.case.unit):
+                d["flag"] = flag
             out[m.name] = d
         return out
+
+    def flags(self) -> dict[str, str]:
+        """What the case's figures flag (``Metric.flag``): metric -> its line ("host-bound: this figure
+        follows the CPU's dispatch speed (GPU busy share 62.0%, below 90.0%)")."""
+        return {m.name: text for m in metrics.declared() if (text := m.flagged(self.value(m.name), self.case.unit))}
 
     @property
     def speedup(self) -> float | None:
@@ -141,7 +148,7 @@ class CaseResult:
                 {"repeat": r.repeat, "started_at": r.started_at, "wall_seconds": r.wall_seconds, "commands": r.commands,
                  "logs": r.logs, "meta": r.meta, "steps": [asdict(s) for s in r.steps],
                  **({"pace": r.pace, "node_paces": r.node_paces} if r.pace is not None else {}),
-                 **({"pace_error": r.pace_error} if r.pace_error else {})}
+                 **({"pace_error": r.pace_error} if r.pace_error else {}), **({"gpu": r.gpu} if r.gpu else {})}
                 for r in self.runs
             ]
         return d
@@ -160,7 +167,7 @@ def result_from_dict(d: dict) -> CaseResult:
     runs = [RunRecord(repeat=r["repeat"], meta=r["meta"], steps=[StepRecord(**s) for s in r["steps"]],
                       commands=r["commands"], logs=r["logs"], wall_seconds=r["wall_seconds"],
                       started_at=r.get("started_at", 0.0), pace=r.get("pace"), pace_error=r.get("pace_error", ""),
-                      node_paces=r.get("node_paces", {}))
+                      node_paces=r.get("node_paces", {}), gpu=r.get("gpu") or {})
             for r in d.get("runs", [])]
     declared = d.get("metrics") or {}  # contract 2; a contract-1 case has the primary metric's figures only
     launch = [m.name for m in metrics.of_kind(metrics.Kind.LAUNCH) if m is not metrics.PRIMARY]
@@ -214,12 +221,15 @@ def _other_figures(case: CaseSpec, m: Measurement, runs: list[RunRecord]) -> tup
     for metric in metrics.of_kind(metrics.Kind.LAUNCH):
         if metric is metrics.PRIMARY:
             continue
-        got, why = [], []
+        got, why, cannot = [], [], 0
         for r in runs:
             try:
                 got.append(metric.per_launch(r, case, m))
             except metrics.NotMeasured as exc:
                 why.append(str(exc))
+                cannot += isinstance(exc, metrics.NotApplicable)
+        if cannot == len(runs):
+            continue  # no launch could have it (a GPU metric on CPU nodes): the case leaves it out, unsaid
         if not why:
             figures[metric.name] = got
         else:

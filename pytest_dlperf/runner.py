@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from . import pace
+from . import gpuwatch, pace
 from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, stop_everything
 from .launchers.base import Launcher, RunPlan
 from .records import RunRecord, StepRecord
@@ -83,6 +83,8 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
         raise ClusterError(f"launcher {launcher.name!r} spans nodes: it must return one command, for node 0")
     if probes_pace(launcher, measurement, cmds):
         cmds = pace.wrap(cluster, run_dirs, cmds)
+    elif watches_gpus(launcher, case, cmds) == "":
+        cmds = gpuwatch.wrap(cluster, run_dirs, cmds, case.topology.devices_per_node)
     return plan, cmds
 
 
@@ -90,6 +92,18 @@ def probes_pace(launcher: Launcher, measurement: Measurement, cmds: list[NodeCom
     """The pace probe runs beside every node's launch when asked, on CPU nodes, for a workload of
     ours (its step log has the window on node 0's clock)."""
     return measurement.pace_probe and launcher.output_format is None and pace.wanted(cmds)
+
+
+def watches_gpus(launcher: Launcher, case: CaseSpec, cmds: list[NodeCommand]) -> str | None:
+    """Whether the GPU watcher runs beside every node's launch (``gpuwatch.py``): "" where it does; where
+    the nodes have GPUs but the watcher cannot give the case's figures, why not; None on CPU nodes."""
+    if not cmds or any(c.node.gpus == 0 for c in cmds):
+        return None
+    if launcher.output_format is not None:
+        return "a program's own output has no window on the nodes' clocks to read NVML over"
+    if launcher.spans_nodes and case.topology.nodes > 1:
+        return f"{launcher.name} starts every node from node 0, so only node 0's GPUs could be watched"
+    return ""
 
 
 def _write_hostfile(cluster: Cluster, nodes: list[Node], slots: int, run_dir: str) -> str:
@@ -177,7 +191,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     (log_dir / "commands.sh").write_text("\n".join(rendered) + "\n")
     procs: list[NodeProcess] = []
     t0, started_at = time.monotonic(), time.time()
-    run_pace, pace_error, node_paces = None, "", {}
+    run_pace, pace_error, node_paces, gpu = None, "", {}, {}
     try:
         for cmd in cmds:
             procs.append(cluster.start(cmd, log_dir / f"{cmd.node.name}.log"))
@@ -186,6 +200,9 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
         meta, steps = _read_output(cluster, launcher, plan, procs, codes, log_dir)
         if launcher.output_format is None and probes_pace(launcher, measurement, cmds):
             run_pace, pace_error, node_paces = _read_pace(cluster, plan, cmds, log_dir, meta)
+        watched = watches_gpus(launcher, case, cmds)
+        if watched is not None:
+            gpu = _read_gpu(cluster, plan, cmds, log_dir, meta) if watched == "" else gpuwatch.not_measured(watched)
     finally:
         sweep_errors = stop_everything(cluster, plan.nodes, plan.tag, procs)
         if sweep_errors:
@@ -197,7 +214,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     return RunRecord(repeat=repeat, meta=meta, steps=steps, commands=rendered,
                      logs={p.node.name: str(p.log_path) for p in procs}, wall_seconds=wall,
                      run_dir=str(log_dir), started_at=started_at, pace=run_pace, pace_error=pace_error,
-                     node_paces=node_paces)
+                     node_paces=node_paces, gpu=gpu)
 
 
 def _watch(cluster: Cluster, launcher: Launcher, plan: RunPlan, procs: list[NodeProcess], deadline: float,
@@ -254,19 +271,27 @@ def _read_output(cluster: Cluster, launcher: Launcher, plan: RunPlan, procs: lis
                           f"({remote}, copied to {out}): {exc}")) from exc
 
 
+def _fetch_logs(cluster: Cluster, plan: RunPlan, cmds: list[NodeCommand], log_dir: Path, name: str,
+                parse: Callable[[str, str], object]) -> tuple[dict, dict[str, str]]:
+    """Each node's log ``name`` from its run directory, parsed (``parse(text, source)``), and each one's
+    source (``node:path``) for messages."""
+    logs, sources = {}, {}
+    for cmd in cmds:
+        node = cmd.node
+        remote = posixpath.join(plan.run_dirs[node.name], name)
+        local = log_dir / f"{node.name}.{name}"
+        sources[node.name] = f"{node.name}:{remote}"
+        cluster.download(node, remote, local)
+        logs[node.name] = parse(_read(local), sources[node.name])
+    return logs, sources
+
+
 def _read_pace(cluster: Cluster, plan: RunPlan, cmds: list[NodeCommand], log_dir: Path,
                meta: dict) -> tuple[float | None, str, dict[str, float]]:
     """(pace, "", each node's) from the probed nodes' logs over the step log's window (node 0's
     clock), or (None, why not, {})."""
-    logs, sources = {}, {}
     try:
-        for cmd in cmds:
-            node = cmd.node
-            remote = pace.log_on_node(plan.run_dirs[node.name])
-            local = log_dir / f"{node.name}.{pace.LOG_NAME}"
-            sources[node.name] = f"{node.name}:{remote}"
-            cluster.download(node, remote, local)
-            logs[node.name] = pace.parse_log(_read(local), sources[node.name])
+        logs, sources = _fetch_logs(cluster, plan, cmds, log_dir, pace.LOG_NAME, pace.parse_log)
         window = meta["window"]
         got, nodes = pace.run_pace(logs, plan.nodes[0].name, float(window["start"]), float(window["end"]), sources)
         return got, "", nodes
@@ -274,3 +299,12 @@ def _read_pace(cluster: Cluster, plan: RunPlan, cmds: list[NodeCommand], log_dir
         return None, str(exc), {}
 
 
+def _read_gpu(cluster: Cluster, plan: RunPlan, cmds: list[NodeCommand], log_dir: Path, meta: dict) -> dict:
+    """The launch's GPU figures (``gpuwatch.figures``) from the watchers' logs over the step log's window
+    (node 0's clock), or both not measured, saying why."""
+    try:
+        logs, sources = _fetch_logs(cluster, plan, cmds, log_dir, gpuwatch.LOG_NAME, gpuwatch.parse_log)
+        window = meta["window"]
+        return gpuwatch.figures(logs, plan.nodes[0].name, float(window["start"]), float(window["end"]), sources)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        return gpuwatch.not_measured(str(exc))

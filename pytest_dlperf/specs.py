@@ -124,6 +124,10 @@ class Measurement:
     min_repeats: int = 0  # under a budget, the fewest launches a case takes (0: always repeats)
     budget: float = 0.0  # the session's measuring seconds, which set how many launches (budget.py; 0: none)
     pace_probe: bool = False  # the pace probe beside every node's launch on CPU nodes (pace.py)
+    # launches adapted to their spread: a case stops at this many launches where their throughputs'
+    # CV is at most settle_cv, else goes on to ``repeats`` (0: every case takes its repeats)
+    settle_launches: int = 0
+    settle_cv: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -135,6 +139,7 @@ class ModelDefaults:
 
     batch_size: int
     image_size: int
+    precisions: tuple[str, ...] = ()  # the precisions it trains in by default (): the profile's
 
 
 @dataclass(frozen=True)
@@ -152,14 +157,15 @@ class Profile:
     min_repeats: int = 0
     budget: float = 0.0
     record_repeats: int = 0  # launches a case takes when --update-baselines records it (0: repeats)
+    settle_launches: int = 0  # a session's case stops at this many launches where they agree (Measurement)
+    settle_cv: float = 0.0  # ... within this CV of their throughputs
 
 
 # Small enough that a backend's whole default suite (its models x fp32 x 1n1g, 2n1g x 3 repeats)
 # finishes within six minutes on 2 CPU cores: the window is time-based (about 1.5 s of steps, at least 3,
 # whatever the machine's pace), the warm-up lasts until the steps settle (VGG's first steps pay
 # for first-touch memory for seconds), and on a slower machine a budget of 330 s of measuring
-# gives up repeats where the time runs short (budget.py; 1 launch a case at least); on GPUs the
-# fixed lengths the seeds publish.
+# gives up repeats where the time runs short (budget.py; 1 launch a case at least).
 CPU_PROFILE = Profile(
     name="cpu",
     precisions=("fp32",),  # AMP (bf16 autocast) on CPU nodes with --dlperf-precision amp
@@ -177,11 +183,24 @@ CPU_PROFILE = Profile(
     # the README's gate section has the figures).
     record_repeats=8,
 )
+# The default GPU suite on one GPU in under 12 minutes (docs/budget.md, "GPU nodes", has the sums):
+# a window of about 5 s (resnet50 fp32's 100 steps of 53 ms ran at CV 0.1-0.2% on an H100 and an H200)
+# at the warm-up's pace, 10 steps at least; a warm-up until two steps agree (5 to 20); 3 launches a
+# case, and up to 5 only where the first 3 spread beyond CV 0.5% (up to there three say what five do:
+# against a 5-launch baseline the rank test finds a 3% drop in every simulated session either way;
+# docs/budget.md), within 600 s of measuring; a baseline records 5.
 GPU_PROFILE = Profile(
     name="gpu",
-    warmup_iters=20,
-    iters=100,
+    warmup_iters=5,
+    max_warmup_iters=20,
+    iters=10,
+    window_seconds=5.0,
+    max_iters=500,
     repeats=5,
+    min_repeats=3,
+    budget=600.0,
+    settle_launches=3,
+    settle_cv=0.005,
 )
 
 

@@ -1,6 +1,8 @@
 """The session budget: how many launches a case takes, on a clock the test moves."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pytest_dlperf.budget import Budget, session_seconds
 
 
@@ -179,3 +181,54 @@ def test_rounds_take_every_repeat_where_they_fit_and_a_last_round_of_the_cases_t
     clock = Clock()
     budget = Budget(0.0, clock=clock)
     assert set(run_rounds(budget, clock, SUITE, planned=8).values()) == {8} and budget.cut == {}
+
+
+# ---------------------------------------------------------------- launches adapted to their spread (GPU nodes)
+def _launches(*throughputs: float):
+    from pytest_dlperf.records import RunRecord
+
+    return [RunRecord(k, {"parsed": {"throughput": x}}, [], [], {}, 10.0) for k, x in enumerate(throughputs)]
+
+
+def _gpu_measurement():
+    from pytest_dlperf.specs import GPU_PROFILE, Measurement
+
+    p = GPU_PROFILE
+    return Measurement(warmup_iters=p.warmup_iters, iters=p.iters, repeats=p.repeats, timeout=600,
+                       min_repeats=p.min_repeats, budget=p.budget, settle_launches=p.settle_launches,
+                       settle_cv=p.settle_cv)
+
+
+def test_a_case_whose_first_three_launches_agree_within_cv_half_a_percent_stops_there():
+    from pytest_dlperf.measure.measured import Measured, settled
+    from pytest_dlperf.specs import CaseSpec, Topology
+
+    m, case = _gpu_measurement(), CaseSpec("resnet50", "fp32", 256, 224, Topology(1, 1))
+    assert (m.settle_launches, m.settle_cv, m.min_repeats, m.repeats) == (3, 0.005, 3, 5)
+    assert settled(Measured(case, _launches(3004.0, 3010.0, 2998.0)), m)  # CV 0.2%, as resnet50 fp32 on an H200
+    assert not settled(Measured(case, _launches(3004.0, 3010.0)), m)  # fewer than three say nothing
+    assert not settled(Measured(case, _launches(4042.0, 3768.0, 4182.0)), m)  # CV 5%: AMP on the H100
+    assert not settled(Measured(case, _launches(3004.0, 3010.0, 2998.0)), replace(m, settle_launches=0))
+
+
+def test_in_rounds_a_settled_case_stops_at_three_and_a_spread_one_takes_five():
+    import contextlib
+    from types import SimpleNamespace
+
+    from pytest_dlperf.measure.measured import Measured, going
+    from pytest_dlperf.measure.rounds import Unit, take_rounds
+    from pytest_dlperf.specs import CaseSpec, Topology
+
+    m = _gpu_measurement()
+    figures = {"steady": [3004.0, 3010.0, 2998.0, 3001.0, 3003.0], "spread": [4042.0, 3768.0, 4182.0, 3900.0, 4100.0]}
+    state = {name: Measured(CaseSpec(name, "fp32", 256, 224, Topology(1, 1))) for name in figures}
+
+    def take(got: Measured, k: int) -> None:
+        got.runs += _launches(figures[got.case.model][k])
+        got.taken.append(40.0)
+
+    bench = SimpleNamespace(cluster=lambda: SimpleNamespace(lease=contextlib.nullcontext))
+    clock = Clock()
+    why = take_rounds(bench, Budget(m.budget, clock=clock), state, m.repeats, m.min_repeats,
+                      Unit(take, going=lambda got: going(got, m)))
+    assert why == "" and {n: len(g.runs) for n, g in state.items()} == {"steady": 3, "spread": 5}

@@ -112,7 +112,24 @@ def test_ssh_gpu_nodes_are_declared_with_dlperf_devices(tmp_path):
                   timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     ids = [line.split("[", 1)[1].rstrip("]") for line in r.stdout.splitlines() if "::test_train[" in line]
-    assert ids == [f"resnet50-{p}-bs128-224px-{t}" for p in ("fp32", "amp") for t in ("1n1g", "1n2g", "2n2g")]
+    assert ids == [f"resnet50-{p}-bs256-224px-{t}" for p in ("fp32", "amp") for t in ("1n1g", "1n2g", "2n2g")]
+
+
+def test_the_default_gpu_suite_on_one_gpu_is_nine_gpu_bound_cases(tmp_path):
+    """The GPU sizes (README, "GPU sizes"): resnet50 and bert-base at 256, ArcFace at 1024, VGG-16 at 64,
+    each in fp32 and amp; the decoder in bf16 only, its fp32 on request."""
+    def ids(*extra: str) -> list[str]:
+        r = run_suite("--collect-only", "--dlperf-cluster", "ssh", "--dlperf-hosts", "10.9.9.1:1", "--dlperf-devices",
+                      "gpu", *extra, f"--dlperf-report={tmp_path / 'report'}", timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return [line.split("[", 1)[1].rstrip("]") for line in r.stdout.splitlines() if "::test_train[" in line]
+
+    assert ids() == [f"{m}-{p}-{size}-1n1g" for m, size in (("resnet50", "bs256-224px"), ("vgg16", "bs64-224px"),
+                                                            ("bert-base", "bs256-seq128"),
+                                                            ("arcface", "bs1024-112px-cls85742"))
+                     for p in ("fp32", "amp")] + ["llama-amp-bs4-seq2048-d2048l16-1n1g"]
+    assert ids("--dlperf-model", "llama", "--dlperf-precision", "fp32,amp") == [
+        "llama-fp32-bs4-seq2048-d2048l16-1n1g", "llama-amp-bs4-seq2048-d2048l16-1n1g"]
 
 
 def fake_tools(bindir: Path, log: Path, *names: str) -> None:
@@ -187,7 +204,7 @@ def test_gpus_detected_at_collection_must_still_be_there_when_the_cluster_is_bui
     r = run_suite(*TINY_ENGINE, "--collect-only", "-k", "resnet50", f"--dlperf-report={tmp_path / 'r1'}",
                   env=env, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr  # 4 GPUs over 2 nodes: the GPU profile's ladder to 2n2g
-    assert "test_train[resnet50-amp-bs128-224px-2n2g]" in r.stdout, r.stdout
+    assert "test_train[resnet50-amp-bs256-224px-2n2g]" in r.stdout, r.stdout
     count.unlink()
     r = run_suite(*TINY_ENGINE, "--dlperf-dryrun", "-k", "resnet50 and fp32 and 1n1g",
                   f"--dlperf-report={tmp_path / 'r2'}", env=env, timeout=120)

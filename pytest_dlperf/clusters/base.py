@@ -15,7 +15,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 RUN_TAG_ENV = "DLPERF_RUN_TAG"
@@ -319,6 +319,18 @@ class Cluster(ABC):
             if p.poll() is None:
                 p.kill()
         procs.clear()
+
+
+def behind(cluster: Cluster, run_dirs: Mapping[str, str], cmds: Sequence[NodeCommand], script: Path,
+           flags: Callable[[str], list[str]]) -> list[NodeCommand]:
+    """Each node's command behind a wrapper of ``node/`` (the pace probe, the GPU watcher), uploaded to
+    the node's run directory: ``python <script> <flags(run_dir)> -- <command ...>``."""
+    out = []
+    for cmd in cmds:
+        run_dir = run_dirs[cmd.node.name]
+        wrapper = cluster.upload(cmd.node, script, run_dir)
+        out.append(replace(cmd, argv=[cmd.node.python, wrapper, *flags(run_dir), "--", *cmd.argv]))
+    return out
 
 
 def stop_everything(cluster: Cluster, nodes: Sequence[Node], tag: str, procs: Sequence[NodeProcess]) -> list[str]:

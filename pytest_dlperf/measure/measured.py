@@ -2,13 +2,15 @@
 tests take their case from the matrix."""
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from ..specs import CaseSpec
+from .. import metrics
+from ..specs import CaseSpec, Measurement
 
 
 @dataclass
@@ -27,6 +29,25 @@ class Measured:
     def stopped(self) -> bool:
         """A launch or its preflight stopped the case: it takes no more launches."""
         return self.error is not None or self.outcome is not None
+
+
+def settled(got: Measured, m: Measurement) -> bool:
+    """Whether a case's launches agree closely enough to stop (``Measurement.settle_launches``): that
+    many ran and their throughputs' CV (the plain one: a single disturbed launch raises it, and the
+    case goes on) is at most ``settle_cv``. A launch without a throughput settles nothing."""
+    if not m.settle_launches or len(got.runs) < max(m.settle_launches, 2):
+        return False
+    try:
+        xs = [metrics.PRIMARY.per_launch(r, got.case, m) for r in got.runs]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return statistics.stdev(xs) / statistics.fmean(xs) <= m.settle_cv
+
+
+def going(got: Measured, m: Measurement) -> bool:
+    """Whether a case takes another launch as far as its own launches say (the budget has its say
+    besides): not stopped by an error, and not settled."""
+    return not got.stopped and not settled(got, m)
 
 
 def matrix_case(item: pytest.Item) -> CaseSpec | None:

@@ -15,7 +15,7 @@ from ..runner import RunFailed
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
 from .launch import launch
-from .measured import Measured, cases_after, cases_from, own_case
+from .measured import Measured, cases_after, cases_from, going, own_case
 from .rounds import Unit, take_rounds
 
 
@@ -48,7 +48,8 @@ class CaseOrder:
         try:
             with b.cluster().lease():
                 b.preflight(case)
-                while budget.another(got.taken, m.repeats, m.min_repeats, after, case.topology.name):
+                while going(got, m) and budget.another(got.taken, m.repeats, m.min_repeats, after,
+                                                        case.topology.name):
                     k = len(got.taken)
                     got.runs.append(launch(b, case, m, f"r{k}", k, m.repeats, got.taken))
         except (RunFailed, ClusterError) as exc:
@@ -84,7 +85,7 @@ class RoundsOrder:
             self._rounds_taken = True
             self._measured = {self.bench.name(c): Measured(c) for c in cases_from(item, self.bench.name)}
             take_rounds(self.bench, self.bench.budget(m), self._measured, m.repeats, m.min_repeats,
-                        Unit(lambda got, k: self._launch(got, k, m)))
+                        Unit(lambda got, k: self._launch(got, k, m), going=lambda got: going(got, m)))
         got = self._measured.pop(name, None) if own_case(item, case) else None  # another test's run() measures anew
         return got if got is not None else self.back_to_back.measure(case, item, m)
 

@@ -5,17 +5,19 @@ declaration says its unit, direction, kind, default tolerances and how a case's 
 """
 from __future__ import annotations
 
-from .catalog import (BUSBW, EFFICIENCY, METRICS, MFU, MULTI_NODE_EFFICIENCY, PEAK_MEMORY, PRIMARY, SPEEDUP,
-                      THROUGHPUT, TIME_TO_FIRST_STEP)
-from .declaration import CASE_UNIT, DeviceKind, Direction, Kind, Metric, NotMeasured, ScalingInputs
+from .catalog import (BUSBW, BUSY_SHARE, EFFICIENCY, ENERGY_PER_SAMPLE, HOST_BOUND_BELOW, METRICS, MFU,
+                      MULTI_NODE_EFFICIENCY, PEAK_MEMORY, PRIMARY, SPEEDUP, THROUGHPUT, TIME_TO_FIRST_STEP)
+from .declaration import (CASE_UNIT, DeviceKind, Direction, Flag, Kind, Metric, NotApplicable, NotMeasured,
+                          ScalingInputs, item_of)
 from .formulas import (PERCENTILES, Step, acspeed_line, center, efficiency, multi_node_efficiency, percentiles,
                        speedup, steady_window, step_times, throughput)
 
-__all__ = ["BUSBW", "CASE_UNIT", "EFFICIENCY", "METRICS", "MFU", "MULTI_NODE_EFFICIENCY", "PEAK_MEMORY", "SPEEDUP",
-           "THROUGHPUT", "TIME_TO_FIRST_STEP", "PERCENTILES", "PRIMARY", "DeviceKind", "Direction", "Kind", "Metric",
-           "NotMeasured", "ScalingInputs", "Step", "acspeed_line", "center", "declared", "efficiency", "gated",
-           "get", "multi_node_efficiency", "names", "of_kind", "percentiles", "speedup", "steady_window",
-           "step_times", "throughput"]
+__all__ = ["BUSBW", "BUSY_SHARE", "CASE_UNIT", "EFFICIENCY", "ENERGY_PER_SAMPLE", "HOST_BOUND_BELOW", "METRICS", "MFU",
+           "MULTI_NODE_EFFICIENCY", "PEAK_MEMORY", "SPEEDUP", "THROUGHPUT", "TIME_TO_FIRST_STEP", "PERCENTILES",
+           "PRIMARY", "DeviceKind", "Direction", "Flag", "Kind", "Metric", "NotApplicable", "NotMeasured",
+           "ScalingInputs", "Step", "acspeed_line", "center", "declared", "efficiency", "gated", "get", "item_of",
+           "multi_node_efficiency", "names", "of_kind", "percentiles", "speedup", "steady_window", "step_times",
+           "throughput"]
 
 def declared() -> tuple[Metric, ...]:
     """Every metric, in the order the reports show them."""

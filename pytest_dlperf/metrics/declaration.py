@@ -94,7 +94,37 @@ class NotMeasured(Exception):
     measure it, the workload is older). Never a zero or a guess in its place."""
 
 
+class NotApplicable(NotMeasured):
+    """A launch cannot have the metric at all (a CPU node has no GPU busy share): a case none of whose
+    launches can have it leaves the metric out, unsaid, where a NotMeasured is said with its reason."""
+
+
 CASE_UNIT = "<case>"  # the unit is the case's own throughput unit: samples/s, tokens/s for a decoder
+ITEM = "{item}"  # in a unit or column: what one sample is for the case ("sample", "token" for a decoder)
+
+
+def item_of(case_unit: str) -> str:
+    """What the case's throughput counts one of: "samples/s" -> "sample", "tokens/s" -> "token"."""
+    return case_unit.removesuffix("/s").removesuffix("s")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """What a case's figure of a metric says of the case's other figures where it lies on the worse
+    side of ``limit`` (by the metric's direction): a GPU busy share under 0.90 says the case is
+    host-bound. The reports give the flag beside the figure; it judges nothing."""
+
+    limit: float
+    label: str  # a word or two: "host-bound"
+    meaning: str  # what it says of the case's figures: "this figure follows the CPU's dispatch speed"
+
+    def __post_init__(self) -> None:
+        if not self.limit > 0:
+            raise ValueError(f"flag {self.label!r}: its limit must be above 0, got {self.limit!r}")
+
+    @property
+    def text(self) -> str:
+        return f"{self.label}: {self.meaning}"
 
 
 @dataclass(frozen=True)
@@ -138,6 +168,7 @@ class Metric:
     # the robust CV of a session's runs above which the gate calls them NOISY (None: the session's bound,
     # --dlperf-noisy's 10%): a start-up on a shared CPU host spreads far more than its steps do
     cv_bound: float | None = None
+    flag: Flag | None = None  # what a case's figure beyond a limit says of the case (reported beside it)
 
     def __post_init__(self) -> None:
         if self.gated and set(self.tolerances) != set(DeviceKind):
@@ -163,16 +194,25 @@ class Metric:
         return self.junit or f"dlperf_{self.name}"
 
     def unit_for(self, case_unit: str) -> str:
-        """The unit shown after a figure; a throughput's is the case's (tokens/s for a decoder)."""
-        return case_unit if self.unit == CASE_UNIT else self.unit
+        """The unit shown after a figure; a throughput's is the case's (tokens/s for a decoder), and a
+        unit per sample is per token for a decoder (``mJ/{item}``)."""
+        return case_unit if self.unit == CASE_UNIT else self.unit.replace(ITEM, item_of(case_unit))
 
     def raw_unit(self, case_unit: str) -> str:
         """The unit of the figures as kept (results.json, baselines): bytes where the reports show GiB."""
-        return self.stored_unit or self.unit_for(case_unit)
+        return self.stored_unit.replace(ITEM, item_of(case_unit)) if self.stored_unit else self.unit_for(case_unit)
 
     def header(self, case_unit: str) -> str:
         """A table's header: the case's throughput unit, or the declared column name (with its unit)."""
-        return case_unit if self.column == CASE_UNIT else self.column
+        return case_unit if self.column == CASE_UNIT else self.column.replace(ITEM, item_of(case_unit))
+
+    def flagged(self, value: float | None, case_unit: str = "samples/s") -> str | None:
+        """What the case's figure flags, with the figure and the limit ("host-bound: this figure follows
+        the CPU's dispatch speed (GPU busy share 62.0%, below 90.0%)"); None where it flags nothing."""
+        if self.flag is None or value is None or not self.direction.worse_at_all(value / self.flag.limit):
+            return None
+        return (f"{self.flag.text} ({self.title} {self.show(value, case_unit)}, {self.direction.beyond} "
+                f"{self.show(self.flag.limit, case_unit)})")
 
     def show(self, value: float | None, case_unit: str = "samples/s", unit: bool = True) -> str:
         """A figure as the reports show it ("-" where there is none, never a filled-in 0)."""

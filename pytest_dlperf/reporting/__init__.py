@@ -45,7 +45,7 @@ def summary_tables(results: ResultSet, width: int = 150) -> str:
                           _fmt(r.step_time.get("p50"), ".3f", "s"),
                           _fmt(r.step_time.get("p95"), ".3f", "s"), str(len(r.throughputs)))
         console.print(table)
-        for line in cells.not_measured(rows):
+        for line in cells.not_measured(rows) + cells.flagged(rows):
             console.print(f"  {line}", soft_wrap=True)
         for r in rows:
             console.print(f"  {r.case.topology.name}: {r.acspeed_line}")

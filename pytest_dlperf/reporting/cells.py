@@ -1,5 +1,6 @@
 """The case tables' metric columns, read from the metric declarations: which metrics a group's rows
-show, a row's cell, and the lines under a table saying what a row did not measure and why."""
+show, a row's cell, and the lines under a table saying what a row did not measure and why, and what
+a row's figures flag (host-bound)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -27,3 +28,9 @@ def not_measured(rows: Sequence[CaseResult]) -> list[str]:
         for name, why in r.absent.items():
             said.setdefault((name, why), []).append(r.case.topology.name)
     return [f"{metrics.get(name).title} not measured ({', '.join(where)}): {why}" for (name, why), where in said.items()]
+
+
+def flagged(rows: Sequence[CaseResult]) -> list[str]:
+    """``1n1g: host-bound: this figure follows the CPU's dispatch speed (GPU busy share 62.0%, below 90.0%)``:
+    what each row's figures flag (the metric declarations' ``flag``)."""
+    return [f"{r.case.topology.name}: {text}" for r in rows for text in r.flags().values()]

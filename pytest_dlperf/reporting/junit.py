@@ -1,5 +1,6 @@
 """A case's key figures as JUnit properties (``--junitxml``), as ``record_property`` writes them: one
-per declared metric the case has (under the declaration's property name), and its verdicts."""
+per declared metric the case has (under the declaration's property name), what its figures flag, and its
+verdicts."""
 from __future__ import annotations
 
 from .. import metrics
@@ -17,6 +18,9 @@ def junit_properties(result: CaseResult) -> list[tuple[str, object]]:
         value = result.value(m.name)
         if value is not None:
             props.append((m.junit_name, round(value, 6) if abs(value) < 1e6 else round(value)))
+    for name in result.flags():  # what a figure flags: dlperf_busy_share_flag = host-bound
+        m = metrics.get(name)
+        props.append((f"{m.junit_name}_flag", m.flag.label if m.flag else ""))
     for metric, v in (result.verdict or {}).items():
         props.append((f"dlperf_verdict_{metric}", v.status.value))
     return props

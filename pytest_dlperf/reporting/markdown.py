@@ -70,8 +70,8 @@ def _case_tables(results: ResultSet) -> list[str]:
                   + " | p50 step | p95 step | verdict |",
                   "|---|--:|--:|" + "--:|" * len(columns) + "--:|--:|---|"]
         lines += [_case_row(r, columns) for r in rows] + [""]
-        notes = cells.not_measured(rows) + [f"{r.case.topology.name}: {comm.line}" for r in rows
-                                            if (comm := r.communication) is not None]
+        notes = cells.not_measured(rows) + cells.flagged(rows) + [
+            f"{r.case.topology.name}: {comm.line}" for r in rows if (comm := r.communication) is not None]
         lines += [f"- {n}" for n in notes] + ([""] if notes else [])
     return lines
 

@@ -27,7 +27,9 @@ PACE_TEXT = {"on": "; the pace probe in front of each CPU node's command (--dlpe
 def launches_text(m: Measurement, options: RunOptions, recording: bool) -> str:
     """How many launches each case takes, for the dry-run: the command runs that many times."""
     if m.budget and m.min_repeats < m.repeats:
-        return (f"each case runs {m.min_repeats}-{m.repeats} times: further launches while the "
+        spread = (f" where the first {m.settle_launches} spread beyond CV {m.settle_cv:.1%}"
+                  if m.settle_launches else "")
+        return (f"each case runs {m.min_repeats}-{m.repeats} times: further launches{spread} while the "
                 f"{m.budget:g} s budget affords them" + ORDER_TEXT[options.order]
                 + PACE_TEXT[options.pace_probe])
     what = ": recording a baseline" if recording else ""

@@ -618,14 +618,30 @@ def keep_freed_memory() -> str | None:
     return "glibc: blocks to 32 MiB from the heap, freed memory kept (mallopt)"
 
 
+CUDNN_BENCHMARK_ENV = "DLPERF_CUDNN_BENCHMARK"  # "1" or unset: cuDNN's autotuner on; "0": its heuristics
+
+
+def cudnn_benchmark() -> bool:
+    """Whether cuDNN times every convolution's algorithms in the first step and keeps the fastest
+    (``torch.backends.cudnn.benchmark``). On unless DLPERF_CUDNN_BENCHMARK=0, as convolutional training
+    is run (torchvision's reference scripts) and as every GPU figure so far was measured; its cost (most
+    of a 23 s first step of resnet50 on an H100, in every launch) against what it buys is measured by
+    ``benchmarks/gpu_check.py --only cudnn`` and by an A/B session: --dlperf-candidate
+    env=DLPERF_CUDNN_BENCHMARK=0 (docs/budget.md, "GPU nodes")."""
+    asked = os.environ.get(CUDNN_BENCHMARK_ENV, "")
+    if asked not in ("", "0", "1"):
+        raise SystemExit(f"dlperf: {CUDNN_BENCHMARK_ENV}={asked!r} is neither 1 (autotune) nor 0 (heuristics)")
+    return asked != "0"
+
+
 def place(args: argparse.Namespace, local_rank: int, cuda: bool) -> torch.device:
-    """Threads, and this rank's device (its local GPU, with cuDNN's autotuner on)."""
+    """Threads, and this rank's device (its local GPU; cuDNN's autotuner as ``cudnn_benchmark`` says)."""
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     if not cuda:
         return torch.device("cpu")
     torch.cuda.set_device(local_rank)
-    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.benchmark = cudnn_benchmark()
     return torch.device("cuda", local_rank)
 
 
@@ -708,6 +724,7 @@ def main(argv: list[str] | None = None) -> int:
                 **({"allreduce": allreduce, "gradient_bytes": grad_bytes} if allreduce else {}),
                 **({"sample": "token", "llm": llm_facts(model, args)} if per_sample > 1 else {}),
                 **({"host_malloc": host_malloc} if host_malloc else {}),
+                **({"cudnn_benchmark": torch.backends.cudnn.benchmark} if cuda else {}),
                 memory=steplog.peak_memory(peaks), first_step=steplog.first_step([t.tolist() for t in starts]),
             )
             log.steps(timed, gathered, args.batch_size * per_sample * world)
