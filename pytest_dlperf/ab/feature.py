@@ -116,9 +116,10 @@ class ABSession:
     def _other_metrics(self, rec: PairedCase, final: bool) -> None:
         """Each other gated per-launch metric (peak memory, ...) that both sides measured in every pair: its
         paired verdict from the same pairs, on its own tolerance (the pairs stop when throughput decides)."""
+        kind = self._device_kind()
         for m in metrics.of_kind(Kind.LAUNCH, gated_only=True):
             data = rec.figures(m.name) if m is not metrics.PRIMARY else []
-            if not data:
+            if not data or not m.judged_on(kind, self.tolerances.get(m.name) is not None):
                 continue
             lower = m.direction is Direction.LOWER
             got = sequential.decide(data, self._method_for(m), final=final, lower_is_better=lower,
@@ -132,10 +133,10 @@ class ABSession:
         """The paired test for another metric: the session's, at that metric's tolerance (its option, else
         its declared default for the nodes' device kind)."""
         given = self.tolerances.get(metric.name)
-        if given is None:
-            kind = DeviceKind.GPU if any(n.gpus > 0 for n in self.bench.cluster().nodes()) else DeviceKind.CPU
-            given = metric.default_tolerance(kind)
-        return replace(self.method, tolerance=given)
+        return replace(self.method, tolerance=given if given is not None else metric.default_tolerance(self._device_kind()))
+
+    def _device_kind(self) -> DeviceKind:
+        return DeviceKind.GPU if any(n.gpus > 0 for n in self.bench.cluster().nodes()) else DeviceKind.CPU
 
     def differences(self, rec: PairedCase) -> list[str]:
         """What differs between the sides: the spec (python, files' commit, variables) and what the

@@ -169,6 +169,10 @@ class Metric:
     # --dlperf-noisy's 10%): a start-up on a shared CPU host spreads far more than its steps do
     cv_bound: float | None = None
     flag: Flag | None = None  # what a case's figure beyond a limit says of the case (reported beside it)
+    # the device kinds whose nodes it is gated on by default; on the others it is reported, and judged
+    # only where the session or the test gives its tolerance (a start-up on a shared CPU host follows
+    # the host's load: it doubled there on unchanged software)
+    gated_on: frozenset[DeviceKind] = frozenset(DeviceKind)
 
     def __post_init__(self) -> None:
         if self.gated and set(self.tolerances) != set(DeviceKind):
@@ -176,6 +180,11 @@ class Metric:
         wanted = {Kind.LAUNCH: self.per_launch, Kind.SCALING: self.derive, Kind.CASE: self.per_case}[self.kind]
         if wanted is None:
             raise ValueError(f"metric {self.name}: a {self.kind} metric declares how it is computed")
+
+    def judged_on(self, kind: DeviceKind, asked: bool = False) -> bool:
+        """Whether the gate judges it on nodes of ``kind``: gated there by default, or its tolerance given
+        (``asked``: on the command line or in the test's marker)."""
+        return self.gated and (kind in self.gated_on or asked)
 
     @property
     def option_name(self) -> str:

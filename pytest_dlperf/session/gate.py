@@ -12,6 +12,7 @@ import pytest
 from .. import metrics
 from ..baselines import BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, judge, judge_scalar
 from ..baselines.fingerprint import FingerprintComparison, compare
+from ..baselines.profile import device_kind
 from ..baselines.rules import pace_hides, resolve_tolerances
 from ..baselines.store import SittingsError
 from ..clusters.base import Node
@@ -116,7 +117,9 @@ class Gate:
         except BaselineError as exc:
             return Judgement(Outcome.FAIL, f"{case.id}: {exc}")
         result.profile = ctx.profile
-        tol = resolve_tolerances(ctx.tolerances, self.options.tolerance, marker_tolerances(item))
+        marked = marker_tolerances(item)
+        tol = resolve_tolerances(ctx.tolerances, self.options.tolerance, marked)
+        asked = {name for name, v in {**self.options.tolerance, **marked}.items() if v is not None}
         record = self.options.update or (ctx.entry is None and self.options.missing == "record")
         comp = self.hardware(ctx.file, ctx.entry, fingerprints) if ctx.entry is not None else None
         if record and item is not None:
@@ -124,8 +127,8 @@ class Gate:
             if refused is not None:
                 return refused
         if comp is not None and comp.status == "differs":
-            return self._judge_other_hardware(result, ctx, tol, comp, reference, record)
-        return self._judge_entry(result, ctx, tol, reference, record)
+            return self._judge_other_hardware(result, ctx, tol, comp, reference, record, asked)
+        return self._judge_entry(result, ctx, tol, reference, record, asked)
 
     def _record(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances, nodeid: str,
                 comp: FingerprintComparison | None, reference: CaseResult | None,
@@ -140,12 +143,13 @@ class Gate:
         return None
 
     def _judge_other_hardware(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
-                              comp: FingerprintComparison, reference: CaseResult | None, record: bool) -> Judgement:
+                              comp: FingerprintComparison, reference: CaseResult | None, record: bool,
+                              asked: set[str]) -> Judgement:
         """The entry was recorded on other hardware: not judged (HARDWARE), except that on a machine
         that probes faster a throughput drop beyond the tolerance is still a regression."""
         if comp.faster_only and not self.options.update:
             # this machine probes faster than the recording one: a drop is not the hardware's
-            judged = self._judge_entry(result, ctx, tol, reference, record)
+            judged = self._judge_entry(result, ctx, tol, reference, record, asked)
             if any(v.metric == PRIMARY.name and v.status is VerdictStatus.REGRESSION for v in judged.verdicts):
                 judged.message += (f"\nthe hardware cannot explain this drop: this machine probes faster than "
                                    f"the recording one ({comp.summary()})")
@@ -157,10 +161,10 @@ class Gate:
         return Judgement(Outcome.FAIL if self.options.hardware_fails else Outcome.SKIP, v.message, [v])
 
     def _judge_entry(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
-                     reference: CaseResult | None, record: bool) -> Judgement:
+                     reference: CaseResult | None, record: bool, asked: set[str]) -> Judgement:
         """Verdicts of the case's runs against its entry (or the lack of one), machines set aside."""
         case = result.case
-        verdicts = self._verdicts(result, ctx, tol, reference)
+        verdicts = self._verdicts(result, ctx, tol, reference, asked)
         result.verdict = {v.metric: v for v in verdicts}
         self._pace_notes(result, verdicts[0])
         if ctx.entry is None:
@@ -172,16 +176,18 @@ class Gate:
         return self._outcome(result, ctx.entry, verdicts)
 
     def _verdicts(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
-                  reference: CaseResult | None) -> list[Verdict]:
-        """A verdict per gated metric the case has (declaration order: the primary metric's first); a
-        metric the session did not measure has none (results.json says why), one the entry lacks is MISSING."""
+                  reference: CaseResult | None, asked: set[str]) -> list[Verdict]:
+        """A verdict per metric gated on the case's nodes (or whose tolerance ``asked`` gives) that the case
+        has (declaration order: the primary metric's first); a metric the session did not measure has none
+        (results.json says why), one the entry lacks is MISSING."""
         case, entry = result.case, ctx.entry
+        kind = device_kind(ctx.profile)
         if entry is None:
             reason = self.store.describe_missing(ctx.profile, case.key, named=self.options.profile is not None)
             return [judge(result.throughputs, None, tol, case=case.id, missing_reason=reason)]
         verdicts, runs = [], None
         for m in metrics.gated():
-            if not m.applies(case.topology.world_size):
+            if not (m.applies(case.topology.world_size) and m.judged_on(kind, m.name in asked)):
                 continue
             if m.kind is Kind.LAUNCH and result.values(m.name):
                 verdicts.append(judge(result.values(m.name), entry, tol, metric=m.name, cv_bound=self.options.cv_bound,
