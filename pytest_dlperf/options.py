@@ -142,9 +142,13 @@ def add_gate_options(parser: pytest.Parser) -> None:
     a("--dlperf-baseline-dir", default=None, metavar="DIR",
       help="the baseline store (default: <rootdir>/baselines)")
     for m in gated():  # one per gated metric, as declared (metrics/catalog.py)
+        where = ("" if m.gated_on == frozenset(DeviceKind) else
+                 f"; judged on {' and '.join(sorted(k.value.upper() for k in m.gated_on))} nodes by default, "
+                 "elsewhere where this is given")
         a(m.option_name, type=fraction, default=None, metavar="F",
           help=f"allowed {m.title} {m.direction.change_word} for this run, e.g. 0.05 (default: the profile file's: "
-               f"{m.default_tolerance(DeviceKind.CPU):g} on CPUs, {m.default_tolerance(DeviceKind.GPU):g} on GPUs)")
+               f"{m.default_tolerance(DeviceKind.CPU):g} on CPUs, {m.default_tolerance(DeviceKind.GPU):g} on GPUs"
+               f"{where})")
     a("--dlperf-baseline-missing", choices=MISSING, default="skip",
       help="a case without a baseline: skip (default, says how to record), fail, or record it")
     a("--dlperf-noisy", choices=NOISY, default="fail",
