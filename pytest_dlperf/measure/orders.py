@@ -15,7 +15,7 @@ from ..runner import RunFailed
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
 from .launch import launch
-from .measured import Measured, cases_after, cases_from, own_case
+from .measured import Measured, cases_after, cases_from, launch_class, own_case
 from .rounds import Unit, take_rounds
 
 
@@ -48,14 +48,14 @@ class CaseOrder:
         try:
             with b.cluster().lease():
                 b.preflight(case)
-                while budget.another(got.taken, m.repeats, m.min_repeats, after, case.topology.name):
+                while budget.another(got.taken, m.repeats, m.min_repeats, after, launch_class(case)):
                     k = len(got.taken)
                     got.runs.append(launch(b, case, m, f"r{k}", k, m.repeats, got.taken))
         except (RunFailed, ClusterError) as exc:
             got.error = str(exc)
         finally:
             if got.runs:
-                budget.end_case(b.name(case), started, got.taken, m.repeats, case.topology.name)
+                budget.end_case(b.name(case), started, got.taken, m.repeats, launch_class(case))
         return got
 
     def unjudged(self) -> dict[str, Measured]:

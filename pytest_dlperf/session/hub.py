@@ -97,7 +97,7 @@ class DLPerfSession:
             max_warmup_iters=p.max_warmup_iters if o.warmup_iters is None else warm,
             window_seconds=window, max_iters=p.max_iters if window else 0,
             min_repeats=min(p.min_repeats or 1, repeats) if budget else 0, budget=budget,
-            pace_probe=o.pace_probe == "on")
+            pace_probe=o.pace_probe == "on", compile_cache=o.compile_cache)
 
     def case_measurement(self, case: CaseSpec, m: Measurement) -> Measurement:
         """The session's measurement for one case: with the pace probe where the option's default
