@@ -5,17 +5,19 @@ declaration says its unit, direction, kind, default tolerances and how a case's 
 """
 from __future__ import annotations
 
-from .catalog import (BUSBW, EFFICIENCY, METRICS, MFU, MULTI_NODE_EFFICIENCY, PEAK_MEMORY, PRIMARY, SPEEDUP,
-                      THROUGHPUT, TIME_TO_FIRST_STEP)
-from .declaration import CASE_UNIT, DeviceKind, Direction, Kind, Metric, NotMeasured, ScalingInputs
+from .catalog import (BUSBW, COMPILE_TIME, COMPILED_OVER_EAGER, DYNAMO_COMPILE_TIME, EFFICIENCY, GRAPH_BREAKS, METRICS,
+                      MFU, MULTI_NODE_EFFICIENCY, PEAK_MEMORY, PRIMARY, RECOMPILES, SPEEDUP, THROUGHPUT,
+                      TIME_TO_FIRST_STEP)
+from .declaration import CASE_UNIT, DeviceKind, Direction, Kind, Metric, NotMeasured, Rule, ScalingInputs
 from .formulas import (PERCENTILES, Step, acspeed_line, center, efficiency, multi_node_efficiency, percentiles,
                        speedup, steady_window, step_times, throughput)
 
-__all__ = ["BUSBW", "CASE_UNIT", "EFFICIENCY", "METRICS", "MFU", "MULTI_NODE_EFFICIENCY", "PEAK_MEMORY", "SPEEDUP",
+__all__ = ["BUSBW", "CASE_UNIT", "COMPILE_TIME", "COMPILED_OVER_EAGER", "DYNAMO_COMPILE_TIME", "EFFICIENCY",
+           "GRAPH_BREAKS", "RECOMPILES", "METRICS", "MFU", "MULTI_NODE_EFFICIENCY", "PEAK_MEMORY", "SPEEDUP",
            "THROUGHPUT", "TIME_TO_FIRST_STEP", "PERCENTILES", "PRIMARY", "DeviceKind", "Direction", "Kind", "Metric",
-           "NotMeasured", "ScalingInputs", "Step", "acspeed_line", "center", "declared", "efficiency", "gated",
+           "NotMeasured", "Rule", "ScalingInputs", "Step", "acspeed_line", "center", "declared", "efficiency", "gated",
            "get", "multi_node_efficiency", "names", "of_kind", "percentiles", "speedup", "steady_window",
-           "step_times", "throughput"]
+           "step_times", "throughput", "tolerated"]
 
 def declared() -> tuple[Metric, ...]:
     """Every metric, in the order the reports show them."""
@@ -33,6 +35,12 @@ def get(name: str) -> Metric:
 def gated() -> tuple[Metric, ...]:
     """The metrics the gate judges, in report order."""
     return tuple(m for m in METRICS if m.gated)
+
+
+def tolerated() -> tuple[Metric, ...]:
+    """The gated metrics judged on a tolerance (each has its option, marker keyword and baseline
+    field): every gated metric but a count (``Rule.COUNT``)."""
+    return tuple(m for m in METRICS if m.tolerated)
 
 
 def of_kind(kind: Kind, gated_only: bool = False) -> tuple[Metric, ...]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import formulas
-from .declaration import CASE_UNIT, DeviceKind, Direction, Kind, Metric, NotMeasured, ScalingInputs
+from .declaration import CASE_UNIT, DeviceKind, Direction, Kind, Metric, NotMeasured, Rule, ScalingInputs
 
 if TYPE_CHECKING:
     from ..records import RunRecord
@@ -40,6 +40,68 @@ def _node_figure(field: str, key: str, what: str) -> Any:
         raise NotMeasured(f"{source} reports no {what}")
 
     return of
+
+
+def _compiled(case: CaseSpec) -> bool:
+    return case.compiled
+
+
+def _compile_record(run: RunRecord) -> Mapping:
+    """The launch's ``compile`` meta (a compiled case's workload writes it); NotMeasured where it has none."""
+    got = run.meta.get("compile")
+    if not isinstance(got, Mapping):
+        raise NotMeasured("its workload reports nothing of torch.compile")
+    if got.get("not_measured"):
+        raise NotMeasured(str(got["not_measured"]))
+    return got
+
+
+def _compile_time(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+    """The slowest rank's first steps up to the last compilation, in a launch that compiled cold: a
+    launch that found its cache filled (--dlperf-compile-cache) compiled from it, which is another figure."""
+    got = _compile_record(run)
+    if not (got.get("cache") or {}).get("cold", True):
+        raise NotMeasured(f"compiled from a filled cache ({got['cache'].get('dir')}): compile time is measured "
+                          "from an empty one")
+    if not isinstance(got.get("seconds"), (int, float)) or got["seconds"] <= 0:
+        raise NotMeasured("no step compiled")
+    return float(got["seconds"])
+
+
+def _dynamo_time(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+    got = _compile_record(run)
+    if not isinstance(got.get("dynamo_seconds"), (int, float)) or got["dynamo_seconds"] <= 0:
+        raise NotMeasured("dynamo accounted no compile time")
+    return float(got["dynamo_seconds"])
+
+
+def _count(key: str) -> Any:
+    """A count in the launch's compile record (the most any rank counted); 0 is a figure."""
+
+    def of(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+        got = _compile_record(run).get(key)
+        if not isinstance(got, int) or got < 0:
+            raise NotMeasured(f"its workload counts no {key.replace('_', ' ')}")
+        return float(got)
+
+    return of
+
+
+def _said(key: str) -> Any:
+    """What dynamo said of each counted thing, from the launch's compile record."""
+
+    def of(run: RunRecord) -> list[str]:
+        got = run.meta.get("compile")
+        return [str(x) for x in (got.get(key) or [])] if isinstance(got, Mapping) else []
+
+    return of
+
+
+def _compiled_over_eager(s: ScalingInputs) -> float | None:
+    if s.case is None or not s.case.compiled or s.median_of is None:
+        return None
+    eager = s.median_of(s.case.as_mode("eager"))
+    return s.median / eager if eager else None
 
 
 def _speedup(s: ScalingInputs) -> float | None:
@@ -103,8 +165,33 @@ TIME_TO_FIRST_STEP = Metric(
     tolerances={CPU: 0.50, GPU: 0.20}, per_launch=_node_figure("first_step", "seconds", "time to first step"),
     digits=".3g", cv_bound=0.60)
 
-METRICS: tuple[Metric, ...] = (THROUGHPUT, SPEEDUP, EFFICIENCY, MULTI_NODE_EFFICIENCY, MFU, BUSBW, PEAK_MEMORY,
-                               TIME_TO_FIRST_STEP)
+COMPILED_OVER_EAGER = Metric(
+    "compiled_over_eager", "compiled over eager", "compiled/eager", "x", Direction.HIGHER, Kind.SCALING,
+    gated=False, description="a compiled case's median throughput / its eager twin's (the HUD's speed-up over eager)",
+    derive=_compiled_over_eager, digits=".2f", applies_to=_compiled)
+COMPILE_TIME = Metric(
+    "compile_time", "compile time", "compile s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
+    description="torch.compile: from the first step to the end of the last warm-up step that compiled, on the "
+                "slowest rank, from an empty cache",
+    tolerances={CPU: 0.30, GPU: 0.20}, per_launch=_compile_time, digits=".3g", cv_bound=0.30, applies_to=_compiled)
+DYNAMO_COMPILE_TIME = Metric(
+    "dynamo_compile_time", "dynamo's compile time", "dynamo s", "s", Direction.LOWER, Kind.LAUNCH, gated=False,
+    description="dynamo's own accounting of its compiling (frames and backward graphs), the slowest rank's",
+    per_launch=_dynamo_time, digits=".3g", in_table=False, applies_to=_compiled)
+GRAPH_BREAKS = Metric(
+    "graph_breaks", "graph breaks", "breaks", "", Direction.LOWER, Kind.LAUNCH, gated=True, rule=Rule.COUNT,
+    description="dynamo's count of graph breaks (counters['graph_break']), the most any rank counted: one more "
+                "than the reference had fails, naming it",
+    per_launch=_count("graph_breaks"), said=_said("breaks"), digits=".0f", applies_to=_compiled)
+RECOMPILES = Metric(
+    "recompiles", "recompilations", "recompiles", "", Direction.LOWER, Kind.LAUNCH, gated=True, rule=Rule.COUNT,
+    description="dynamo's recompilations (a guard failed on a compiled frame), the most any rank counted: one more "
+                "than the reference had fails, naming the guard",
+    per_launch=_count("recompiles"), said=_said("recompile_reasons"), digits=".0f", applies_to=_compiled)
+
+METRICS: tuple[Metric, ...] = (THROUGHPUT, SPEEDUP, EFFICIENCY, MULTI_NODE_EFFICIENCY, COMPILED_OVER_EAGER, MFU, BUSBW,
+                               PEAK_MEMORY, TIME_TO_FIRST_STEP, COMPILE_TIME, DYNAMO_COMPILE_TIME, GRAPH_BREAKS,
+                               RECOMPILES)
 PRIMARY = THROUGHPUT  # what speedup, MFU, the pace probe and A/B's stopping rule are taken from
 
 __all__ = ["METRICS", "PRIMARY", "NotMeasured"]
