@@ -14,7 +14,7 @@ from rich.table import Table
 from .. import metrics
 from ..files import atomic_write_text
 from ..results import CONTRACT, ResultSet
-from . import cells
+from . import cells, compiled
 
 SCHEMA = CONTRACT  # results.json's "schema": its contract version (results.py)
 
@@ -24,7 +24,7 @@ def _fmt(value: float | None, spec: str, unit: str = "") -> str:
     return "-" if value is None else format(value, spec) + unit
 
 
-def summary_tables(results: ResultSet, width: int = 150) -> str:
+def summary_tables(results: ResultSet, width: int = 200) -> str:
     """One table per model, precision, batch and image size, as DLPerf and AIACC print them."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
@@ -54,6 +54,26 @@ def summary_tables(results: ResultSet, width: int = 150) -> str:
             if (comm := r.communication) is not None:
                 console.print(f"  {r.case.topology.name}: efficiency {_fmt(r.efficiency, '.2f')} beside {comm.line}",
                               soft_wrap=True)
+            for line in compiled.case_lines(r):
+                console.print(f"  {line}", soft_wrap=True)
+    return buf.getvalue()
+
+
+def compiled_table(results: ResultSet, width: int = 200) -> str:
+    """Each compiled case beside its eager twin (``compiled.grid``); "" where none was compiled."""
+    body = compiled.grid(results)
+    if not body:
+        return ""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    table = Table(title="torch.compile: compiled against eager (throughput in each case's unit; compile time, "
+                        "graph breaks and recompilations as dynamo counted them)", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    for col in compiled.HEADER:
+        table.add_column(col, justify="left" if col in ("engine", "case", "topology") else "right", no_wrap=True)
+    for cells_ in body:
+        table.add_row(*cells_)
+    console.print(table)
     return buf.getvalue()
 
 
@@ -69,8 +89,9 @@ def engine_grid(results: ResultSet) -> tuple[list[str], list[list[str]]]:
         cells = [case, row["framework"], row["topology"]]
         for e in engines:
             f = row["engines"].get(e)
+            over = f" x{f['compiled_over_eager']:.2f} eager" if f and f.get("compiled_over_eager") is not None else ""
             cells.append("-" if f is None else f"{f['samples_per_s']:.2f} ({_fmt(f['efficiency'], '.2f')}, "
-                                                f"{_fmt(f['multi_node_efficiency'], '.2f')})")
+                                                f"{_fmt(f['multi_node_efficiency'], '.2f')}){over}")
         cells += [_fmt(row["ratios"].get(k), ".3f") for k in ratios]
         body.append(cells)
     return ["case", "framework", "topology", *engines, *ratios], body
