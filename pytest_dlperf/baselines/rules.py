@@ -547,7 +547,7 @@ def judge_count(measured: Sequence[float], baseline: Entry | None, *, metric: st
     """A count (``metrics.Rule.COUNT``: graph breaks, recompilations): the most any of this session's
     launches counted against the most any baseline run did. More is a REGRESSION whatever the size (a
     count, not a tolerance: there is no noise in it), fewer an IMPROVEMENT; ``said``: what the tool said
-    of the things it counted (a break's reason and place), which a REGRESSION's message names."""
+    of the things it counted (a break's reason and place), which the message names."""
     declared = metrics.get(metric)
     if not declared.counted:
         raise ValueError(f"judge_count is for the count metrics, not {metric!r}")
@@ -567,7 +567,7 @@ def judge_count(measured: Sequence[float], baseline: Entry | None, *, metric: st
         status, rule = VerdictStatus.IMPROVEMENT, f"fewer {declared.title} than the baseline had: consider --update-baselines"
     else:
         status, rule = VerdictStatus.PASS, f"as many {declared.title} as the baseline had"
-    shown = "; ".join(said) if said and status is not VerdictStatus.IMPROVEMENT else ""
+    shown = "; ".join(said)
     message = (f"{_HEADS[status]} {case} {metric}: {got} where the baseline had {had or 'none'} (most in any launch: "
                f"{len(measured)} against {len(runs)}{_provenance(baseline, True)}). Rule: {rule}."
                + (f" Counted: {shown}" if shown else ""))

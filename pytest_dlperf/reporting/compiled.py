@@ -40,8 +40,10 @@ def case_lines(r: CaseResult) -> list[str]:
              f"{cold} of {len(records)} launches from an empty cache, the others from the filled {where}")
     t = r.case.topology.name
     took = (f"{_show('compile_time', r)} s to the last compilation, " if r.value("compile_time") is not None else "")
+    splits = max((int(x.get("ddp_splits") or 0) for x in records), default=0)
+    ddp = f", DDPOptimizer's {splits} split(s) at DDP's buckets apart" if splits else ""
     out = [f"{t}: torch.compile {took}dynamo's own accounting {_show('dynamo_compile_time', r)} s, {cache}; "
-           f"{_show('graph_breaks', r)} graph break(s), {_show('recompiles', r)} recompilation(s)"]
+           f"{_show('graph_breaks', r)} graph break(s){ddp}, {_show('recompiles', r)} recompilation(s)"]
     for name, what in (("graph_breaks", "graph break"), ("recompiles", "recompilation")):
         out += [f"{t}: {what}: {said}" for said in r.said(name)]
     return out
