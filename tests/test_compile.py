@@ -141,8 +141,7 @@ def compiled_session(tmp: Path, store: Path, cache: Path, *args: str, python: st
     return r, report
 
 
-@pytest.mark.real
-@pytest.mark.exclusive
+@pytest.mark.real  # (not exclusive: what it checks is counted, not timed)
 def test_a_python_whose_workers_break_the_graph_fails_against_the_baseline_and_as_an_ab_candidate(tmp_path):
     store, cache = tmp_path / "store", tmp_path / "cache"
     cache.mkdir()

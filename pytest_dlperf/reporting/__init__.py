@@ -59,22 +59,28 @@ def summary_tables(results: ResultSet, width: int = 200) -> str:
     return buf.getvalue()
 
 
-def compiled_table(results: ResultSet, width: int = 200) -> str:
-    """Each compiled case beside its eager twin (``compiled.grid``); "" where none was compiled."""
-    body = compiled.grid(results)
+def _text_table(title: str, header: list[str] | tuple[str, ...], body: list[list[str]], left: int,
+                width: int) -> str:
+    """A titled table of text cells for the terminal: the first ``left`` columns left-aligned, the
+    figures right; "" without rows."""
     if not body:
         return ""
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    table = Table(title="torch.compile: compiled against eager (throughput in each case's unit; compile time, "
-                        "graph breaks and recompilations as dynamo counted them)", title_justify="left",
-                  box=box.SIMPLE_HEAD)
-    for col in compiled.HEADER:
-        table.add_column(col, justify="left" if col in ("engine", "case", "topology") else "right", no_wrap=True)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for i, col in enumerate(header):
+        table.add_column(col, justify="left" if i < left else "right", no_wrap=True)
     for cells_ in body:
         table.add_row(*cells_)
     console.print(table)
     return buf.getvalue()
+
+
+def compiled_table(results: ResultSet, width: int = 200) -> str:
+    """Each compiled case beside its eager twin (``compiled.grid``); "" where none was compiled."""
+    return _text_table("torch.compile: compiled against eager (throughput in each case's unit; compile time, "
+                       "graph breaks and recompilations as dynamo counted them)", compiled.HEADER,
+                       compiled.grid(results), 3, width)
 
 
 def engine_grid(results: ResultSet) -> tuple[list[str], list[list[str]]]:
@@ -101,19 +107,8 @@ def engine_table(results: ResultSet, width: int = 200) -> str:
     """Engines side by side (``--backend A,B``), as the AIACC tables put Perseus beside Horovod: per
     engine samples/s, efficiency and multi-node efficiency, then the first engine's ratio to each other."""
     header, body = engine_grid(results)
-    if not body:
-        return ""
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    table = Table(title="engines compared: throughput, samples/s or tokens/s as each case counts (efficiency, "
-                        "multi-node efficiency)", title_justify="left",
-                  box=box.SIMPLE_HEAD)
-    for col in header:
-        table.add_column(col, justify="left" if col in ("case", "framework", "topology") else "right", no_wrap=True)
-    for cells in body:
-        table.add_row(*cells)
-    console.print(table)
-    return buf.getvalue()
+    return _text_table("engines compared: throughput, samples/s or tokens/s as each case counts (efficiency, "
+                       "multi-node efficiency)", header, body, 3, width)
 
 
 def results_document(results: ResultSet, environment: dict, options: dict, failures: dict[str, str]) -> dict:
