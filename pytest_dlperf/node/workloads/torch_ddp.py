@@ -788,7 +788,7 @@ def run_steps(args: argparse.Namespace, step: Callable[[], torch.Tensor], comm, 
 # What holds the wrapped model (DDP and its reducer) is kept until the process leaves with os._exit:
 # freed when main returns, after destroy_process_group, the reducer drops the last reference to the
 # Gloo process group, whose destructor joins Gloo's threads while one of them waits for the GIL to
-# drop a tensor (a rank of a compiled 2-rank DDP run hung there for minutes, 2026-12-02).
+# drop a tensor (a rank of a compiled 2-rank DDP run hung there for minutes, 2026-11-27).
 KEPT: list = []
 
 
