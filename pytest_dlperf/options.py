@@ -235,6 +235,10 @@ def from_config(config: pytest.Config) -> RunOptions:
     if bad:
         raise pytest.UsageError(f"--dlperf-compile: unknown {', '.join(bad)}; allowed: "
                                 f"{', '.join(COMPILE_MODES)}")
+    cache = str(Path(get("dlperf_compile_cache")).expanduser()) if get("dlperf_compile_cache") else ""
+    if cache and not Path(cache).is_absolute():
+        raise pytest.UsageError(f"--dlperf-compile-cache {cache}: give an absolute path (a directory on every node, "
+                                f"e.g. --dlperf-compile-cache={Path(cache).resolve()})")
     if not [b for b in get("dlperf_backend").split(",") if b.strip()]:
         raise pytest.UsageError("--backend: give an engine (ddp, tf, paddle, horovod, perseus, acspeed) or a "
                                 "comma-separated list of them")
@@ -260,6 +264,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         report_dir=report_dir, timeout=get("dlperf_timeout"), pace_probe=_pace_mode(config),
         probe_seconds=get("dlperf_probe_seconds"), reprobe_pause=get("dlperf_reprobe_pause"),
         devices=get("dlperf_devices"),
-        compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=get("dlperf_compile_cache") or "",
+        compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=cache,
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

@@ -52,6 +52,8 @@ def test_default_matrix_is_models_x_precisions_x_ladder(suite):
                                                            "llama-fp32-bs2-seq64-d256l4") for t in ("1n1g", "2n1g")]
     r = suite.runpytest("--collect-only", "-q", "--dlperf-compile", "jit")
     assert r.ret == 4 and "--dlperf-compile: unknown jit; allowed: eager, compiled" in r.stderr.str()
+    r = suite.runpytest("--collect-only", "-q", "--dlperf-compile-cache=cache")
+    assert r.ret == 4 and "--dlperf-compile-cache cache: give an absolute path (a directory on every node" in r.stderr.str()
     r = suite.runpytest("--collect-only", "-q", "--dlperf-precision", "fp32,amp", "--dlperf-model", "vgg16")
     assert collected(r) == ["vgg16-fp32-bs4-32px-1n1g", "vgg16-fp32-bs4-32px-2n1g",
                             "vgg16-amp-bs4-32px-1n1g", "vgg16-amp-bs4-32px-2n1g"]
