@@ -785,6 +785,17 @@ def run_steps(args: argparse.Namespace, step: Callable[[], torch.Tensor], comm, 
         raise  # (fail does not return)
 
 
+def every_rank(comm, timed: steplog.Timed, device: torch.device) -> dict:  # noqa: ANN001 - DDPComm, HorovodComm
+    """What rank 0's meta line takes of every rank (a collective: every rank calls it): its start-up
+    figures, its peak memory, and its host, device and threads."""
+    cuda = device.type == "cuda"
+    starts = comm.all_gather(torch.tensor(START.figures(timed.first_step_end), dtype=torch.float64, device=device))
+    return {"starts": [t.tolist() for t in starts], "peaks": comm.all_gather_object(timed.peak or {}),
+            "hosts": comm.all_gather_object({"host": socket.gethostname(), "local_rank": comm.local_rank,
+                                             "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
+                                             "threads": torch.get_num_threads()})}
+
+
 # What holds the wrapped model (DDP and its reducer) is kept until the process leaves with os._exit:
 # freed when main returns, after destroy_process_group, the reducer drops the last reference to the
 # Gloo process group, whose destructor joins Gloo's threads while one of them waits for the GIL to
@@ -823,11 +834,7 @@ def main(argv: list[str] | None = None) -> int:
     timed, counted = run_steps(args, step, comm, device, sync, args.batch_size * per_sample * world, dynamo)
     compiles = comm.all_gather_object(dynamo.record(timed)) if dynamo else None
     gathered = comm.all_gather(torch.tensor(timed.seconds, dtype=torch.float64, device=device))
-    starts = comm.all_gather(torch.tensor(START.figures(timed.first_step_end), dtype=torch.float64, device=device))
-    peaks = comm.all_gather_object(timed.peak or {})
-    hosts = comm.all_gather_object({"host": socket.gethostname(), "local_rank": local_rank,
-                                    "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
-                                    "threads": torch.get_num_threads()})
+    ranks = every_rank(comm, timed, device)
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     allreduce = allreduce_bandwidth(comm, device, grad_bytes, sync) if world > 1 else []
     digests = comm.all_gather(parameter_digest(model, device))
@@ -839,7 +846,7 @@ def main(argv: list[str] | None = None) -> int:
                 batch_size=args.batch_size, image_size=args.image_size,
                 warmup_iters=timed.warmup, iters=timed.iters, window_seconds=args.window_seconds,
                 window={"start": timed.window[0], "end": timed.window[1]},
-                world_size=world, ranks=hosts,
+                world_size=world, ranks=ranks["hosts"],
                 local_world_size=comm.local_size, nnodes=world // comm.local_size, engine=args.engine,
                 frameworks={"torch": torch.__version__, **comm.versions}, python=platform.python_version(),
                 backend=comm.name, wrapper=comm.wrapper, cuda=torch.version.cuda if cuda else None,
@@ -849,7 +856,7 @@ def main(argv: list[str] | None = None) -> int:
                 **({"allreduce": allreduce, "gradient_bytes": grad_bytes} if allreduce else {}),
                 **({"sample": "token", "llm": llm_facts(model, args)} if per_sample > 1 else {}),
                 **({"host_malloc": host_malloc} if host_malloc else {}),
-                memory=steplog.peak_memory(peaks), first_step=steplog.first_step([t.tolist() for t in starts]),
+                memory=steplog.peak_memory(ranks["peaks"]), first_step=steplog.first_step(ranks["starts"]),
                 **({"compile": steplog.compile_figures(compiles)} if compiles else {}),
             )
             log.steps(timed, gathered, args.batch_size * per_sample * world)
