@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .clusters.shape import ClusterShape, mismatch, of_nodes
-from .specs import CaseSpec, Profile, ladder, profile_for
+from .specs import COMPILED, CaseSpec, Profile, Topology, ladder, profile_for
 
 if TYPE_CHECKING:
     from .clusters.base import Cluster
@@ -69,9 +69,18 @@ def profile_of_shape(shape: ClusterShape) -> Profile:
     return profile_for(shape.gpus)
 
 
+def compile_modes(launcher: Launcher, options: RunOptions, profile: Profile, model: str, topology: Topology) -> list[str]:
+    """How the engine trains ``model`` on ``topology``: the modes --dlperf-compile names (that the engine
+    has), else eager, and compiled too where the profile's default matrix compiles it."""
+    if options.compile:
+        return [m for m in options.compile if m in launcher.compile_modes]
+    compiled = COMPILED in launcher.compile_modes and profile.compiles(model, topology)
+    return ["eager", *([COMPILED] if compiled else [])]
+
+
 def cases(launchers: Iterable[Launcher], options: RunOptions, shape: ClusterShape) -> list[CaseSpec]:
-    """model x precision x variant x topology for each engine, the ladder cut to the shape's nodes and slots
-    (a model's precisions: the options', else its default sizes', else the profile's)."""
+    """model x precision x variant x topology x compile mode for each engine, the ladder cut to the shape's
+    nodes and slots (a model's precisions: the options', else its default sizes', else the profile's)."""
     profile = profile_of_shape(shape)
     out = []
     for launcher in launchers:
@@ -85,8 +94,8 @@ def cases(launchers: Iterable[Launcher], options: RunOptions, shape: ClusterShap
                           if p in launcher.precisions]
             for precision, variant, topo in itertools.product(precisions, launcher.variants(profile.name, model),
                                                               ladder(shape.nodes, shape.slots)):
-                out.append(CaseSpec(model=model, precision=precision,
-                                    batch_size=options.batch_size or d.batch_size,
-                                    image_size=options.image_size or d.image_size,
-                                    topology=topo, backend=launcher.name, variant=variant))
+                case = CaseSpec(model=model, precision=precision, batch_size=options.batch_size or d.batch_size,
+                                image_size=options.image_size or d.image_size, topology=topo,
+                                backend=launcher.name, variant=variant)
+                out += [case.as_mode(mode) for mode in compile_modes(launcher, options, profile, model, topo)]
     return out

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from .metrics import DeviceKind, gated
+from .metrics import DeviceKind, tolerated
 from .optiongroups import OptionGroup, add_short_names, value_options
 from .optiontypes import csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
-from .specs import PRECISIONS
+from .specs import COMPILE_MODES, PRECISIONS
 
 __all__ = ["RunOptions", "add_options", "add_short_names", "from_config", "value_options"]
 
@@ -80,6 +80,14 @@ def add_workload_options(parser: pytest.Parser) -> None:
       help="samples per device per step (default: the hardware profile's, per model)")
     a("--dlperf-image-size", type=positive_int, default=None, metavar="PX",
       help="image side in pixels (default: the hardware profile's, per model)")
+    a("--dlperf-compile", type=csv, default=None, metavar="MODE[,MODE]",
+      help=f"how the torch engines (ddp, fsdp) train each model, comma-separated from {', '.join(COMPILE_MODES)} "
+           "(torch.compile; a compiled case's id ends in -compiled-<topology>). Default: every case eager, and "
+           "compiled where the profile says: the decoder at 1n1g")
+    a("--dlperf-compile-cache", default=None, metavar="DIR",
+      help="a compiled case's inductor caches in DIR on every node, shared by its launches and kept for later "
+           "sessions (compile time is then measured only where DIR was empty). Default: each launch compiles "
+           "into an empty cache of its own, removed after it")
 
 
 def add_measurement_options(parser: pytest.Parser) -> None:
@@ -141,7 +149,7 @@ def add_gate_options(parser: pytest.Parser) -> None:
       help="gate against this profile's file instead of the detected one (e.g. ecs.ebmgn6v.24xlarge)")
     a("--dlperf-baseline-dir", default=None, metavar="DIR",
       help="the baseline store (default: <rootdir>/baselines)")
-    for m in gated():  # one per gated metric, as declared (metrics/catalog.py)
+    for m in tolerated():  # one per gated metric with a tolerance, as declared (metrics/catalog.py)
         where = ("" if m.gated_on == frozenset(DeviceKind) else
                  f"; judged on {' and '.join(sorted(k.value.upper() for k in m.gated_on))} nodes by default, "
                  "elsewhere where this is given")
@@ -188,6 +196,8 @@ class RunOptions:
     probe_seconds: float = 1.5  # the hardware probe's length
     reprobe_pause: float = REPROBE_PAUSE  # seconds between the extra hardware probes
     devices: str | None = None  # --dlperf-devices: "gpu" or "cpu" (DEVICES); None: the cluster kind's answer
+    compile: list[str] | None = None  # --dlperf-compile: "eager", "compiled" (COMPILE_MODES); None: the profile's
+    compile_cache: str = ""  # --dlperf-compile-cache: a directory on every node; "": an empty cache per launch
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -224,6 +234,15 @@ def from_config(config: pytest.Config) -> RunOptions:
     bad = [p for p in precisions or [] if p not in PRECISIONS]
     if bad:
         raise pytest.UsageError(f"--dlperf-precision: unknown {', '.join(bad)}; allowed: {', '.join(PRECISIONS)}")
+    modes = get("dlperf_compile")
+    bad = [m for m in modes or [] if m not in COMPILE_MODES]
+    if bad:
+        raise pytest.UsageError(f"--dlperf-compile: unknown {', '.join(bad)}; allowed: "
+                                f"{', '.join(COMPILE_MODES)}")
+    cache = str(Path(get("dlperf_compile_cache")).expanduser()) if get("dlperf_compile_cache") else ""
+    if cache and not Path(cache).is_absolute():
+        raise pytest.UsageError(f"--dlperf-compile-cache {cache}: give an absolute path (a directory on every node, "
+                                f"e.g. --dlperf-compile-cache={Path(cache).resolve()})")
     if not [b for b in get("dlperf_backend").split(",") if b.strip()]:
         raise pytest.UsageError("--backend: give an engine (ddp, tf, paddle, horovod, perseus, acspeed) or a "
                                 "comma-separated list of them")
@@ -249,5 +268,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         report_dir=report_dir, timeout=get("dlperf_timeout"), pace_probe=_pace_mode(config),
         probe_seconds=get("dlperf_probe_seconds"), reprobe_pause=get("dlperf_reprobe_pause"),
         devices=get("dlperf_devices"),
+        compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=cache,
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

@@ -49,10 +49,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     rootdir.check(config, config.stash.get(VALUE_OPTIONS, frozenset()))  # `--dlperf-report DIR` moved no rootdir
-    from .metrics import gated  # the declarations alone: light
+    from .metrics import tolerated  # the declarations alone: light
 
     config.addinivalue_line(
-        "markers", f"dlperf({', '.join(f'{m.marker_key}=' for m in gated())}): per-test gate "
+        "markers", f"dlperf({', '.join(f'{m.marker_key}=' for m in tolerated())}): per-test gate "
         "tolerances (fractions, e.g. tolerance=0.03)")
     config.pluginmanager.register(DLPerfFront(config), "dlperf_front")
 

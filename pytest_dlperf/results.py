@@ -50,11 +50,11 @@ class CaseResult:
         return list(self.figures.get(metric, []))
 
     def value(self, metric: str) -> float | None:
-        """The case's figure of a metric: a per-launch one's median, a scaling one's, a case one's; None: none."""
+        """The case's figure of a metric: a per-launch one's median (a count's largest), a scaling one's, a
+        case one's; None: none."""
         m = metrics.get(metric)
         if m.kind is metrics.Kind.LAUNCH:
-            runs = self.values(metric)
-            return self.median if m is metrics.PRIMARY else statistics.median(runs) if runs else None
+            return self.median if m is metrics.PRIMARY else m.of_runs(self.values(metric))
         if m.kind is metrics.Kind.SCALING:
             return self.scaling.get(metric)
         return m.per_case(self)
@@ -68,9 +68,11 @@ class CaseResult:
             if value is None and m.name not in self.absent:
                 continue
             d: dict = {"unit": m.raw_unit(self.case.unit), "better": m.direction.value, "kind": m.kind.value,
-                       "gated": m.gated, "value": value}
+                       "gated": m.gated, "value": value, **({"rule": m.rule.value} if m.gated else {})}
             if m.kind is metrics.Kind.LAUNCH:
                 d["values"] = self.values(m.name)
+            if m.counted and value is not None:
+                d["said"] = self.said(m.name)
             if value is None:
                 d["not_measured"] = self.absent[m.name]
             if flag := m.flagged(value, self.case.unit):
@@ -82,6 +84,11 @@ class CaseResult:
         """What the case's figures flag (``Metric.flag``): metric -> its line ("host-bound: this figure
         follows the CPU's dispatch speed (GPU busy share 62.0%, below 90.0%)")."""
         return {m.name: text for m in metrics.declared() if (text := m.flagged(self.value(m.name), self.case.unit))}
+
+    def said(self, metric: str) -> list[str]:
+        """What the tool said of the things a count metric counted, over every launch, each once."""
+        m = metrics.get(metric)
+        return list(dict.fromkeys(x for r in self.runs for x in (m.said(r) if m.said else [])))
 
     @property
     def speedup(self) -> float | None:
@@ -117,6 +124,18 @@ class CaseResult:
         return communication([r.meta for r in self.runs], self.step_time.get("p50"))
 
     @property
+    def compile_cache(self) -> dict:
+        """A compiled case's caches as its launches had them: whose they were (each launch's own, empty
+        and removed after it; or a directory kept across launches and sessions) and which launches
+        started from an empty one (a cold compile)."""
+        caches = [(r.meta.get("compile") or {}).get("cache") or {} for r in self.runs]
+        kept = self.measurement.compile_cache
+        return {"choice": f"kept in {kept} (--dlperf-compile-cache)" if kept else
+                "each launch its own, empty at its start and removed after it",
+                "dirs": list(dict.fromkeys(c.get("dir") for c in caches if c.get("dir"))),
+                "cold": [c.get("cold") for c in caches]}
+
+    @property
     def acspeed_line(self) -> str:
         t = self.case.topology
         return metrics.acspeed_line(t.world_size, t.nodes, self.case.batch_size * self.case.items_per_sample, self.step_time,
@@ -142,6 +161,7 @@ class CaseResult:
             "mfu": self.utilisation.to_dict() if self.utilisation is not None else None,
             "allreduce": comm.to_dict() if (comm := self.communication) is not None else None,
             "profile": self.profile,
+            **({"compile_cache": self.compile_cache} if self.case.compiled else {}),
         }
         if raw:
             d["runs"] = [
@@ -219,7 +239,7 @@ def _other_figures(case: CaseSpec, m: Measurement, runs: list[RunRecord]) -> tup
     (a launch without it is never left out to make a figure of the others)."""
     figures, absent = {}, {}
     for metric in metrics.of_kind(metrics.Kind.LAUNCH):
-        if metric is metrics.PRIMARY:
+        if metric is metrics.PRIMARY or not metric.has(case):
             continue
         got, why, cannot = [], [], 0
         for r in runs:
@@ -264,7 +284,13 @@ class ResultSet:
 
             r.scaling = {}
             for m in metrics.of_kind(metrics.Kind.SCALING):
-                r.scaling[m.name] = m.derive(metrics.ScalingInputs(r.median, r.case.topology, median_at, r.scaling))
+                r.scaling[m.name] = m.derive(metrics.ScalingInputs(r.median, r.case.topology, median_at, r.scaling,
+                                                                   r.case, self.median_of))
+
+    def median_of(self, case: CaseSpec) -> float | None:
+        """The median throughput of ``case`` in this session (None: not measured)."""
+        got = next((r for r in self.results if r.case == case), None)
+        return got.median if got is not None else None
 
     def groups(self) -> dict[tuple, list[CaseResult]]:
         out: dict[tuple, list[CaseResult]] = {}
@@ -294,7 +320,9 @@ class ResultSet:
                 "model": model, "precision": precision, "batch_size": batch, "image_size": image,
                 "framework": framework, "variant": variant, "topology": first.case.topology.name,
                 "engines": {e: {"samples_per_s": by_engine[e].median, "efficiency": by_engine[e].efficiency,
-                                "multi_node_efficiency": by_engine[e].multi_node_efficiency} for e in present},
+                                "multi_node_efficiency": by_engine[e].multi_node_efficiency,
+                                **({"compiled_over_eager": by_engine[e].value(metrics.COMPILED_OVER_EAGER.name)}
+                                   if by_engine[e].case.compiled else {})} for e in present},
                 "ratios": {f"{present[0]}/{e}": first.median / by_engine[e].median
                            for e in present[1:] if by_engine[e].median > 0},
             })

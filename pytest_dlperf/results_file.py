@@ -121,8 +121,10 @@ def _check_metrics(section: object) -> str | None:
         value, values = d.get("value"), d.get("values", [])
         if value is not None and not is_number(value):
             return f"'metrics.{name}.value' is {value!r}, not a number or null"
-        if not isinstance(values, list) or not all(positive_number(x) for x in values):
-            return f"'metrics.{name}.values' is {values!r}, not a list of positive numbers"
+        figure = (lambda x: is_number(x) and x >= 0) if metric.counted else positive_number  # a count may be 0
+        if not isinstance(values, list) or not all(figure(x) for x in values):
+            kind = "counts" if metric.counted else "positive numbers"
+            return f"'metrics.{name}.values' is {values!r}, not a list of {kind}"
         if value is None and not d.get("not_measured"):
             return f"'metrics.{name}' has neither a value nor why it was not measured"
         if metric.kind is metrics.Kind.LAUNCH and value is not None and not values:

@@ -153,6 +153,22 @@ def _describe_failure(procs: list[NodeProcess], codes: dict[str, int | None], wh
     return "\n".join(parts)
 
 
+def said_failure(case: CaseSpec, procs: list[NodeProcess], codes: dict[str, int | None],
+                 failed: list[NodeProcess]) -> str | None:
+    """Where a failed node's workload said what failed in one line (``steplog.fail``: a compiler's error,
+    with the host and dynamo's first error line): each such node and its line, the other nodes' states
+    and where their whole output is; None where no failed node said a line."""
+    said = {p.node.name: line for p in failed if (line := steplog.failed_line(_read(p.log_path)))}
+    if not said:
+        return None
+    lines = [f"{case.id}: node {name} (exit {codes[name]}) failed: {line}" for name, line in said.items()]
+    for p in procs:
+        if p.node.name not in said:
+            code = codes.get(p.node.name)
+            lines.append(f"node {p.node.name}: {'still running' if code is None else f'exit code {code}'}")
+    return "\n".join(lines + ["each node's whole output: " + ", ".join(str(p.log_path) for p in procs)])
+
+
 def last_progress(path: Path) -> dict | None:
     """The last ``DLPERF-PROGRESS {...}`` line rank 0 printed into node 0's log (steplog.Progress),
     also behind a launcher's prefix (horovodrun's ``[0]<stdout>:``)."""
@@ -228,6 +244,9 @@ def _watch(cluster: Cluster, launcher: Launcher, plan: RunPlan, procs: list[Node
             # Give the other nodes a moment to report, so the first failure is not hidden.
             time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
             codes = {p.node.name: p.poll() for p in procs}
+            said = said_failure(case, procs, codes, failed)
+            if said is not None:  # the workload named what failed in a line: that line, not a traceback wall
+                raise RunFailed(said)
             names = ", ".join(f"{p.node.name} (exit {codes[p.node.name]})" for p in failed)
             why = f"{case.id}: node {names} failed" + "".join(f"; {d}" for d in cluster.diagnose(plan.nodes))
             if launcher.spans_nodes:  # one log for every node's ranks: say whose rank failed first

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,6 +12,10 @@ if TYPE_CHECKING:
 PRECISIONS = ("fp32", "amp")
 SEQUENCE_MODELS = ("bert-base", "llama")  # their input size is a sequence length, shown as seqN in case ids
 TOKEN_MODELS = ("llama",)  # their throughput counts tokens (batch x sequence per device and step), not samples
+# How a case's model runs: as written, or through torch.compile. A compiled case's variant ends in COMPILED
+# (``llama-fp32-bs2-seq64-d256l4-compiled-1n1g``); an eager case's id is as it always was.
+COMPILE_MODES = ("eager", "compiled")
+COMPILED = "compiled"
 
 _TOPO_RE = re.compile(r"^(\d+)n(\d+)g$")
 
@@ -83,6 +87,20 @@ class CaseSpec:
         return f"{self.model}-{self.precision}-bs{self.batch_size}-{self.size_label}{variant}-{self.topology.name}"
 
     @property
+    def compiled(self) -> bool:
+        """Whether the model trains through torch.compile (the variant's last part is ``compiled``)."""
+        return self.variant.split("-")[-1] == COMPILED
+
+    @property
+    def compile_mode(self) -> str:
+        return COMPILED if self.compiled else "eager"
+
+    def as_mode(self, mode: str) -> CaseSpec:
+        """This case eager or compiled (``COMPILE_MODES``), everything else the same."""
+        parts = [p for p in self.variant.split("-") if p and p != COMPILED]
+        return replace(self, variant="-".join(parts + ([COMPILED] if mode == COMPILED else [])))
+
+    @property
     def unit(self) -> str:
         """What the case's throughput counts per second: ``tokens/s`` for a decoder, else ``samples/s``."""
         return "tokens/s" if self.model in TOKEN_MODELS else "samples/s"
@@ -128,6 +146,9 @@ class Measurement:
     # CV is at most settle_cv, else goes on to ``repeats`` (0: every case takes its repeats)
     settle_launches: int = 0
     settle_cv: float = 0.0
+    # a compiled case's inductor caches: "" (each launch compiles into an empty cache of its own, removed
+    # after it), else a directory on every node that the launches share and keep (--dlperf-compile-cache)
+    compile_cache: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -159,6 +180,13 @@ class Profile:
     record_repeats: int = 0  # launches a case takes when --update-baselines records it (0: repeats)
     settle_launches: int = 0  # a session's case stops at this many launches where they agree (Measurement)
     settle_cv: float = 0.0  # ... within this CV of their throughputs
+    # the compiled cases of a session without --dlperf-compile, as (model, topology) ("*": any); every
+    # case is eager too
+    compiled: tuple[tuple[str, str], ...] = (("*", "*"),)
+
+    def compiles(self, model: str, topology: Topology) -> bool:
+        """Whether the profile's default matrix has the compiled case of ``model`` on ``topology``."""
+        return any(m in ("*", model) and t in ("*", topology.name) for m, t in self.compiled)
 
 
 # Small enough that a backend's whole default suite (its models x fp32 x 1n1g, 2n1g x 3 repeats)
@@ -182,6 +210,11 @@ CPU_PROFILE = Profile(
     # launches catches a given slow-down more often (benchmarks/gate_power.py --baseline-runs;
     # the README's gate section has the figures).
     record_repeats=8,
+    # One compiled case: the decoder (what people compile: torchtitan, Hugging Face) at 1n1g. Each of its
+    # launches compiles cold for about 25 s on one core (docs/measurements.md); a compiled 2n1g would pay
+    # that again on the other core, and the budget takes the time from the other cases' repeats.
+    # --dlperf-compile eager,compiled runs every model and topology both ways.
+    compiled=(("llama", "1n1g"),),
 )
 # The default GPU suite on one GPU in under 12 minutes (docs/budget.md, "GPU nodes", has the sums):
 # a window of about 5 s (resnet50 fp32's 100 steps of 53 ms ran at CV 0.1-0.2% on an H100 and an H200)
@@ -201,6 +234,10 @@ GPU_PROFILE = Profile(
     budget=600.0,
     settle_launches=3,
     settle_cv=0.005,
+    # one compiled case, as on CPU nodes: every case compiled too would double the launches and add each
+    # compile, and the default GPU suite is held to 12 minutes on one GPU (issue #50); --dlperf-compile
+    # eager,compiled runs every model and topology both ways
+    compiled=(("llama", "1n1g"),),
 )
 
 

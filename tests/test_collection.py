@@ -112,12 +112,19 @@ def test_ssh_gpu_nodes_are_declared_with_dlperf_devices(tmp_path):
                   timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     ids = [line.split("[", 1)[1].rstrip("]") for line in r.stdout.splitlines() if "::test_train[" in line]
+    # on GPUs every case eager, and compiled only the decoder at 1n1g by default (the 12-minute GPU suite)
     assert ids == [f"resnet50-{p}-bs256-224px-{t}" for p in ("fp32", "amp") for t in ("1n1g", "1n2g", "2n2g")]
+    r = run_suite("--collect-only", "--dlperf-cluster", "ssh", "--dlperf-hosts", "10.9.9.1:2,10.9.9.2:2",
+                  "--dlperf-devices", "gpu", "-k", "resnet50", "--dlperf-compile", "eager,compiled",
+                  f"--dlperf-report={tmp_path / 'report'}", timeout=120)
+    both = [line.split("[", 1)[1].rstrip("]") for line in r.stdout.splitlines() if "::test_train[" in line]
+    assert both == [f"resnet50-{p}-bs256-224px-{c}{t}" for p in ("fp32", "amp") for t in ("1n1g", "1n2g", "2n2g")
+                    for c in ("", "compiled-")]
 
 
 def test_the_default_gpu_suite_on_one_gpu_is_nine_gpu_bound_cases(tmp_path):
     """The GPU sizes (README, "GPU sizes"): resnet50 and bert-base at 256, ArcFace at 1024, VGG-16 at 64,
-    each in fp32 and amp; the decoder in bf16 only, its fp32 on request."""
+    each in fp32 and amp; the decoder in bf16 only, its fp32 on request; the decoder at 1n1g compiled too."""
     def ids(*extra: str) -> list[str]:
         r = run_suite("--collect-only", "--dlperf-cluster", "ssh", "--dlperf-hosts", "10.9.9.1:1", "--dlperf-devices",
                       "gpu", *extra, f"--dlperf-report={tmp_path / 'report'}", timeout=120)
@@ -127,9 +134,11 @@ def test_the_default_gpu_suite_on_one_gpu_is_nine_gpu_bound_cases(tmp_path):
     assert ids() == [f"{m}-{p}-{size}-1n1g" for m, size in (("resnet50", "bs256-224px"), ("vgg16", "bs64-224px"),
                                                             ("bert-base", "bs256-seq128"),
                                                             ("arcface", "bs1024-112px-cls85742"))
-                     for p in ("fp32", "amp")] + ["llama-amp-bs4-seq2048-d2048l16-1n1g"]
+                     for p in ("fp32", "amp")] + ["llama-amp-bs4-seq2048-d2048l16-1n1g",
+                                                  "llama-amp-bs4-seq2048-d2048l16-compiled-1n1g"]
     assert ids("--dlperf-model", "llama", "--dlperf-precision", "fp32,amp") == [
-        "llama-fp32-bs4-seq2048-d2048l16-1n1g", "llama-amp-bs4-seq2048-d2048l16-1n1g"]
+        "llama-fp32-bs4-seq2048-d2048l16-1n1g", "llama-fp32-bs4-seq2048-d2048l16-compiled-1n1g",
+        "llama-amp-bs4-seq2048-d2048l16-1n1g", "llama-amp-bs4-seq2048-d2048l16-compiled-1n1g"]
 
 
 def fake_tools(bindir: Path, log: Path, *names: str) -> None:

@@ -97,8 +97,8 @@ def test_a_metric_is_its_declaration_every_part_reads_it(monkeypatch):
     runs = [float(r.meta["warmup_iters"]) for r in old.runs]
     assert result.values("warmup_steps") == runs and result.value("warmup_steps") == sorted(runs)[len(runs) // 2]
     assert result.metrics_dict()["warmup_steps"] == {"unit": "steps", "better": "lower", "kind": "launch",
-                                                     "gated": True, "value": result.value("warmup_steps"),
-                                                     "values": runs}
+                                                     "gated": True, "rule": "tolerance",
+                                                     "value": result.value("warmup_steps"), "values": runs}
     assert "warm-ups" in summary_tables(ResultSet([result])) and "warm-ups" in markdown.render(ResultSet([result]))
     assert ("dlperf_warmup_steps", result.value("warmup_steps")) in junit.junit_properties(result)
     # recorded into the baseline entry, and judged against it: twice the warm-up is a regression

@@ -34,13 +34,26 @@ def collected(result: pytest.RunResult) -> list[str]:
 def test_default_matrix_is_models_x_precisions_x_ladder(suite):
     r = suite.runpytest("--collect-only", "-q")
     assert r.ret == 0
-    assert collected(r) == [  # the CPU profile: fp32 (amp on request), every model of ddp
+    assert collected(r) == [  # the CPU profile: fp32 (amp on request), every model of ddp; the decoder compiled at 1n1g
         "resnet50-fp32-bs8-64px-1n1g", "resnet50-fp32-bs8-64px-2n1g",
         "vgg16-fp32-bs4-32px-1n1g", "vgg16-fp32-bs4-32px-2n1g",
         "bert-base-fp32-bs2-seq32-1n1g", "bert-base-fp32-bs2-seq32-2n1g",
         "arcface-fp32-bs8-64px-cls4096-1n1g", "arcface-fp32-bs8-64px-cls4096-2n1g",
-        "llama-fp32-bs2-seq64-d256l4-1n1g", "llama-fp32-bs2-seq64-d256l4-2n1g",
+        "llama-fp32-bs2-seq64-d256l4-1n1g", "llama-fp32-bs2-seq64-d256l4-compiled-1n1g",
+        "llama-fp32-bs2-seq64-d256l4-2n1g",
     ]
+    r = suite.runpytest("--collect-only", "-q", "--dlperf-compile", "eager,compiled", "--dlperf-model", "resnet50",
+                        "--backend", "ddp,fsdp,acspeed")  # compiled: every model and topology of the torch engines
+    assert collected(r) == [f"{e}-resnet50-fp32-bs8-64px-{v}{t}" for e in ("ddp", "fsdp") for t in ("1n1g", "2n1g")
+                            for v in ("", "compiled-")] + [f"acspeed-resnet50-fp32-bs8-64px-{t}" for t in ("1n1g", "2n1g")]
+    r = suite.runpytest("--collect-only", "-q", "--dlperf-compile", "compiled", "-k", "compile")
+    assert collected(r) == [f"{m}-compiled-{t}" for m in ("resnet50-fp32-bs8-64px", "vgg16-fp32-bs4-32px",
+                                                           "bert-base-fp32-bs2-seq32", "arcface-fp32-bs8-64px-cls4096",
+                                                           "llama-fp32-bs2-seq64-d256l4") for t in ("1n1g", "2n1g")]
+    r = suite.runpytest("--collect-only", "-q", "--dlperf-compile", "jit")
+    assert r.ret == 4 and "--dlperf-compile: unknown jit; allowed: eager, compiled" in r.stderr.str()
+    r = suite.runpytest("--collect-only", "-q", "--dlperf-compile-cache=cache")
+    assert r.ret == 4 and "--dlperf-compile-cache cache: give an absolute path (a directory on every node" in r.stderr.str()
     r = suite.runpytest("--collect-only", "-q", "--dlperf-precision", "fp32,amp", "--dlperf-model", "vgg16")
     assert collected(r) == ["vgg16-fp32-bs4-32px-1n1g", "vgg16-fp32-bs4-32px-2n1g",
                             "vgg16-amp-bs4-32px-1n1g", "vgg16-amp-bs4-32px-2n1g"]

@@ -67,7 +67,7 @@ class FakeClock:
         self.now += s
 
 
-def run_loop(monkeypatch, step_seconds, rank=0, **flags):
+def run_loop(monkeypatch, step_seconds, rank=0, compiled=None, **flags):
     from pytest_dlperf.node.workloads import steplog
 
     clock = FakeClock()
@@ -86,7 +86,7 @@ def run_loop(monkeypatch, step_seconds, rank=0, **flags):
     args = argparse.Namespace(**{"warmup_iters": 2, "max_warmup_iters": 6, "iters": 3, "window_seconds": 0.0,
                                  "max_iters": 0, **flags})
     timed = steplog.time_steps(step, args, rank, 8, agree=agree, barrier=lambda: calls.append(("barrier",)),
-                               sync=lambda: calls.append(("sync",)))
+                               sync=lambda: calls.append(("sync",)), compiled=compiled)
     return timed, calls, clock
 
 
@@ -139,3 +139,19 @@ def test_the_loop_keeps_the_fault_and_slowdown_hooks(monkeypatch):
     with pytest.raises(RuntimeError, match="injected fault on rank 1 at step 3"):
         run_loop(monkeypatch, [1.0] * 5, rank=1)
     run_loop(monkeypatch, [1.0] * 5, rank=0)  # another rank's fault is not this one's
+
+
+def test_a_compiled_models_warmup_does_not_end_on_a_step_that_compiled(monkeypatch):
+    """torch.compile compiles in the first step and, on a recompilation, in a later one: the window starts
+    only after a step that compiled nothing, and the compile time runs from the first step's start to the
+    end of the last step that compiled (at most the warm-up's most)."""
+    compiling = iter([True, False, True, False, False, False, False, False, False])
+    # steps 1 and 2 agree (0.5, 0.5), but step 2 recompiled: the warm-up goes on to steps 3 and 4
+    timed, _, _ = run_loop(monkeypatch, [20.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], compiled=lambda: next(compiling))
+    assert (timed.warmup, timed.compile_steps) == (4, 3)
+    assert timed.compile_seconds == pytest.approx(21.0) and timed.compile_seconds == timed.ends[2] - timed.starts[0]
+    # an exact warm-up (no most) ends where it was asked to, compiled or not; nothing compiled: no compile time
+    always = run_loop(monkeypatch, [20.0, 0.5, 0.5, 0.5, 0.5], compiled=lambda: True, max_warmup_iters=0)[0]
+    assert (always.warmup, always.compile_steps) == (2, 2)
+    eager = run_loop(monkeypatch, [1.0, 0.5, 0.5, 0.5, 0.5, 0.5], compiled=lambda: False)[0]
+    assert (eager.warmup, eager.compile_steps, eager.compile_seconds) == (3, 0, 0.0)

@@ -121,6 +121,9 @@ class ABSession:
             data = rec.figures(m.name) if m is not metrics.PRIMARY else []
             if not data or not m.judged_on(kind, self.tolerances.get(m.name) is not None):
                 continue
+            if m.counted:
+                rec.metrics[m.name] = count_verdict(m, data, rec.runs("candidate"))
+                continue
             lower = m.direction is Direction.LOWER
             got = sequential.decide(data, self._method_for(m), final=final, lower_is_better=lower,
                                     subject=f"candidate {m.title}",
@@ -200,6 +203,21 @@ class ABSession:
             "cases": {name: rec.to_dict() for name, rec in self.records.items()},
             "scaling": {name: got for name, rec in self.records.items() if (got := self.scaling(rec)) is not None},
         }
+
+
+def count_verdict(metric: Metric, data: list[tuple[float, float]], candidate: list) -> dict:
+    """A count's verdict between the sides (``Rule.COUNT``): the most the candidate counted in any launch
+    against the most the reference did; more is WORSE whatever the size (a count, not a tolerance), and
+    the reason names what the tool said of the candidate's (a graph break's reason and place)."""
+    ref, cand = int(max(r for r, _ in data)), int(max(c for _, c in data))
+    verdict = "worse" if cand > ref else "better" if cand < ref else "same"
+    said = list(dict.fromkeys(x for run in candidate for x in (metric.said(run) if metric.said else [])))
+    reason = (f"candidate {cand} {metric.title} where the reference had {ref or 'none'} (the most in any launch of "
+              f"{len(data)} pair(s); a count, not a tolerance)")
+    if said and verdict == "worse":
+        reason += ": " + "; ".join(said)
+    return {"verdict": verdict, "ratio": None, "low": None, "high": None, "pairs": len(data), "nominal_level": None,
+            "reason": reason, "reference": ref, "candidate": cand, "said": said}
 
 
 def assessment_dict(got: sequential.Assessment) -> dict:

@@ -14,7 +14,7 @@ from typing import Any
 from .. import metrics
 from ..metrics import Kind
 from ..specs import CaseSpec, Topology
-from .schema import BaselineError, Tolerances, _Reader, positive_number
+from .schema import BaselineError, Tolerances, _Reader, is_number, positive_number
 
 
 def _now() -> str:
@@ -78,8 +78,7 @@ class Entry:
         if m is metrics.PRIMARY:
             return self.median
         if m.kind is Kind.LAUNCH:
-            runs = self.values(metric)
-            return statistics.median(runs) if runs else None
+            return m.of_runs(self.values(metric))
         return getattr(self, m.stored_as, None) if m.stored_as else None
 
     @property
@@ -219,8 +218,11 @@ def _figures(r: _Reader) -> dict[str, list[float]]:
     for name, values in d.items():
         if name not in known:
             raise sub.fail(name, f"is not a gated per-launch metric kept here; expected {', '.join(known)}")
-        if not (isinstance(values, list) and values and all(positive_number(x) for x in values)):
-            raise sub.fail(name, f"must be a non-empty list of numbers > 0, not {json.dumps(values)[:60]}")
+        counted = metrics.get(name).counted  # a count may be 0
+        if not (isinstance(values, list) and values and all(
+                (is_number(x) and x >= 0) if counted else positive_number(x) for x in values)):
+            want = "counts (>= 0)" if counted else "numbers > 0"
+            raise sub.fail(name, f"must be a non-empty list of {want}, not {json.dumps(values)[:60]}")
         out[name] = [float(x) for x in values]
     return out
 

@@ -35,8 +35,8 @@ def verdict_table(verdicts: Sequence[Verdict], include_pass: bool = False, width
         stat = "-"
         if v.interval is not None and v.p_value is not None:
             stat = f"p={v.p_value:.2g} {v.interval[0]:.2f}..{v.interval[1]:.2f}"
-        table.add_row(v.status.upper(), v.case, v.metric, m, b, _pct(v.change), metric.direction.signed(v.tolerance),
-                      stat)
+        tol = "count" if metric.counted else metric.direction.signed(v.tolerance)  # a count has no tolerance
+        table.add_row(v.status.upper(), v.case, v.metric, m, b, _pct(v.change), tol, stat)
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()

@@ -542,6 +542,40 @@ def judge_scalar(measured: float | None, baseline: float | None, tolerance: floa
                    interval=(test.low, test.high) if test else None, confidence=test.confidence if test else None)
 
 
+def judge_count(measured: Sequence[float], baseline: Entry | None, *, metric: str, case: str,
+                said: Sequence[str] = ()) -> Verdict:
+    """A count (``metrics.Rule.COUNT``: graph breaks, recompilations): the most any of this session's
+    launches counted against the most any baseline run did. More is a REGRESSION whatever the size (a
+    count, not a tolerance: there is no noise in it), fewer an IMPROVEMENT; ``said``: what the tool said
+    of the things it counted (a break's reason and place), which the message names."""
+    declared = metrics.get(metric)
+    if not declared.counted:
+        raise ValueError(f"judge_count is for the count metrics, not {metric!r}")
+    got = int(max(measured))
+    runs = baseline.values(metric) if baseline is not None else []
+    if not runs:
+        why = ("no baseline; record one with --update-baselines" if baseline is None else
+               f"the baseline entry has no {metric} (recorded before pytest-dlperf counted its {declared.title}: "
+               "record it again with --update-baselines to gate it)")
+        return Verdict(VerdictStatus.MISSING, case, metric, 0.0, f"{case} {metric}: {why}", f"no baseline {metric}",
+                       measured_median=got, measured_n=len(measured),
+                       baseline_source=baseline.source if baseline is not None else "")
+    had = int(max(runs))
+    if got > had:
+        status, rule = VerdictStatus.REGRESSION, f"more {declared.title} than the baseline had: a count, not a tolerance"
+    elif got < had:
+        status, rule = VerdictStatus.IMPROVEMENT, f"fewer {declared.title} than the baseline had: consider --update-baselines"
+    else:
+        status, rule = VerdictStatus.PASS, f"as many {declared.title} as the baseline had"
+    shown = "; ".join(said)
+    message = (f"{_HEADS[status]} {case} {metric}: {got} where the baseline had {had or 'none'} (most in any launch: "
+               f"{len(measured)} against {len(runs)}{_provenance(baseline, True)}). Rule: {rule}."
+               + (f" Counted: {shown}" if shown else ""))
+    return Verdict(status=status, case=case, metric=metric, tolerance=0.0, message=message, rule=rule,
+                   measured_median=got, measured_n=len(measured), baseline_median=had, baseline_n=len(runs),
+                   baseline_source=baseline.source, change=(got / had - 1) if had else None)
+
+
 def resolve_tolerances(default: Tolerances, *layers: Mapping[str, float | None] | Tolerances | None) -> Tolerances:
     """Tolerances in force: ``default`` (file or profile), then each layer in rising priority.
 
@@ -553,7 +587,7 @@ def resolve_tolerances(default: Tolerances, *layers: Mapping[str, float | None] 
         if layer is None:
             continue
         values = layer.to_dict() if isinstance(layer, Tolerances) else dict(layer)
-        known = metrics.names(metrics.gated())
+        known = metrics.names(metrics.tolerated())
         unknown = set(values) - set(known)
         if unknown:
             raise ValueError(f"unknown tolerance metric(s) {', '.join(sorted(unknown))}; expected {', '.join(known)}")

@@ -79,17 +79,18 @@ class Tolerances:
         merged = {k: v for k, v in {**(values or {}), **given}.items() if v is not None}
         for name, v in merged.items():
             metric = metrics.get(name)  # ValueError naming the known metrics
-            if not metric.gated:
-                raise ValueError(f"tolerance {name}: {metric.title} is reported, not gated; gated metrics: "
-                                 f"{', '.join(metrics.names(metrics.gated()))}")
+            if not metric.tolerated:
+                why = "a count, judged without a tolerance" if metric.gated else "reported, not gated"
+                raise ValueError(f"tolerance {name}: {metric.title} is {why}; metrics with a tolerance: "
+                                 f"{', '.join(metrics.names(metrics.tolerated()))}")
             if not (is_number(v) and 0 <= v < 1):
                 raise ValueError(f"tolerance {name}={v!r}: expected a fraction in [0, 1)")
-        self._values = {m.name: float(merged[m.name]) for m in metrics.gated() if m.name in merged}
+        self._values = {m.name: float(merged[m.name]) for m in metrics.tolerated() if m.name in merged}
 
     @classmethod
     def defaults(cls, kind: DeviceKind) -> Tolerances:
         """Every gated metric's declared default for the device kind."""
-        return cls({m.name: m.default_tolerance(kind) for m in metrics.gated()})
+        return cls({m.name: m.default_tolerance(kind) for m in metrics.tolerated()})
 
     def get(self, metric: str) -> float:
         if metric not in self._values:
@@ -124,13 +125,13 @@ class Tolerances:
         if d is None:
             return None
         sub = _Reader(r.path, d, f"{r.where}{name}.")
-        known = metrics.names(metrics.gated())
+        known = metrics.names(metrics.tolerated())
         bad = sorted(set(d) - set(known))
         if bad:
-            raise sub.fail(bad[0], f"is not a gated metric; expected {', '.join(known)}")
+            raise sub.fail(bad[0], f"is not a metric with a tolerance; expected {', '.join(known)}")
         # the metrics of schema 1 (kept in their own entry fields) are named in every file; a metric declared
         # later takes the profile's default where a file written before it does not name it
-        values = {m.name: sub.get(m.name, "number0", required=bool(m.stored_as)) for m in metrics.gated()
+        values = {m.name: sub.get(m.name, "number0", required=bool(m.stored_as)) for m in metrics.tolerated()
                   if m.name in d or m.stored_as}
         try:
             got = cls(values)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clusters.base import RUN_TAG_ENV, Node, NodeCommand, SpanAccess
-from ..specs import PRECISIONS, CaseSpec, Measurement, ModelDefaults
+from ..specs import COMPILED, PRECISIONS, CaseSpec, Measurement, ModelDefaults
 
 # The decoder's width and depth per profile, a case variant (``d256l4``): on CPU nodes small enough
 # for the default suite's budget; on GPUs about 0.95 B parameters, the size a plain eager loop
@@ -71,6 +71,7 @@ class Launcher(ABC):
     framework: str = ""  # the package every node must have; profiles and baselines name its version
     models: tuple[str, ...] = ()
     precisions: tuple[str, ...] = PRECISIONS  # what the backend can train; the profile's are cut to these
+    compile_modes: tuple[str, ...] = ("eager",)  # "compiled" too: its models train through torch.compile
     # Files of pytest_dlperf/node/workloads copied into every run directory; the first is the one run.
     # steplog.py (the output contract) and nodefacts.py (cpu_model) go with every workload.
     workload_files: tuple[str, ...] = ()
@@ -92,14 +93,16 @@ class Launcher(ABC):
     @staticmethod
     def variant_flags(case: CaseSpec) -> list[str]:
         """Workload flags the default variants stand for: ``cls4096`` -> ``--num-classes 4096``, a
-        decoder's ``d256l4`` -> ``--llm-dim 256 --llm-layers 4`` (a variant may join several parts
-        with '-', e.g. ``torch-cls4096``, ``torch-d256l4``)."""
+        decoder's ``d256l4`` -> ``--llm-dim 256 --llm-layers 4``, ``compiled`` -> ``--compile`` (a variant
+        may join several parts with '-', e.g. ``torch-cls4096``, ``d256l4-compiled``)."""
         flags = []
         for part in case.variant.split("-"):
             if part.startswith("cls"):
                 flags += ["--num-classes", part[3:]]
             elif case.model == "llama" and (m := LLM_VARIANT.match(part)):
                 flags += ["--llm-dim", m.group(1), "--llm-layers", m.group(2)]
+            elif part == COMPILED:
+                flags.append("--compile")
         return flags
 
     def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import posixpath
 
-from ..clusters.base import NodeCommand
-from ..specs import CaseSpec
+from ..clusters.base import Node, NodeCommand
+from ..specs import COMPILE_MODES, CaseSpec
 from .base import LLM_SIZES, Launcher, ModelDefaults, RunPlan
 
 
@@ -18,6 +18,7 @@ class TorchrunLauncher(Launcher):
     name = "ddp"
     framework = "torch"
     models = (*SEED_MODELS, "llama")
+    compile_modes = COMPILE_MODES
     workload_files = ("torch_ddp.py",)
     # CPU: small enough that the default suite ends within 6 minutes on 2 cores (README).
     # GPU: every case GPU-bound on an H100/H200, the GPU's work per step well above what the host takes
@@ -52,12 +53,17 @@ class TorchrunLauncher(Launcher):
             program += self.variant_flags(case)
             if self.name != "ddp":
                 program += ["--engine", self.name]
-            cmds.append(self.node_command(plan, rank, program, threads))
+            env = compile_cache_env(plan, node) if case.compiled else {}
+            if env and not m.compile_cache:
+                program.append("--drop-compile-cache")
+            cmds.append(self.node_command(plan, rank, program, threads, env))
         return cmds
 
     @staticmethod
-    def node_command(plan: RunPlan, rank: int, program: list[str], threads: int) -> NodeCommand:
-        """torchrun on the plan's node ``rank``, starting ``program`` (a script and its flags) per device."""
+    def node_command(plan: RunPlan, rank: int, program: list[str], threads: int,
+                     env: dict[str, str] | None = None) -> NodeCommand:
+        """torchrun on the plan's node ``rank``, starting ``program`` (a script and its flags) per device,
+        with ``env`` beside the launch's own variables."""
         node, topo = plan.nodes[rank], plan.case.topology
         argv = [
             node.python, "-m", "torch.distributed.run",
@@ -71,7 +77,17 @@ class TorchrunLauncher(Launcher):
             "--log-dir", posixpath.join(plan.run_dirs[node.name], "torchelastic"),
             *program,
         ]
-        return NodeCommand(node, argv, Launcher.worker_env(plan, node, threads), cwd=plan.run_dirs[node.name])
+        return NodeCommand(node, argv, {**Launcher.worker_env(plan, node, threads), **(env or {})},
+                           cwd=plan.run_dirs[node.name])
+
+
+def compile_cache_env(plan: RunPlan, node: Node) -> dict[str, str]:
+    """Where a compiled case's inductor (and Triton) caches go on ``node``: the directory the session was
+    asked to keep (``Measurement.compile_cache``), else an empty one in the launch's run directory, which
+    the workload removes at its end (``--drop-compile-cache``): each launch compiles cold, and no
+    session's caches reach another."""
+    where = plan.measurement.compile_cache or posixpath.join(plan.run_dirs[node.name], "inductor-cache")
+    return {"TORCHINDUCTOR_CACHE_DIR": where, "TRITON_CACHE_DIR": posixpath.join(where, "triton")}
 
 
 class FSDPLauncher(TorchrunLauncher):
@@ -86,6 +102,7 @@ class ACSpeedLauncher(TorchrunLauncher):
     as for ddp. ACSpeed is not on PyPI: nodes without it have their cases skipped."""
 
     name = "acspeed"
+    compile_modes = ("eager",)  # (ACSpeed replaces DDP's communication; compiled DDP is ddp's)
 
     def frameworks_for(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
         return ("torch", "acspeed")

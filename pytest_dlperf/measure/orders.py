@@ -15,7 +15,7 @@ from ..runner import RunFailed
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
 from .launch import launch
-from .measured import Measured, cases_after, cases_from, going, own_case
+from .measured import Measured, cases_after, cases_from, going, launch_class, own_case
 from .rounds import Unit, take_rounds
 
 
@@ -49,14 +49,14 @@ class CaseOrder:
             with b.cluster().lease():
                 b.preflight(case)
                 while going(got, m) and budget.another(got.taken, m.repeats, m.min_repeats, after,
-                                                        case.topology.name):
+                                                        launch_class(case)):
                     k = len(got.taken)
                     got.runs.append(launch(b, case, m, f"r{k}", k, m.repeats, got.taken))
         except (RunFailed, ClusterError) as exc:
             got.error = str(exc)
         finally:
             if got.runs:
-                budget.end_case(b.name(case), started, got.taken, m.repeats, case.topology.name)
+                budget.end_case(b.name(case), started, got.taken, m.repeats, launch_class(case))
         return got
 
     def unjudged(self) -> dict[str, Measured]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..budget import Budget
 from ..clusters.base import ClusterError
 from .bench import Bench
-from .measured import Measured
+from .measured import Measured, launch_class
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def take_rounds(bench: Bench, budget: Budget, state: dict[str, Measured], planne
             if unit.going(got):
                 got.error = str(exc)
     finally:
-        ran = [(name, got.taken, got.case.topology.name) for name, got in state.items() if got.taken]
+        ran = [(name, got.taken, launch_class(got.case)) for name, got in state.items() if got.taken]
         if ran:
             budget.end_rounds(started, ran, planned)
     return why

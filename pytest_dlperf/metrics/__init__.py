@@ -5,19 +5,21 @@ declaration says its unit, direction, kind, default tolerances and how a case's 
 """
 from __future__ import annotations
 
-from .catalog import (BUSBW, BUSY_SHARE, EFFICIENCY, ENERGY_PER_SAMPLE, HOST_BOUND_BELOW, METRICS, MFU,
-                      MULTI_NODE_EFFICIENCY, PEAK_MEMORY, PRIMARY, SPEEDUP, THROUGHPUT, TIME_TO_FIRST_STEP)
-from .declaration import (CASE_UNIT, DeviceKind, Direction, Flag, Kind, Metric, NotApplicable, NotMeasured,
+from .catalog import (BUSBW, BUSY_SHARE, COMPILE_TIME, COMPILED_OVER_EAGER, DYNAMO_COMPILE_TIME, EFFICIENCY,
+                      ENERGY_PER_SAMPLE, GRAPH_BREAKS, HOST_BOUND_BELOW, METRICS, MFU, MULTI_NODE_EFFICIENCY,
+                      PEAK_MEMORY, PRIMARY, RECOMPILES, SPEEDUP, THROUGHPUT, TIME_TO_FIRST_STEP)
+from .declaration import (CASE_UNIT, DeviceKind, Direction, Flag, Kind, Metric, NotApplicable, NotMeasured, Rule,
                           ScalingInputs, item_of)
 from .formulas import (PERCENTILES, Step, acspeed_line, center, efficiency, multi_node_efficiency, percentiles,
                        speedup, steady_window, step_times, throughput)
 
-__all__ = ["BUSBW", "BUSY_SHARE", "CASE_UNIT", "EFFICIENCY", "ENERGY_PER_SAMPLE", "HOST_BOUND_BELOW", "METRICS", "MFU",
-           "MULTI_NODE_EFFICIENCY", "PEAK_MEMORY", "SPEEDUP", "THROUGHPUT", "TIME_TO_FIRST_STEP", "PERCENTILES",
-           "PRIMARY", "DeviceKind", "Direction", "Flag", "Kind", "Metric", "NotApplicable", "NotMeasured",
-           "ScalingInputs", "Step", "acspeed_line", "center", "declared", "efficiency", "gated", "get", "item_of",
-           "multi_node_efficiency", "names", "of_kind", "percentiles", "speedup", "steady_window", "step_times",
-           "throughput"]
+__all__ = ["BUSBW", "BUSY_SHARE", "CASE_UNIT", "COMPILE_TIME", "COMPILED_OVER_EAGER", "DYNAMO_COMPILE_TIME",
+           "EFFICIENCY", "ENERGY_PER_SAMPLE", "GRAPH_BREAKS", "HOST_BOUND_BELOW", "METRICS", "MFU",
+           "MULTI_NODE_EFFICIENCY", "PEAK_MEMORY", "PERCENTILES", "PRIMARY", "RECOMPILES", "SPEEDUP", "THROUGHPUT",
+           "TIME_TO_FIRST_STEP", "DeviceKind", "Direction", "Flag", "Kind", "Metric", "NotApplicable", "NotMeasured",
+           "Rule", "ScalingInputs", "Step", "acspeed_line", "center", "declared", "efficiency", "gated", "get",
+           "item_of", "multi_node_efficiency", "names", "of_kind", "percentiles", "speedup", "steady_window",
+           "step_times", "throughput", "tolerated"]
 
 def declared() -> tuple[Metric, ...]:
     """Every metric, in the order the reports show them."""
@@ -35,6 +37,12 @@ def get(name: str) -> Metric:
 def gated() -> tuple[Metric, ...]:
     """The metrics the gate judges, in report order."""
     return tuple(m for m in METRICS if m.gated)
+
+
+def tolerated() -> tuple[Metric, ...]:
+    """The gated metrics judged on a tolerance (each has its option, marker keyword and baseline
+    field): every gated metric but a count (``Rule.COUNT``)."""
+    return tuple(m for m in METRICS if m.tolerated)
 
 
 def of_kind(kind: Kind, gated_only: bool = False) -> tuple[Metric, ...]:

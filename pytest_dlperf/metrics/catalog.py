@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import formulas
 from .declaration import (CASE_UNIT, ITEM, DeviceKind, Direction, Flag, Kind, Metric, NotApplicable, NotMeasured,
-                          ScalingInputs)
+                          Rule, ScalingInputs)
 
 if TYPE_CHECKING:
     from ..records import RunRecord
@@ -70,12 +70,74 @@ def _watched(part: str, key: str) -> Any:
     return of
 
 
+def _compiled(case: CaseSpec) -> bool:
+    return case.compiled
+
+
+def _compile_record(run: RunRecord) -> Mapping:
+    """The launch's ``compile`` meta (a compiled case's workload writes it); NotMeasured where it has none."""
+    got = run.meta.get("compile")
+    if not isinstance(got, Mapping):
+        raise NotMeasured("its workload reports nothing of torch.compile")
+    if got.get("not_measured"):
+        raise NotMeasured(str(got["not_measured"]))
+    return got
+
+
+def _compile_time(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+    """The slowest rank's first steps up to the last compilation, in a launch that compiled cold: a
+    launch that found its cache filled (--dlperf-compile-cache) compiled from it, which is another figure."""
+    got = _compile_record(run)
+    if not (got.get("cache") or {}).get("cold", True):
+        raise NotMeasured(f"compiled from a filled cache ({got['cache'].get('dir')}): compile time is measured "
+                          "from an empty one")
+    if not isinstance(got.get("seconds"), (int, float)) or got["seconds"] <= 0:
+        raise NotMeasured("no step compiled")
+    return float(got["seconds"])
+
+
+def _dynamo_time(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+    got = _compile_record(run)
+    if not isinstance(got.get("dynamo_seconds"), (int, float)) or got["dynamo_seconds"] <= 0:
+        raise NotMeasured("dynamo accounted no compile time")
+    return float(got["dynamo_seconds"])
+
+
+def _count(key: str) -> Any:
+    """A count in the launch's compile record (the most any rank counted); 0 is a figure."""
+
+    def of(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+        got = _compile_record(run).get(key)
+        if not isinstance(got, int) or got < 0:
+            raise NotMeasured(f"its workload counts no {key.replace('_', ' ')}")
+        return float(got)
+
+    return of
+
+
 def _energy_per_sample(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
     """The GPUs' energy over the window / the samples (tokens for a decoder) the window trained, in J."""
     joules = _watched("energy", "joules")(run, case, m)
     if run.meta.get("parsed") is not None:
         raise NotMeasured("a program's own output has no window of steps to count samples over")
     return joules / sum(s.samples for s in formulas.steady_window(run.steps, *_window_lengths(run, m)))
+
+
+def _said(key: str) -> Any:
+    """What dynamo said of each counted thing, from the launch's compile record."""
+
+    def of(run: RunRecord) -> list[str]:
+        got = run.meta.get("compile")
+        return [str(x) for x in (got.get(key) or [])] if isinstance(got, Mapping) else []
+
+    return of
+
+
+def _compiled_over_eager(s: ScalingInputs) -> float | None:
+    if s.case is None or not s.case.compiled or s.median_of is None:
+        return None
+    eager = s.median_of(s.case.as_mode("eager"))
+    return s.median / eager if eager else None
 
 
 def _speedup(s: ScalingInputs) -> float | None:
@@ -154,8 +216,33 @@ ENERGY_PER_SAMPLE = Metric(
     description="the case's GPUs' energy over the window (NVML's total-energy counters) / the samples it trained",
     per_launch=_energy_per_sample, scale=1e-3, stored_unit=f"J/{ITEM}", digits=".4g")
 
-METRICS: tuple[Metric, ...] = (THROUGHPUT, SPEEDUP, EFFICIENCY, MULTI_NODE_EFFICIENCY, MFU, BUSBW, PEAK_MEMORY,
-                               TIME_TO_FIRST_STEP, BUSY_SHARE, ENERGY_PER_SAMPLE)
+COMPILED_OVER_EAGER = Metric(
+    "compiled_over_eager", "compiled over eager", "compiled/eager", "x", Direction.HIGHER, Kind.SCALING,
+    gated=False, description="a compiled case's median throughput / its eager twin's (the HUD's speed-up over eager)",
+    derive=_compiled_over_eager, digits=".2f", applies_to=_compiled)
+COMPILE_TIME = Metric(
+    "compile_time", "compile time", "compile s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
+    description="torch.compile: from the first step to the end of the last warm-up step that compiled, on the "
+                "slowest rank, from an empty cache",
+    tolerances={CPU: 0.30, GPU: 0.20}, per_launch=_compile_time, digits=".3g", cv_bound=0.30, applies_to=_compiled)
+DYNAMO_COMPILE_TIME = Metric(
+    "dynamo_compile_time", "dynamo's compile time", "dynamo s", "s", Direction.LOWER, Kind.LAUNCH, gated=False,
+    description="dynamo's own accounting of its compiling (frames and backward graphs), the slowest rank's",
+    per_launch=_dynamo_time, digits=".3g", in_table=False, applies_to=_compiled)
+GRAPH_BREAKS = Metric(
+    "graph_breaks", "graph breaks", "breaks", "", Direction.LOWER, Kind.LAUNCH, gated=True, rule=Rule.COUNT,
+    description="dynamo's count of graph breaks (counters['graph_break']), the most any rank counted: one more "
+                "than the reference had fails, naming it",
+    per_launch=_count("graph_breaks"), said=_said("breaks"), digits=".0f", applies_to=_compiled)
+RECOMPILES = Metric(
+    "recompiles", "recompilations", "recompiles", "", Direction.LOWER, Kind.LAUNCH, gated=True, rule=Rule.COUNT,
+    description="dynamo's recompilations (a guard failed on a compiled frame), the most any rank counted: one more "
+                "than the reference had fails, naming the guard",
+    per_launch=_count("recompiles"), said=_said("recompile_reasons"), digits=".0f", applies_to=_compiled)
+
+METRICS: tuple[Metric, ...] = (THROUGHPUT, SPEEDUP, EFFICIENCY, MULTI_NODE_EFFICIENCY, COMPILED_OVER_EAGER, MFU, BUSBW,
+                               PEAK_MEMORY, TIME_TO_FIRST_STEP, COMPILE_TIME, DYNAMO_COMPILE_TIME, GRAPH_BREAKS,
+                               RECOMPILES, BUSY_SHARE, ENERGY_PER_SAMPLE)
 PRIMARY = THROUGHPUT  # what speedup, MFU, the pace probe and A/B's stopping rule are taken from
 
 __all__ = ["METRICS", "PRIMARY", "NotApplicable", "NotMeasured"]

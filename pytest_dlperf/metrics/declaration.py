@@ -1,9 +1,11 @@
 """What a metric is, declared once: its name, unit, which way is better, how a case's figure is taken
-from its launches, its default tolerances per device kind and whether the gate judges it. The gate,
+from its launches, which cases have it, its default tolerances per device kind (or a count's rule) and
+whether the gate judges it. The gate,
 the A/B verdicts, the baseline files, results.json and every report read these declarations
 (``catalog``), so a new metric is its declaration plus its computation."""
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -79,6 +81,19 @@ class Kind(str, Enum):
         return self.value
 
 
+class Rule(str, Enum):
+    """How the gate and an A/B session judge a gated per-launch metric against its reference."""
+
+    # a change beyond the metric's tolerance that is significant given both sides' runs (baselines/rules.py)
+    TOLERANCE = "tolerance"
+    # a whole number per launch, the case's the most any launch counted (graph breaks): more than the
+    # reference had is worse, fewer better, whatever the size; no tolerance, no noise
+    COUNT = "count"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class DeviceKind(str, Enum):
     """The device kind a default tolerance is for."""
 
@@ -131,12 +146,15 @@ class Flag:
 class ScalingInputs:
     """What a scaling metric is derived from: the case's median throughput, its topology, the median
     of another topology of its group (None where the group has none) and the scaling figures derived
-    before it (in catalog order)."""
+    before it (in catalog order); the case, and the median of another case of the session (a compiled
+    case's eager twin: None where the session has none)."""
 
     median: float
     topology: Topology
     median_at: Callable[[Topology], float | None]
     derived: Mapping[str, float | None]
+    case: CaseSpec | None = None
+    median_of: Callable[[CaseSpec], float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -173,9 +191,17 @@ class Metric:
     # only where the session or the test gives its tolerance (a start-up on a shared CPU host follows
     # the host's load: it doubled there on unchanged software)
     gated_on: frozenset[DeviceKind] = frozenset(DeviceKind)
+    rule: Rule = Rule.TOLERANCE  # how it is judged (gated per-launch metrics)
+    # COUNT: what the tool said of each thing a launch counted (a graph break's reason and place)
+    said: Callable[[RunRecord], list[str]] | None = None
+    # which cases have it at all (None: every case): a compiled case's compile time; another case has no
+    # figure and no "not measured" line
+    applies_to: Callable[[CaseSpec], bool] | None = None
 
     def __post_init__(self) -> None:
-        if self.gated and set(self.tolerances) != set(DeviceKind):
+        if self.rule is Rule.COUNT and (self.kind is not Kind.LAUNCH or self.tolerances):
+            raise ValueError(f"metric {self.name}: a count is a per-launch metric with no tolerance")
+        if self.tolerated and set(self.tolerances) != set(DeviceKind):
             raise ValueError(f"metric {self.name}: a gated metric declares a default tolerance per device kind")
         wanted = {Kind.LAUNCH: self.per_launch, Kind.SCALING: self.derive, Kind.CASE: self.per_case}[self.kind]
         if wanted is None:
@@ -185,6 +211,21 @@ class Metric:
         """Whether the gate judges it on nodes of ``kind``: gated there by default, or its tolerance given
         (``asked``: on the command line or in the test's marker)."""
         return self.gated and (kind in self.gated_on or asked)
+
+    @property
+    def tolerated(self) -> bool:
+        """Gated with a tolerance (its option, marker keyword and baseline field): every gated metric but a count."""
+        return self.gated and self.rule is Rule.TOLERANCE
+
+    @property
+    def counted(self) -> bool:
+        return self.rule is Rule.COUNT
+
+    def of_runs(self, values: list[float]) -> float | None:
+        """The case's figure from its launches' figures: their median, a count's largest; None: none."""
+        if not values:
+            return None
+        return max(values) if self.counted else statistics.median(values)
 
     @property
     def option_name(self) -> str:
@@ -234,6 +275,10 @@ class Metric:
     def applies(self, devices: int) -> bool:
         """Whether a case over ``devices`` devices has this metric (speedup needs more than one)."""
         return devices >= self.min_devices
+
+    def has(self, case: CaseSpec) -> bool:
+        """Whether the case has this metric at all (``applies_to``; its devices: ``applies``)."""
+        return self.applies(case.topology.world_size) and (self.applies_to is None or self.applies_to(case))
 
     def default_tolerance(self, kind: DeviceKind) -> float:
         return float(self.tolerances[kind])

@@ -14,7 +14,7 @@ from rich.table import Table
 from .. import metrics
 from ..files import atomic_write_text
 from ..results import CONTRACT, ResultSet
-from . import cells
+from . import cells, compiled
 
 SCHEMA = CONTRACT  # results.json's "schema": its contract version (results.py)
 
@@ -24,7 +24,7 @@ def _fmt(value: float | None, spec: str, unit: str = "") -> str:
     return "-" if value is None else format(value, spec) + unit
 
 
-def summary_tables(results: ResultSet, width: int = 150) -> str:
+def summary_tables(results: ResultSet, width: int = 200) -> str:
     """One table per model, precision, batch and image size, as DLPerf and AIACC print them."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
@@ -54,7 +54,33 @@ def summary_tables(results: ResultSet, width: int = 150) -> str:
             if (comm := r.communication) is not None:
                 console.print(f"  {r.case.topology.name}: efficiency {_fmt(r.efficiency, '.2f')} beside {comm.line}",
                               soft_wrap=True)
+            for line in compiled.case_lines(r):
+                console.print(f"  {line}", soft_wrap=True)
     return buf.getvalue()
+
+
+def _text_table(title: str, header: list[str] | tuple[str, ...], body: list[list[str]], left: int,
+                width: int) -> str:
+    """A titled table of text cells for the terminal: the first ``left`` columns left-aligned, the
+    figures right; "" without rows."""
+    if not body:
+        return ""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for i, col in enumerate(header):
+        table.add_column(col, justify="left" if i < left else "right", no_wrap=True)
+    for cells_ in body:
+        table.add_row(*cells_)
+    console.print(table)
+    return buf.getvalue()
+
+
+def compiled_table(results: ResultSet, width: int = 200) -> str:
+    """Each compiled case beside its eager twin (``compiled.grid``); "" where none was compiled."""
+    return _text_table("torch.compile: compiled against eager (throughput in each case's unit; compile time, "
+                       "graph breaks and recompilations as dynamo counted them)", compiled.HEADER,
+                       compiled.grid(results), 3, width)
 
 
 def engine_grid(results: ResultSet) -> tuple[list[str], list[list[str]]]:
@@ -69,8 +95,9 @@ def engine_grid(results: ResultSet) -> tuple[list[str], list[list[str]]]:
         cells = [case, row["framework"], row["topology"]]
         for e in engines:
             f = row["engines"].get(e)
+            over = f" x{f['compiled_over_eager']:.2f} eager" if f and f.get("compiled_over_eager") is not None else ""
             cells.append("-" if f is None else f"{f['samples_per_s']:.2f} ({_fmt(f['efficiency'], '.2f')}, "
-                                                f"{_fmt(f['multi_node_efficiency'], '.2f')})")
+                                                f"{_fmt(f['multi_node_efficiency'], '.2f')}){over}")
         cells += [_fmt(row["ratios"].get(k), ".3f") for k in ratios]
         body.append(cells)
     return ["case", "framework", "topology", *engines, *ratios], body
@@ -80,19 +107,8 @@ def engine_table(results: ResultSet, width: int = 200) -> str:
     """Engines side by side (``--backend A,B``), as the AIACC tables put Perseus beside Horovod: per
     engine samples/s, efficiency and multi-node efficiency, then the first engine's ratio to each other."""
     header, body = engine_grid(results)
-    if not body:
-        return ""
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    table = Table(title="engines compared: throughput, samples/s or tokens/s as each case counts (efficiency, "
-                        "multi-node efficiency)", title_justify="left",
-                  box=box.SIMPLE_HEAD)
-    for col in header:
-        table.add_column(col, justify="left" if col in ("case", "framework", "topology") else "right", no_wrap=True)
-    for cells in body:
-        table.add_row(*cells)
-    console.print(table)
-    return buf.getvalue()
+    return _text_table("engines compared: throughput, samples/s or tokens/s as each case counts (efficiency, "
+                       "multi-node efficiency)", header, body, 3, width)
 
 
 def results_document(results: ResultSet, environment: dict, options: dict, failures: dict[str, str]) -> dict:

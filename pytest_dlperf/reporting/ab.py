@@ -57,8 +57,11 @@ def _metric_row(name: str, metric: str, v: dict, taken: list[dict]) -> list[str]
     except ValueError:
         return [f"{name} {metric}", "-", "-", _pct(v.get("ratio")), "-", str(v.get("pairs", "")),
                 str(v.get("verdict", "")).upper()]
-    sides = [_geomean([p[role].get("figures", {}).get(metric) for p in taken
-                       if p[role].get("figures", {}).get(metric)]) for role in ("reference", "candidate")]
+    if m.counted:  # the most each side counted in any launch
+        sides = [v.get(role) for role in ("reference", "candidate")]
+    else:
+        sides = [_geomean([p[role].get("figures", {}).get(metric) for p in taken
+                           if p[role].get("figures", {}).get(metric)]) for role in ("reference", "candidate")]
     interval = "-" if v.get("low") is None else f"{v['low']:.3f}-{v['high']:.3f}"
     return [f"{name} {m.title}", *(m.show(x) for x in sides), _pct(v.get("ratio")), interval,
             str(v.get("pairs", "")), str(v.get("verdict", "")).upper()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import metrics
 from ..metrics import Metric
 from ..results import CaseResult, ResultSet
-from . import _fmt, cells, engine_grid
+from . import _fmt, cells, compiled, engine_grid
 
 # Worst first: a group's rank in the file is its worst case's.
 SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "unjudged", "improvement", "pass", "")
@@ -32,6 +32,7 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
     lines = [f"# {title}", "",
              f"{len(results.results)} case(s) measured, {len(regressions)} regression(s), {len(failures)} failed", ""]
     lines += _budget_lines(budget) + _failure_lines(failures) + _case_tables(results) + _engine_lines(results)
+    lines += _compiled_lines(results)
     lines += _gate_notes(results)
     if plots:
         lines += ["## Plots", ""] + [f"![{p}](plots/{p})" for p in plots] + [""]
@@ -72,6 +73,7 @@ def _case_tables(results: ResultSet) -> list[str]:
         lines += [_case_row(r, columns) for r in rows] + [""]
         notes = cells.not_measured(rows) + cells.flagged(rows) + [
             f"{r.case.topology.name}: {comm.line}" for r in rows if (comm := r.communication) is not None]
+        notes += [line for r in rows for line in compiled.case_lines(r)]
         lines += [f"- {n}" for n in notes] + ([""] if notes else [])
     return lines
 
@@ -96,6 +98,17 @@ def _engine_lines(results: ResultSet) -> list[str]:
             "and the first engine's ratio.", "",
             "| " + " | ".join(header) + " |", "|---|---|---|" + "--:|" * (len(header) - 3),
             *("| " + " | ".join(cells) + " |" for cells in body), ""]
+
+
+def _compiled_lines(results: ResultSet) -> list[str]:
+    body = compiled.grid(results)
+    if not body:
+        return []
+    return ["## Compiled over eager", "",
+            "torch.compile: each compiled case's throughput against its eager twin's (samples/s, tokens/s for a "
+            "decoder), its compile time (s) and the graph breaks and recompilations dynamo counted.", "",
+            "| " + " | ".join(compiled.HEADER) + " |", "|---|---|---|" + "--:|" * (len(compiled.HEADER) - 3),
+            *("| " + " | ".join(row) + " |" for row in body), ""]
 
 
 def _gate_notes(results: ResultSet) -> list[str]:

@@ -13,7 +13,7 @@ from .. import metrics
 from ..baselines import BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, judge, judge_scalar
 from ..baselines.fingerprint import FingerprintComparison, compare
 from ..baselines.profile import device_kind
-from ..baselines.rules import pace_hides, resolve_tolerances
+from ..baselines.rules import judge_count, pace_hides, resolve_tolerances
 from ..baselines.store import SittingsError
 from ..clusters.base import Node
 from ..comm import network_said
@@ -187,9 +187,12 @@ class Gate:
             return [judge(result.throughputs, None, tol, case=case.id, missing_reason=reason)]
         verdicts, runs = [], None
         for m in metrics.gated():
-            if not (m.applies(case.topology.world_size) and m.judged_on(kind, m.name in asked)):
+            if not (m.has(case) and m.judged_on(kind, m.name in asked)):
                 continue
-            if m.kind is Kind.LAUNCH and result.values(m.name):
+            if m.counted and result.values(m.name):
+                verdicts.append(judge_count(result.values(m.name), entry, metric=m.name, case=case.id,
+                                            said=result.said(m.name)))
+            elif m.kind is Kind.LAUNCH and result.values(m.name):
                 verdicts.append(judge(result.values(m.name), entry, tol, metric=m.name, cv_bound=self.options.cv_bound,
                                       alpha=self.options.alpha, case=case.id,
                                       measured_paces=result.paces if m.paced else (),

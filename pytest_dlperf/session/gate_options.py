@@ -42,7 +42,7 @@ class GateOptions:
             raise pytest.UsageError("--dlperf-record-sittings K says how many sittings --update-baselines keeps: "
                                     "give it with --update-baselines, or leave it out to gate")
         return cls(update=get("dlperf_update_baselines"), profile=get("dlperf_baseline_profile"), directory=directory,
-                   tolerance={m.name: get(m.option_dest) for m in metrics.gated()},
+                   tolerance={m.name: get(m.option_dest) for m in metrics.tolerated()},
                    missing=get("dlperf_baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail",
                    hardware_fails=(get("dlperf_hardware") or ("fail" if in_ci() else "skip")) == "fail",
                    root=Path(config.rootpath), sittings=get("dlperf_record_sittings") or 1)
@@ -56,7 +56,7 @@ def marker_tolerances(item: pytest.Item | None) -> dict[str, float]:
     marker = item.get_closest_marker("dlperf")
     if marker is None:
         return {}
-    names = {m.marker_key: m.name for m in metrics.gated()}
+    names = {m.marker_key: m.name for m in metrics.tolerated()}
     unknown = sorted(set(marker.kwargs) - set(names))
     if unknown or marker.args:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.dlperf takes only "

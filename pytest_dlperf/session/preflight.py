@@ -13,9 +13,9 @@ from ..baselines import BaselineError
 from ..baselines.store import SittingsError
 from ..clusters.base import Cluster, ClusterError
 from ..options import RunOptions
-from ..preflight import frameworks, hardware, reach
+from ..preflight import compiler, frameworks, hardware, reach
 from ..results import CaseResult
-from ..specs import CaseSpec
+from ..specs import COMPILED, CaseSpec
 from .contexts import BaselineContext
 from .engines import Engines
 from .gate import Gate
@@ -42,13 +42,14 @@ class CasePreflight:
         self.probe_hardware(self.engines.name(case))
 
     def framework_ready(self, case: CaseSpec) -> None:
-        """The backend's framework on every node of the case, in one version: else skip (missing,
-        with the install line) or fail (versions differ), naming the nodes. Asked once per node set."""
+        """The backend's framework on every node of the case, in one version (and a compiled case's
+        compiler): else skip (missing, with the install line) or fail (versions differ), naming the nodes.
+        Asked once per node set."""
         cluster, name = self.cluster(), self.engines.name(case)
         nodes = cluster.nodes()[:case.topology.nodes]
         launcher = self.engines.launcher(case)
         fws = launcher.frameworks_for(case)
-        key = (*fws, *(n.name for n in nodes))
+        key = (*fws, *(n.name for n in nodes), *([COMPILED] if case.compiled else []))
         if key not in self._framework_checked:
             problem = None
             for fw in fws:  # in order: horovod before the framework it was built for
@@ -58,6 +59,8 @@ class CasePreflight:
                 problem = problem or found.problem(launcher.install_hint_for(fw))
             if problem is None and launcher.spans_nodes and len(nodes) > 1:
                 problem = reach.check(cluster, nodes, self.options.report_dir / "reach" / "-".join(key))
+            if problem is None and case.compiled:  # torch.compile's compiler on every node
+                problem = compiler.check(cluster, nodes, self.options.report_dir / "compiler" / "-".join(key))
             self._framework_checked[key] = problem
         problem = self._framework_checked[key]
         if problem is not None:

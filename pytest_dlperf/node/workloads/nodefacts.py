@@ -8,6 +8,8 @@ Three ways it is used:
   anything is copied to the node, prints one JSON line of facts (``facts``);
 - ``python3 nodefacts.py --frameworks paddle``: the framework preflight prints ``MARK`` and one JSON
   line: import name -> {"dist": distribution, "version": ...} or null (not importable);
+- ``python3 nodefacts.py --compiler cpu|gpu``: the preflight of a compiled case prints
+  ``COMPILER_MARK`` and one JSON line: the compiler torch.compile's inductor runs on such a node;
 - ``from nodefacts import cpu_model``: the workloads name a CPU rank's device (copied beside them).
 """
 from __future__ import annotations
@@ -23,6 +25,7 @@ import subprocess
 import sys
 
 MARK = "DLPERF-FRAMEWORKS "
+COMPILER_MARK = "DLPERF-COMPILER "
 
 
 def cpu_model() -> str:
@@ -55,6 +58,25 @@ def frameworks(names: list[str]) -> dict[str, dict | None]:
                 continue
         out[name] = found or {"dist": None, "version": None}
     return out
+
+
+def compiler(kind: str) -> dict:
+    """The compiler torch.compile's inductor runs on a ``kind`` ("cpu" or "gpu") node, found as inductor
+    and Triton find it: on CPUs the C++ compiler of its generated kernels ($CXX, else g++); on GPUs the
+    C compiler Triton builds its launcher with ($CC, else gcc, else clang). {"needs", "path" (None: none
+    runs), "version": its first line}."""
+    names = [os.environ.get("CXX") or "g++"] if kind == "cpu" else (
+        [os.environ["CC"]] if os.environ.get("CC") else ["gcc", "clang"])
+    for name in names:
+        path = shutil.which(name)
+        if not path:
+            continue
+        try:
+            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20, check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        return {"needs": names[0], "path": path, "version": (out.splitlines() or [""])[0].strip()}
+    return {"needs": " or ".join(names), "path": None, "version": None}
 
 
 def local_addresses() -> list[str]:
@@ -98,5 +120,7 @@ def facts(names: list[str]) -> dict:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--frameworks"]:
         print(MARK + json.dumps(frameworks(sys.argv[2:])), flush=True)
+    elif sys.argv[1:2] == ["--compiler"]:
+        print(COMPILER_MARK + json.dumps(compiler(sys.argv[2])), flush=True)
     else:
         print(json.dumps(facts(sys.argv[1:])), flush=True)

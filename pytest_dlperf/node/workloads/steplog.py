@@ -15,6 +15,14 @@ lines to the file given by ``--output``:
    parameters disagree stopped synchronising; such a run would look like perfect scaling, so the
    harness fails it.
 
+Optional meta fields (a log without them is still contract 1; the harness says "not measured"):
+``first_step`` and ``memory`` (below), and ``compile`` for a model trained through a compiler
+(``compiled``): the time from the first step to the end of the last warm-up step that compiled, the
+compiler's own accounting, its graph breaks and recompilations with what it said of them.
+
+A workload that fails for a reason it can name in a line (a compiler error) prints ``FAILED_MARK``
+and that line (``fail``) instead of a traceback; the harness shows that line first.
+
 A file that is empty, truncated, garbled or of another contract version is an error
 (``StepLogError``) naming the file and the line. See the README's "Writing a workload".
 """
@@ -112,6 +120,24 @@ def planted_slowdown() -> float:
     if not 0 <= d < 1:
         raise SystemExit(f"DLPERF_PLANT_SLOWDOWN={d}: expected a fraction in [0, 1)")
     return d
+
+
+# ---------------------------------------------------------------- a failure in one line
+FAILED_MARK = "DLPERF-FAILED "
+
+
+def fail(line: str) -> None:
+    """Stop this rank with ``line`` (what failed, where, the tool's own first error line) behind
+    FAILED_MARK on stderr and exit status 1, without a traceback: the harness shows the line first."""
+    print(FAILED_MARK + " ".join(line.split()), file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(1)
+
+
+def failed_line(text: str) -> str | None:
+    """The first FAILED_MARK line of a node's output (without the mark), None where there is none."""
+    i = text.find(FAILED_MARK)
+    return text[i + len(FAILED_MARK):].split("\n", 1)[0].strip() if i >= 0 else None
 
 
 # ---------------------------------------------------------------- start-up and memory
@@ -237,6 +263,27 @@ def start_and_memory(gather: Callable[[list[float]], list[list[float]]], start: 
     return {"first_step": first_step(firsts), "memory": peak_memory(per_rank)}
 
 
+def compile_figures(per_rank: list[dict]) -> dict:
+    """The meta line's ``compile`` from every rank's record (``seconds``: its first steps up to the last
+    compilation; ``dynamo_seconds``, ``graph_breaks``, ``recompiles`` and their ``breaks`` and
+    ``recompile_reasons``: what the compiler said): the slowest rank's times, the most any rank
+    counted, and every different thing said (the first ``SAID_AT_MOST``)."""
+    rank = max(range(len(per_rank)), key=lambda r: per_rank[r]["seconds"])
+    out = {"seconds": per_rank[rank]["seconds"], "rank": rank, "ranks": [p["seconds"] for p in per_rank],
+           "steps": per_rank[rank]["steps"],
+           "dynamo_seconds": max(p["dynamo_seconds"] for p in per_rank),
+           "graph_breaks": max(p["graph_breaks"] for p in per_rank),
+           "recompiles": max(p["recompiles"] for p in per_rank),
+           "window_compiles": max(p.get("window_compiles", 0) for p in per_rank)}
+    for key in ("breaks", "recompile_reasons"):
+        out[key] = list(dict.fromkeys(x for p in per_rank for x in p.get(key, [])))[:SAID_AT_MOST]
+    out.update({k: v for k, v in per_rank[0].items() if k not in out})  # what every rank shares (the cache)
+    return out
+
+
+SAID_AT_MOST = 10  # a compile record keeps this many different graph breaks and recompilation reasons
+
+
 def peak_memory(per_rank: list[dict]) -> dict:
     """The meta line's ``memory`` from every rank's ``MemoryProbe.peak``: the largest rank's figure."""
     if not per_rank or any(not p.get("bytes") for p in per_rank):
@@ -267,6 +314,12 @@ class Timed:
     window: tuple[float, float]
     first_step_end: float = 0.0  # wall clock (time.time) when this rank's first step ended: time to first step
     peak: dict | None = None  # this rank's peak memory over the window (``MemoryProbe.peak``)
+    compile_steps: int = 0  # warm-up steps up to and including the last one that compiled (0: none did)
+
+    @property
+    def compile_seconds(self) -> float:
+        """From the first step's start to the end of the last warm-up step that compiled (0: none did)."""
+        return self.ends[self.compile_steps - 1] - self.starts[0] if self.compile_steps else 0.0
 
 
 class DeviceClock(Protocol):
@@ -293,13 +346,15 @@ def time_steps(step: Callable[[], Any], args: Any, rank: int, samples_per_step: 
                agree: Callable[[bool, int], tuple[bool, int]], barrier: Callable[[], None],
                sync: Callable[[], None] = _nothing,
                device_clock: Callable[[int], DeviceClock] | None = None,
-               memory: MemoryProbe | None = None) -> Timed:
+               memory: MemoryProbe | None = None, compiled: Callable[[], bool] | None = None) -> Timed:
     """Run the warm-up and the window with the workload's ``step`` (returns its loss: a tensor, or
     a float where the float is the step's host sync) under the flags every workload takes (``args``:
     warmup_iters, max_warmup_iters, iters, window_seconds, max_iters). ``agree(done, window steps)``
     returns rank 0's decision on every rank; ``barrier`` is a collective; ``sync`` waits for the
     device; ``device_clock(steps)`` times the window's steps on the device (GPUs); ``memory`` takes the
-    rank's peak memory over the window (default: the process's resident memory, ``HostMemory``)."""
+    rank's peak memory over the window (default: the process's resident memory, ``HostMemory``);
+    ``compiled()`` says whether the step just run compiled anything (a compiled model): the warm-up
+    does not end on such a step (unless it reached its most), so the window starts compiled."""
     plant = planted_slowdown()
     progress = Progress(rank == 0, samples_per_step)  # the live line, rank 0 only
     t = Timed(0, args.iters, [], [], [], [], (0.0, 0.0))
@@ -314,8 +369,13 @@ def time_steps(step: Callable[[], Any], args: Any, rank: int, samples_per_step: 
         t.seconds.append(t.ends[-1] - t0)
         if len(t.losses) == 1:
             t.first_step_end = time.time()
+        fresh = compiled is not None and compiled()
+        if fresh:
+            t.compile_steps = len(t.losses)
         progress("warmup", len(t.losses))
-        done, t.iters = agree(warmup_done(t.seconds, args.warmup_iters, args.max_warmup_iters),
+        # a step that compiled is not steady; an exact warm-up (no most) or its most still ends it
+        settled = not fresh or args.max_warmup_iters <= args.warmup_iters or len(t.losses) >= args.max_warmup_iters
+        done, t.iters = agree(warmup_done(t.seconds, args.warmup_iters, args.max_warmup_iters) and settled,
                               window_iters(min(t.seconds[-2:]), args.iters, args.window_seconds, args.max_iters))
         if done:
             break

@@ -22,6 +22,14 @@ Rank 0 writes the step log (``--output``) through ``steplog.py``, the versioned 
 next to this file: a ``meta`` line, a ``step`` line per step with the step time seen by every rank,
 an ``end`` line with every rank's parameter digest. A window step's ``start``/``end`` are rank 0's
 clock; the first window step starts at the start barrier, the last ends at the end barrier.
+``--compile`` trains the model as PyTorch 2 users do, through ``torch.compile`` (inductor: C++ on
+CPUs, Triton on GPUs): ddp wraps the compiled model in DDP (dynamo's DDPOptimizer splits its graphs
+at DDP's buckets), fsdp compiles each block before sharding it, as torchtitan does. The meta line's
+``compile`` then says how long the first steps took up to the last compilation, dynamo's own
+accounting, and the graph breaks and recompilations dynamo counted, with what it said of them; a
+compilation that fails stops the rank with one line naming the host and dynamo's first error line.
+Inductor's caches go where ``TORCHINDUCTOR_CACHE_DIR`` says (the harness gives each launch an empty
+one, ``--drop-compile-cache``, unless it was asked to keep one).
 DLPERF_FAULT=rank:step crashes that rank at that step; DLPERF_FAULT=nosync trains without
 synchronising gradients (the harness must catch the drift); DLPERF_PLANT_SLOWDOWN=d slows each step.
 """
@@ -33,9 +41,11 @@ import ctypes
 import math
 import os
 import platform
+import shutil
 import socket
 import sys
 import time
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -272,6 +282,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="size the window to about this many seconds at the warm-up's pace (0: --iters)")
     p.add_argument("--max-iters", type=int, default=0, help="measured steps at most (0: no cap)")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads per process (0: torch's default)")
+    p.add_argument("--compile", action="store_true",
+                   help="train through torch.compile (ddp: DDP wraps the compiled model; fsdp: each block compiled)")
+    p.add_argument("--drop-compile-cache", action="store_true",
+                   help="with --compile: remove inductor's cache directory (TORCHINDUCTOR_CACHE_DIR) at the end")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", required=True, help="JSON lines written by rank 0")
     return p.parse_args(argv)
@@ -292,8 +306,12 @@ class DDPComm:
         self.versions = {"acspeed": _version("acspeed")} if engine == "acspeed" else {}
         self.engine = engine
 
-    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: torch.dtype | None = None):
-        """(the module to call, ``optimizer`` over its parameters, a no-sync context factory).
+    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: torch.dtype | None = None,
+             compiled: bool = False):
+        """(the module to call, ``optimizer`` over its parameters, a no-sync context factory); with
+        ``compiled``, DDP wraps ``torch.compile(model)``, as Lightning and Accelerate do: the compiled
+        forward runs inside DDP's, where dynamo's DDPOptimizer (on by default) splits its graph at the
+        gradient buckets so that their all-reduces overlap the backward.
 
         At world size 1 there is nothing to synchronise, and the model trains without the DDP
         wrapper, as NVIDIA's DeepLearningExamples train on one GPU: DDP's reducer at world 1 cost
@@ -301,17 +319,21 @@ class DDPComm:
         benchmarks/gpu_reference.py), which the 1n1g figure, the base of speedup and scaling
         efficiency, must not carry."""
         if self.engine == "fsdp":
-            return self.fully_shard(model, nosync, optimizer, mixed)
+            return self.fully_shard(model, nosync, optimizer, mixed, compiled)
+        inner = torch.compile(model) if compiled else model
         if self.world == 1:
-            self.wrapper = "none"
-            return model, optimizer(model.parameters()), contextlib.nullcontext
-        self.wrapper = "DistributedDataParallel"
-        ddp = nn.parallel.DistributedDataParallel(model, device_ids=[self.local_rank] if model_on_cuda(model) else None)
+            self.wrapper = "torch.compile" if compiled else "none"
+            return inner, optimizer(model.parameters()), contextlib.nullcontext
+        self.wrapper = "DistributedDataParallel" + ("(torch.compile)" if compiled else "")
+        ddp = nn.parallel.DistributedDataParallel(inner, device_ids=[self.local_rank] if model_on_cuda(model) else None)
         return ddp, optimizer(ddp.parameters()), (ddp.no_sync if nosync else contextlib.nullcontext)
 
-    def fully_shard(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: torch.dtype | None):
+    def fully_shard(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: torch.dtype | None,
+                    compiled: bool = False):
         """FSDP2 (``torch.distributed.fsdp.fully_shard``): each block, then the root, sharded over the
-        ranks, at every world size (the engine's own overhead is part of its figure); with ``mixed``
+        ranks, at every world size (the engine's own overhead is part of its figure); with ``compiled``
+        each block is compiled first and the compiled block sharded, as torchtitan does (a model without
+        blocks, VGG-16, is compiled whole); with ``mixed``
         (a decoder's amp on GPUs) parameters gathered and computed in that dtype, gradients reduced in
         fp32. The seeds' models keep fp32 parameters under autocast: their BatchNorm takes fp16
         input only beside fp32 weights."""
@@ -320,10 +342,17 @@ class DDPComm:
                              "on one rank, so the ranks' parameters cannot drift apart; use --engine ddp")
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
         kw = {"mp_policy": MixedPrecisionPolicy(param_dtype=mixed, reduce_dtype=torch.float32)} if mixed else {}
+        blocks = unit_container(model)
+        if compiled and blocks is not None:
+            for i, block in enumerate(list(blocks)):
+                blocks[i] = torch.compile(block)
+        elif compiled:
+            model = torch.compile(model)
         for block in shard_units(model):
             fully_shard(block, **kw)
         fully_shard(model, **kw)
-        self.wrapper = "fully_shard"
+        self.wrapper = "fully_shard" + ("(torch.compile per block)" if compiled and blocks is not None else
+                                        "(torch.compile)" if compiled else "")
         return model, optimizer(model.parameters()), contextlib.nullcontext
 
     def broadcast_(self, t: torch.Tensor) -> None:
@@ -366,7 +395,8 @@ class HorovodComm:
         self.name = f"{engine}-{how}" + ("+nccl" if cuda and hvd.nccl_built() else "")
         self.versions = {engine: _version(engine)}
 
-    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: torch.dtype | None = None):
+    def wrap(self, model: nn.Module, nosync: bool, optimizer: Callable, mixed: torch.dtype | None = None,
+             compiled: bool = False):
         hvd = self.hvd
         opt = optimizer(model.parameters())
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
@@ -429,11 +459,15 @@ class FirstStepFlops:
     FLOPs of one rank's batch (the optimizer's elementwise updates are not in its table). Only a
     warm-up step is counted (``enabled``): the counter's per-op bookkeeping never enters the window.
     On CPUs that step's attention runs on SDPA's math kernel: the counter has no formula for the CPU
-    flash kernel and would count attention as nothing (the GPU kernels it counts)."""
+    flash kernel and would count attention as nothing (the GPU kernels it counts). A compiled model's
+    counted step runs eagerly (``torch.compiler.set_stance("force_eager")``): the counter sees aten's
+    operators, not the generated kernels, and counts the same FLOPs the eager model does."""
 
-    def __init__(self, step: Callable[[], torch.Tensor], enabled: bool, cuda: bool, after: int = 0) -> None:
+    def __init__(self, step: Callable[[], torch.Tensor], enabled: bool, cuda: bool, after: int = 0,
+                 compiled: bool = False) -> None:
         self.step, self.enabled, self.cuda, self.total = step, enabled, cuda, None
         self.after = after  # calls left before the counted one: the first step stays plain (time to first step)
+        self.compiled = compiled
 
     def __call__(self) -> torch.Tensor:
         if not self.enabled or self.total is not None:
@@ -444,10 +478,81 @@ class FirstStepFlops:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.utils.flop_counter import FlopCounterMode
         kernel = contextlib.nullcontext() if self.cuda else sdpa_kernel([SDPBackend.MATH])
-        with kernel, FlopCounterMode(display=False) as counter:
+        eager = torch.compiler.set_stance("force_eager") if self.compiled else contextlib.nullcontext()
+        with warnings.catch_warnings(), eager, kernel, FlopCounterMode(display=False) as counter:
+            # the counter's module hooks are global: torch.compile warns of them for the compiled module
+            warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
             loss = self.step()
         self.total = counter.get_total_flops()
         return loss
+
+
+class Dynamo:
+    """What torch.compile did in this rank, from dynamo's own records: whether the step just run
+    compiled anything (its accounting of compile time grew: the forward's frames and the backward's
+    graphs, compiled lazily in the first backward), and after the window the rank's compile record
+    for the meta line (``steplog.compile_figures``): dynamo's seconds, the graph breaks its counters
+    counted with each break's reason and user-code location, and the recompilations with the guard
+    that failed."""
+
+    def __init__(self, cache: dict) -> None:
+        from torch._dynamo import utils
+        self.utils, self.cache = utils, cache
+        self.seen = self.seconds()
+
+    def seconds(self) -> float:
+        return float(self.utils.calculate_time_spent().get("total_wall_time", 0.0))
+
+    def compiled(self) -> bool:
+        """Whether anything compiled since the last call."""
+        now = self.seconds()
+        fresh, self.seen = now > self.seen, now
+        return fresh
+
+    def record(self, timed: steplog.Timed) -> dict:
+        """This rank's compile record, after the window (a compilation in the window is counted)."""
+        window = int(self.compiled())
+        breaks = [r for r in self.utils.graph_break_reasons if r.graph_break]
+        # DDPOptimizer's splits at the buckets are listed as breaks but are not counted as any: its own figure
+        splits = [r for r in breaks if r.reason.startswith("DDPOptimizer")]
+        said = [break_said(r) for r in breaks if r not in splits]
+        failures = [str(f).strip().splitlines()[0] for fs in self.utils.guard_failures.values() for f in fs if str(f).strip()]
+        return {"seconds": timed.compile_seconds, "steps": timed.compile_steps, "dynamo_seconds": self.seconds(),
+                "graph_breaks": int(sum(self.utils.counters["graph_break"].values())),
+                "breaks": list(dict.fromkeys(said)), "recompiles": len(failures),
+                "recompile_reasons": list(dict.fromkeys(failures)), "window_compiles": window,
+                "graphs": int(self.utils.counters["stats"]["unique_graphs"]), "ddp_splits": len(splits),
+                "cache": self.cache}
+
+
+def break_said(reason) -> str:  # noqa: ANN001 - dynamo's GraphCompileReason
+    """A graph break as dynamo gives it: its reason's first line and explanation, at the innermost
+    user frame (``file:line in function``)."""
+    lines = [ln.strip() for ln in str(reason.reason).splitlines() if ln.strip()]
+    said = lines[0] if lines else "graph break"
+    explained = next((ln.split(":", 1)[1].strip() for ln in lines[1:] if ln.startswith("Explanation:")), "")
+    if explained:
+        said += f" ({explained})"
+    if reason.user_stack:
+        frame = reason.user_stack[-1]
+        said += f" at {frame.filename}:{frame.lineno} in {frame.name}"
+    return said
+
+
+def compile_error(exc: BaseException) -> str:
+    """Dynamo's first error line: the innermost cause's type and first line (a backend's failure
+    wraps the compiler's own error)."""
+    inner = getattr(exc, "inner_exception", None) or exc.__cause__ or exc
+    first = next((ln.strip() for ln in str(inner).splitlines() if ln.strip()), "")
+    return f"{type(inner).__name__}: {first}" if first else type(inner).__name__
+
+
+def compile_cache() -> dict:
+    """Inductor's cache directory for this launch, and whether it was empty (a cold compile): taken
+    before the ranks meet, so no rank has compiled into it yet."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+    where = cache_dir()
+    return {"dir": where, "cold": not any(os.scandir(where))}
 
 
 def make_step(args: argparse.Namespace, model: nn.Module, wrap: Callable, device: torch.device,
@@ -458,7 +563,8 @@ def make_step(args: argparse.Namespace, model: nn.Module, wrap: Callable, device
     use_amp = args.precision == "amp"
     amp_dtype = torch.float16 if cuda and args.model not in TOKEN_MODELS else torch.bfloat16
     mixed = amp_dtype if use_amp and cuda and args.model in TOKEN_MODELS else None  # FSDP's parameter dtype
-    net, opt, no_sync = wrap(model, steplog.no_sync_fault(), optimizer_for(args.model), mixed=mixed)
+    net, opt, no_sync = wrap(model, steplog.no_sync_fault(), optimizer_for(args.model), mixed=mixed,
+                             compiled=args.compile)
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
     images, labels = synthetic_batch(args, device, cuda)
     arcface = args.model == "arcface"
@@ -548,15 +654,22 @@ def allreduce_bandwidth(comm, device: torch.device, grad_bytes: int, sync: Calla
     return out
 
 
-def shard_units(model: nn.Module) -> list[nn.Module]:
-    """The blocks FSDP shards one by one (each gathered only while it runs): a decoder's or BERT's
-    layers, ResNet's bottlenecks; none for VGG-16 (its root is the unit)."""
+def unit_container(model: nn.Module) -> nn.ModuleList | nn.Sequential | None:
+    """The container of the model's blocks: a decoder's or BERT's layers, ResNet's bottlenecks; None
+    for VGG-16."""
     for owner in (model, getattr(model, "encoder", None), getattr(model, "backbone", None)):
         for name in ("blocks", "layers"):
             found = getattr(owner, name, None) if owner is not None else None
             if isinstance(found, (nn.ModuleList, nn.Sequential)):
-                return list(found)
-    return []
+                return found
+    return None
+
+
+def shard_units(model: nn.Module) -> list[nn.Module]:
+    """The blocks FSDP shards one by one (each gathered only while it runs); none for VGG-16 (its
+    root is the unit)."""
+    blocks = unit_container(model)
+    return list(blocks) if blocks is not None else []
 
 
 def full(p: torch.Tensor) -> torch.Tensor:
@@ -659,10 +772,60 @@ def parameter_digest(model: torch.nn.Module, device: torch.device) -> torch.Tens
     return digest
 
 
+def run_steps(args: argparse.Namespace, step: Callable[[], torch.Tensor], comm, device: torch.device,  # noqa: ANN001
+              sync: Callable[[], None], samples: int, dynamo: Dynamo | None) -> tuple[steplog.Timed, FirstStepFlops]:
+    """The warm-up and the window on this rank (``steplog.time_steps``), rank 0 deciding for all, a
+    warm-up step's FLOPs counted; with a compiled model (``dynamo``) no warm-up ends on a step that
+    compiled, and a compiler error stops the rank with one line naming the host and dynamo's error."""
+    cuda = device.type == "cuda"
+    decide = torch.zeros(2, dtype=torch.float64, device=device)  # rank 0's [warm-up done, window steps]
+
+    def agree(done: bool, iters: int) -> tuple[bool, int]:
+        if comm.rank == 0:
+            decide[0], decide[1] = float(done), iters
+        comm.broadcast_(decide)
+        return bool(decide[0] > 0), int(decide[1])
+
+    warm = args.warmup_iters > 0 or args.window_seconds > 0
+    second = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0) >= 2 or (
+        args.window_seconds > 0 and args.max_warmup_iters >= 2)  # a second warm-up step will come: count that one
+    counted = FirstStepFlops(step, enabled=warm, cuda=cuda, after=1 if second else 0, compiled=dynamo is not None)
+    failed = torch._dynamo.exc.TorchDynamoException if dynamo else ()  # a compiled model's compiler errors
+    try:
+        return steplog.time_steps(counted, args, comm.rank, samples, agree=agree, barrier=comm.barrier, sync=sync,
+                                  device_clock=CudaClock if cuda else None,
+                                  memory=CudaMemory(device) if cuda else None,
+                                  compiled=dynamo.compiled if dynamo else None), counted
+    except failed as exc:
+        steplog.fail(f"torch.compile failed on {socket.gethostname()} (rank {comm.rank}): {compile_error(exc)}")
+        raise  # (fail does not return)
+
+
+def every_rank(comm, timed: steplog.Timed, device: torch.device) -> dict:  # noqa: ANN001 - DDPComm, HorovodComm
+    """What rank 0's meta line takes of every rank (a collective: every rank calls it): its start-up
+    figures, its peak memory, and its host, device and threads."""
+    cuda = device.type == "cuda"
+    starts = comm.all_gather(torch.tensor(START.figures(timed.first_step_end), dtype=torch.float64, device=device))
+    return {"starts": [t.tolist() for t in starts], "peaks": comm.all_gather_object(timed.peak or {}),
+            "hosts": comm.all_gather_object({"host": socket.gethostname(), "local_rank": comm.local_rank,
+                                             "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
+                                             "threads": torch.get_num_threads()})}
+
+
+# What holds the wrapped model (DDP and its reducer) is kept until the process leaves with os._exit:
+# freed when main returns, after destroy_process_group, the reducer drops the last reference to the
+# Gloo process group, whose destructor joins Gloo's threads while one of them waits for the GIL to
+# drop a tensor (a rank of a compiled 2-rank DDP run hung there for minutes, 2026-11-27).
+KEPT: list = []
+
+
 @record  # torchrun then shows this rank's traceback in its "Root Cause" summary
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cuda = torch.cuda.is_available()
+    if args.compile and args.engine not in ("ddp", "fsdp"):
+        raise SystemExit(f"--compile: the ddp and fsdp engines train compiled, not --engine {args.engine}")
+    cache = compile_cache() if args.compile else None
     comm = (HorovodComm if args.engine in ("horovod", "perseus") else DDPComm)(args.engine, cuda)
     rank, world, local_rank = comm.rank, comm.world, comm.local_rank
     START.mark("process_group")
@@ -675,34 +838,19 @@ def main(argv: list[str] | None = None) -> int:
     if cuda and args.model not in ("bert-base", *TOKEN_MODELS):
         model = model.to(memory_format=torch.channels_last)
     step = make_step(args, model, comm.wrap, device, cuda)
+    KEPT.append(step)  # (its DDP and its reducer) alive until os._exit: see KEPT
     START.mark("model")
-
-    decide = torch.zeros(2, dtype=torch.float64, device=device)  # rank 0's [warm-up done, window steps]
-
-    def agree(done: bool, iters: int) -> tuple[bool, int]:
-        if rank == 0:
-            decide[0], decide[1] = float(done), iters
-        comm.broadcast_(decide)
-        return bool(decide[0] > 0), int(decide[1])
 
     def sync() -> None:
         if cuda:
             torch.cuda.synchronize(device)
 
     per_sample = args.image_size if args.model in TOKEN_MODELS else 1  # the step log counts tokens for the decoder
-    warm = args.warmup_iters > 0 or args.window_seconds > 0
-    second = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0) >= 2 or (
-        args.window_seconds > 0 and args.max_warmup_iters >= 2)  # a second warm-up step will come: count that one
-    counted = FirstStepFlops(step, enabled=warm, cuda=cuda, after=1 if second else 0)
-    timed = steplog.time_steps(counted, args, rank, args.batch_size * per_sample * world, agree=agree, barrier=comm.barrier,
-                               sync=sync, device_clock=CudaClock if cuda else None,
-                               memory=CudaMemory(device) if cuda else None)
+    dynamo = Dynamo(cache) if args.compile else None
+    timed, counted = run_steps(args, step, comm, device, sync, args.batch_size * per_sample * world, dynamo)
+    compiles = comm.all_gather_object(dynamo.record(timed)) if dynamo else None
     gathered = comm.all_gather(torch.tensor(timed.seconds, dtype=torch.float64, device=device))
-    starts = comm.all_gather(torch.tensor(START.figures(timed.first_step_end), dtype=torch.float64, device=device))
-    peaks = comm.all_gather_object(timed.peak or {})
-    hosts = comm.all_gather_object({"host": socket.gethostname(), "local_rank": local_rank,
-                                    "device": torch.cuda.get_device_name(device) if cuda else cpu_model(),
-                                    "threads": torch.get_num_threads()})
+    ranks = every_rank(comm, timed, device)
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     allreduce = allreduce_bandwidth(comm, device, grad_bytes, sync) if world > 1 else []
     digests = comm.all_gather(parameter_digest(model, device))
@@ -714,7 +862,7 @@ def main(argv: list[str] | None = None) -> int:
                 batch_size=args.batch_size, image_size=args.image_size,
                 warmup_iters=timed.warmup, iters=timed.iters, window_seconds=args.window_seconds,
                 window={"start": timed.window[0], "end": timed.window[1]},
-                world_size=world, ranks=hosts,
+                world_size=world, ranks=ranks["hosts"],
                 local_world_size=comm.local_size, nnodes=world // comm.local_size, engine=args.engine,
                 frameworks={"torch": torch.__version__, **comm.versions}, python=platform.python_version(),
                 backend=comm.name, wrapper=comm.wrapper, cuda=torch.version.cuda if cuda else None,
@@ -725,11 +873,14 @@ def main(argv: list[str] | None = None) -> int:
                 **({"sample": "token", "llm": llm_facts(model, args)} if per_sample > 1 else {}),
                 **({"host_malloc": host_malloc} if host_malloc else {}),
                 **({"cudnn_benchmark": torch.backends.cudnn.benchmark} if cuda else {}),
-                memory=steplog.peak_memory(peaks), first_step=steplog.first_step([t.tolist() for t in starts]),
+                memory=steplog.peak_memory(ranks["peaks"]), first_step=steplog.first_step(ranks["starts"]),
+                **({"compile": steplog.compile_figures(compiles)} if compiles else {}),
             )
             log.steps(timed, gathered, args.batch_size * per_sample * world)
             log.end([d.tolist() for d in digests])
     comm.shutdown()
+    if args.drop_compile_cache and cache and comm.local_rank == 0:  # after the last barrier: no rank uses it now
+        shutil.rmtree(cache["dir"], ignore_errors=True)
     return 0
 
 

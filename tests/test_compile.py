@@ -1,0 +1,212 @@
+"""torch.compile as a case dimension (issue #49): the count rule of graph breaks and recompilations
+against hand-made sides, a compiled case's command and caches, and, for real, a second Python
+environment whose workers break the graph (unknown to the project: a sitecustomize that logs from
+inside RMSNorm's forward), against a stored baseline and as an A/B candidate; a node whose compiler
+fails and one that has none."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_dlperf import metrics
+from pytest_dlperf.ab.feature import count_verdict
+from pytest_dlperf.baselines import BaselineError, Entry, Tolerances
+from pytest_dlperf.baselines.rules import judge_count
+from pytest_dlperf.clusters.base import Node
+from pytest_dlperf.launchers.base import RunPlan
+from pytest_dlperf.launchers.torchrun import TorchrunLauncher
+from pytest_dlperf.measure.measured import launch_class
+from pytest_dlperf.records import RunRecord
+from pytest_dlperf.specs import CaseSpec, Measurement, Topology
+
+from tests.suite import QUICK_PROBES, run_suite
+
+CASE = "llama-fp32-bs2-seq64-d256l4-compiled-1n1g"
+BREAK = "Failed to trace builtin operator"  # what dynamo says of the planted print
+# A library that logs from inside RMSNorm's forward (the decoder's every block calls it): dynamo cannot
+# trace print, so the graph breaks there, in the sitecustomize's own file.
+SITECUSTOMIZE = '''import torch.nn as nn
+
+_forward = nn.RMSNorm.forward
+
+
+def forward(self, x):
+    print("", end="")
+    return _forward(self, x)
+
+
+nn.RMSNorm.forward = forward
+'''
+
+
+def entry(**figures: list[float]) -> Entry:
+    e = Entry.from_samples(model="llama", precision="fp32", batch_size=2, image_size=64, backend="ddp",
+                           topology="1n1g", throughputs=[600.0, 610.0], tolerance=None, versions={},
+                           recorded_at="2026-11-26T10:00:00+00:00", variant="d256l4-compiled")
+    e.figures = {k: list(v) for k, v in figures.items()}
+    return e
+
+
+def run(said: list[str]) -> RunRecord:
+    return RunRecord(repeat=0, meta={"compile": {"breaks": said}}, steps=[], commands=[], logs={}, wall_seconds=1.0)
+
+
+def test_a_graph_break_where_the_baseline_had_none_is_a_regression_naming_it_whatever_the_tolerance():
+    said = [f"{BREAK} at /venv/sitecustomize.py:7 in forward"]
+    new = judge_count([3.0, 3.0], entry(graph_breaks=[0.0, 0.0]), metric="graph_breaks", case=CASE, said=said)
+    assert new.status == "regression" and new.measured_median == 3 and new.baseline_median == 0
+    assert new.message.startswith(f"REGRESSION {CASE} graph_breaks: 3 where the baseline had none")
+    assert "a count, not a tolerance" in new.message and said[0] in new.message
+    same = judge_count([2.0], entry(graph_breaks=[2.0, 2.0]), metric="graph_breaks", case=CASE, said=said)
+    assert same.status == "pass" and same.message.endswith(f"Counted: {said[0]}")
+    fewer = judge_count([0.0], entry(recompiles=[1.0, 0.0]), metric="recompiles", case=CASE)  # the most in any run
+    assert fewer.status == "improvement" and "consider --update-baselines" in fewer.message
+    older = judge_count([1.0], entry(), metric="graph_breaks", case=CASE)  # recorded before counts were kept
+    assert older.status == "missing" and "record it again with --update-baselines" in older.message
+    with pytest.raises(ValueError, match="judge_count is for the count metrics"):
+        judge_count([1.0], entry(), metric="compile_time", case=CASE)
+
+
+def test_as_an_ab_candidate_a_new_graph_break_is_worse_and_named():
+    said = f"{BREAK} at /venv/sitecustomize.py:7 in forward"
+    worse = count_verdict(metrics.GRAPH_BREAKS, [(0.0, 3.0), (0.0, 3.0), (0.0, 3.0)], [run([said])] * 3)
+    assert worse["verdict"] == "worse" and (worse["reference"], worse["candidate"]) == (0, 3)
+    assert worse["reason"].startswith("candidate 3 graph breaks where the reference had none") and said in worse["reason"]
+    assert count_verdict(metrics.GRAPH_BREAKS, [(1.0, 1.0)], [run([said])])["verdict"] == "same"
+    assert count_verdict(metrics.RECOMPILES, [(2.0, 0.0)], [run([])])["verdict"] == "better"
+
+
+def test_a_count_is_declared_without_a_tolerance_and_kept_at_zero():
+    assert metrics.GRAPH_BREAKS.counted and metrics.GRAPH_BREAKS.gated and not metrics.GRAPH_BREAKS.tolerated
+    assert "graph_breaks" not in metrics.names(metrics.tolerated()) and "compile_time" in metrics.names(metrics.tolerated())
+    with pytest.raises(ValueError, match="graph breaks is a count, judged without a tolerance"):
+        Tolerances(graph_breaks=0.1)
+    with pytest.raises(ValueError, match="a count is a per-launch metric with no tolerance"):
+        metrics.Metric("n", "n", "n", "", metrics.Direction.LOWER, metrics.Kind.LAUNCH, gated=True,
+                       description="", rule=metrics.Rule.COUNT, tolerances={k: 0.1 for k in metrics.DeviceKind},
+                       per_launch=lambda r, c, m: 0.0)
+    doc = {"entries": {}}
+    e = entry(graph_breaks=[0.0, 0.0], recompiles=[0.0, 1.0])
+    doc["entries"][e.key] = e.to_dict()
+    assert Entry.from_dict(e.key, doc["entries"][e.key], Path("f.json")).figures == e.figures
+    bad = {**e.to_dict(), "figures": {"graph_breaks": [-1]}}
+    with pytest.raises(BaselineError, match="must be a non-empty list of counts"):
+        Entry.from_dict(e.key, bad, Path("f.json"))
+
+
+def test_a_compiled_case_compiles_into_an_empty_cache_of_its_own_unless_one_is_kept():
+    eager = CaseSpec("llama", "fp32", 2, 64, Topology(1, 1), "ddp", "d256l4")
+    case = eager.as_mode("compiled")
+    assert case.id == CASE and case.compiled and not eager.compiled and case.as_mode("eager") == eager
+    assert (launch_class(case), launch_class(eager)) == ("1n1g-compiled", "1n1g")
+    assert not metrics.COMPILE_TIME.has(eager) and metrics.COMPILE_TIME.has(case)
+    node = Node("n0", "10.0.0.1", "/usr/bin/python3", cpus=2)
+
+    def command(m: Measurement):
+        plan = RunPlan(case, m, [node], {"n0": "/run/r0"}, {"n0": "/run/r0/torch_ddp.py"}, "10.0.0.1", 29500, "t")
+        return TorchrunLauncher().commands(plan)[0]
+
+    m = Measurement(warmup_iters=2, iters=3, repeats=1, timeout=60)
+    cold = command(m)
+    assert "--compile" in cold.argv and "--drop-compile-cache" in cold.argv
+    assert cold.env["TORCHINDUCTOR_CACHE_DIR"] == "/run/r0/inductor-cache"
+    assert cold.env["TRITON_CACHE_DIR"] == "/run/r0/inductor-cache/triton"
+    kept = command(Measurement(warmup_iters=2, iters=3, repeats=1, timeout=60, compile_cache="/cache"))
+    assert kept.env["TORCHINDUCTOR_CACHE_DIR"] == "/cache" and "--drop-compile-cache" not in kept.argv
+
+
+# ---------------------------------------------------------------- on real torch
+def python_breaking_the_graph(directory: Path) -> str:
+    """A second Python environment the project knows nothing of: a venv over this one's packages whose
+    sitecustomize logs from inside RMSNorm's forward; its interpreter's path."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(directory)],
+                   check=True, capture_output=True)
+    (next(directory.glob("lib/python*/site-packages")) / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    return str(directory / "bin" / "python")
+
+
+def compiled_session(tmp: Path, store: Path, cache: Path, *args: str, python: str | None = None,
+                     env: dict | None = None) -> tuple[subprocess.CompletedProcess, Path]:
+    """The compiled decoder at 1n1g, one launch, its inductor caches kept in ``cache``: a launch whose
+    graphs an earlier one compiled takes seconds, not the 25 s of a cold compile on one core."""
+    report = tmp / "report"
+    r = run_suite("-k", CASE, "--dlperf-repeats", "1", *QUICK_PROBES, f"--dlperf-report={report}",
+                  f"--dlperf-baseline-dir={store}", f"--dlperf-compile-cache={cache}", *args, python=python,
+                  env=env, timeout=900)
+    return r, report
+
+
+@pytest.mark.real  # (not exclusive: what it checks is counted, not timed)
+def test_a_python_whose_workers_break_the_graph_fails_against_the_baseline_and_as_an_ab_candidate(tmp_path):
+    store, cache = tmp_path / "store", tmp_path / "cache"
+    cache.mkdir()
+    r, report = compiled_session(tmp_path / "record", store, cache, "--update-baselines")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((report / "results.json").read_text())
+    (case,) = doc["cases"]
+    assert case["compile_cache"]["cold"] == [True]  # the kept cache was empty: a cold compile, its time measured
+    got = case["metrics"]
+    assert got["compile_time"]["value"] > 1 and got["dynamo_compile_time"]["value"] > 1
+    assert (got["graph_breaks"]["values"], got["recompiles"]["values"]) == ([0.0], [0.0])
+    assert got["graph_breaks"]["rule"] == "count" and got["compile_time"]["rule"] == "tolerance"
+    summary = (report / "summary.md").read_text()
+    assert "## Compiled over eager" in summary and "| compile s | breaks | recompiles |" in summary
+    assert "0 graph break(s), 0 recompilation(s)" in summary
+    recorded = json.loads(next(store.glob("*.json")).read_text())["entries"][f"ddp/{CASE}"]["figures"]
+    assert recorded["graph_breaks"] == [0.0] and recorded["compile_time"][0] > 1
+
+    breaking = python_breaking_the_graph(tmp_path / "venv")
+    r, report = compiled_session(tmp_path / "stored", store, cache, python=breaking)
+    assert r.returncode == 1, r.stdout + r.stderr
+    where = f"{tmp_path / 'venv'}/lib/"
+    assert f"REGRESSION {CASE} graph_breaks: " in r.stdout and "where the baseline had none" in r.stdout
+    verdict = json.loads((report / "results.json").read_text())["cases"][0]["verdict"]["graph_breaks"]
+    assert verdict["status"] == "regression" and BREAK in verdict["message"] and where in verdict["message"]
+    assert "sitecustomize.py:7 in forward" in verdict["message"]
+    summary = (report / "summary.md").read_text()
+    assert "**REGRESSION**" in summary and "graph break: " + BREAK in summary
+
+    r, report = compiled_session(tmp_path / "ab", store, cache, "--dlperf-candidate", f"python={breaking}",
+                                 "--dlperf-ab-max-pairs", "3")
+    assert r.returncode == 1, r.stdout + r.stderr
+    ab = json.loads((report / "results.json").read_text())["ab"]["cases"][CASE]["metrics"]["graph_breaks"]
+    assert ab["verdict"] == "worse" and ab["reference"] == 0 and ab["candidate"] > 0, ab
+    assert "sitecustomize.py:7 in forward" in ab["reason"] and f"{CASE}: A/B " in r.stdout
+    assert "graph breaks WORSE: candidate" in r.stdout
+
+    site = tmp_path / "site"  # the history site draws the counts and compile time as it draws every gated metric
+    h = subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", "history", str(tmp_path), "-o", str(site)],
+                       capture_output=True, text=True, timeout=300)
+    assert h.returncode == 0, h.stdout + h.stderr
+    page = "".join(p.read_text() for p in site.rglob("*.html") if CASE in p.read_text())
+    assert "Graph breaks" in page and "Recompilations" in page and "Compile time" in page
+
+
+@pytest.mark.real
+def test_a_node_whose_compiler_fails_fails_the_case_naming_the_node_and_dynamos_first_line(tmp_path):
+    """A C++ compiler that answers --version (so the preflight finds one) but fails every compile."""
+    cxx = tmp_path / "broken-g++"
+    cxx.write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "broken-g++ 1.0"; exit 0; }\n'
+                   'echo "broken-g++: internal compiler error: planted" >&2\nexit 1\n')
+    cxx.chmod(0o755)
+    r, report = compiled_session(tmp_path, tmp_path / "store", tmp_path / "cache", env={"CXX": str(cxx)})
+    assert r.returncode == 1, r.stdout + r.stderr
+    failure = json.loads((report / "results.json").read_text())["failures"][CASE]
+    first = failure.splitlines()[0]
+    assert first.startswith(f"{CASE}: node local0 (exit 1) failed: torch.compile failed on ")
+    assert "(rank 0): " in first and "Error" in first.split("(rank 0): ")[1], failure
+    assert "Traceback" not in failure and len(failure.splitlines()) <= 3, failure
+
+
+def test_a_node_without_a_compiler_skips_the_compiled_case_naming_it_and_the_install_line(tmp_path):
+    r = run_suite("-k", CASE, *QUICK_PROBES, f"--dlperf-report={tmp_path / 'report'}", timeout=300,
+                  env={"CXX": str(tmp_path / "no-such-g++"), "PATH": os.environ["PATH"]})
+    assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout + r.stderr
+    assert (f"torch.compile (inductor) needs the C++ compiler of its CPU kernels ({tmp_path / 'no-such-g++'}), and "
+            "local0 has none: install one there: apt-get install g++") in r.stdout
+    assert not (tmp_path / "report" / "runs").exists()  # nothing launched
