@@ -99,6 +99,19 @@ def test_a_count_is_declared_without_a_tolerance_and_kept_at_zero():
         Entry.from_dict(e.key, bad, Path("f.json"))
 
 
+def test_a_launch_whose_window_compiled_has_no_compile_time_and_says_why():
+    """A window that compiled carries the compile in its throughput: no compile time is taken from it."""
+    m = Measurement(warmup_iters=1, iters=3, repeats=1, timeout=60)
+    case = CaseSpec("llama", "fp32", 2, 64, Topology(1, 1), variant="d256l4").as_mode("compiled")
+    record = {"seconds": 0.0, "steps": 0, "dynamo_seconds": 27.9, "graph_breaks": 0, "recompiles": 0,
+              "window_compiles": 1, "cache": {"cold": True}}
+    launched = RunRecord(repeat=0, meta={"compile": record}, steps=[], commands=[], logs={}, wall_seconds=1.0)
+    with pytest.raises(metrics.NotMeasured, match="a step of the measured window compiled"):
+        metrics.COMPILE_TIME.per_launch(launched, case, m)
+    record.update(window_compiles=0, seconds=25.0, steps=1)
+    assert metrics.COMPILE_TIME.per_launch(launched, case, m) == 25.0
+
+
 def test_a_compiled_case_compiles_into_an_empty_cache_of_its_own_unless_one_is_kept():
     eager = CaseSpec("llama", "fp32", 2, 64, Topology(1, 1), "ddp", "d256l4")
     case = eager.as_mode("compiled")

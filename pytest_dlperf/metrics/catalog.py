@@ -91,6 +91,9 @@ def _compile_time(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
     if not (got.get("cache") or {}).get("cold", True):
         raise NotMeasured(f"compiled from a filled cache ({got['cache'].get('dir')}): compile time is measured "
                           "from an empty one")
+    if got.get("window_compiles"):
+        raise NotMeasured("a step of the measured window compiled: its throughput carries a compile; "
+                          "give the warm-up more steps (--dlperf-warmup-iters)")
     if not isinstance(got.get("seconds"), (int, float)) or got["seconds"] <= 0:
         raise NotMeasured("no step compiled")
     return float(got["seconds"])

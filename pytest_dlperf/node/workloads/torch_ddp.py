@@ -787,6 +787,11 @@ def run_steps(args: argparse.Namespace, step: Callable[[], torch.Tensor], comm, 
         return bool(decide[0] > 0), int(decide[1])
 
     warm = args.warmup_iters > 0 or args.window_seconds > 0
+    if dynamo is not None and warm and args.warmup_iters < 2:
+        # a compiled model warms up two steps at least: the first compiles (its time is compile time),
+        # the second is counted eagerly; one step counted eagerly would leave the compile to the window
+        args.warmup_iters = 2
+        args.max_warmup_iters = max(args.max_warmup_iters, 2) if args.max_warmup_iters else 0
     second = max(args.warmup_iters, 1 if args.window_seconds > 0 else 0) >= 2 or (
         args.window_seconds > 0 and args.max_warmup_iters >= 2)  # a second warm-up step will come: count that one
     counted = FirstStepFlops(step, enabled=warm, cuda=cuda, after=1 if second else 0, compiled=dynamo is not None)
