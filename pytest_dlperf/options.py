@@ -19,6 +19,8 @@ __all__ = ["RunOptions", "add_options", "add_short_names", "from_config", "value
 
 # Seconds between the extra hardware probes (--dlperf-reprobe-pause): the host's slow spells last seconds.
 REPROBE_PAUSE = 2.0
+# Launches a case that looks like a regression takes before its test fails (--dlperf-confirm).
+CONFIRM_LAUNCHES = 3
 
 MISSING = ("skip", "fail", "record")
 NOISY = ("fail", "warn")
@@ -157,6 +159,11 @@ def add_gate_options(parser: pytest.Parser) -> None:
           help=f"allowed {m.title} {m.direction.change_word} for this run, e.g. 0.05 (default: the profile file's: "
                f"{m.default_tolerance(DeviceKind.CPU):g} on CPUs, {m.default_tolerance(DeviceKind.GPU):g} on GPUs"
                f"{where})")
+    a("--dlperf-confirm", type=non_negative_int, default=None, metavar="N",
+      help="a case that looks like a regression against its stored baseline takes N more launches, after "
+           "the session's others, before its test fails, and is judged on all of them at the same alpha (so "
+           "false alarms stay at alpha over both looks); a recording whose launches fall into separate "
+           f"modes takes N more too (default {CONFIRM_LAUNCHES}, or DLPERF_CONFIRM; 0: fail on the first look)")
     a("--dlperf-baseline-missing", choices=MISSING, default="skip",
       help="a case without a baseline: skip (default, says how to record), fail, or record it")
     a("--dlperf-noisy", choices=NOISY, default="fail",

@@ -56,6 +56,7 @@ class Verdict:
     confidence: float | None = None  # of each one-sided bound
     changes: list[str] = field(default_factory=list)  # "name before -> now" since the baseline was recorded
     pace: dict | None = None  # how the throughputs were brought to one pace (pace_adjust), if they were
+    confirmation: str = ""  # what the launches taken to confirm a first look's regression said (--dlperf-confirm)
 
     def __post_init__(self) -> None:
         self.status = VerdictStatus(self.status)  # a plain string ("pass") names its status too

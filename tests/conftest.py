@@ -24,6 +24,12 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 
+# The suite's sessions in these tests fail a planted regression on its first look: confirming it
+# (--dlperf-confirm: 3 more launches by default) would add launches to every test that plants one. The
+# tests of confirmation and of recordings in modes give --dlperf-confirm themselves (test_gate_plugin).
+os.environ.setdefault("DLPERF_CONFIRM", "0")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exclusive: runs with no other test beside it under pytest-xdist")
     config.addinivalue_line("markers", "real: trains with a real framework or starts real daemons (sshd, Slurm, "

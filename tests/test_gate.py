@@ -543,3 +543,16 @@ def test_catch_rate_says_how_often_a_recordings_spread_lets_a_10_percent_drop_be
     assert catch_rate(spread, 0.20, 3, 0.05) > catch_rate(spread, 0.10, 3, 0.05)  # a larger drop is caught more
     assert catch_rate(spread, 0.10, 5, 0.05) > catch_rate(spread, 0.10, 3, 0.05)  # and by a longer session
     assert catch_rate(base(15.0, 16.0), 0.10, 3, 0.05) is None  # two runs: no spread to model
+
+
+def test_launches_in_two_modes_are_told_from_one_noisy_mode():
+    """issue #48's vgg16 2n1g: recorded in one mode, gated minutes later in two."""
+    from pytest_dlperf.baselines.modes import split_modes, tightest_drop
+
+    assert split_modes([7.31, 7.80, 7.22, 7.43, 7.65, 7.73, 7.79, 7.87]) is None  # the recording: one mode
+    modes = split_modes([5.91, 7.64, 5.63])  # the first gate
+    assert modes is not None and (modes.slow, modes.fast) == ((5.63, 5.91), (7.64,))
+    assert modes.said("samples/s") == "2 launch(es) at 5.63-5.91 and 1 at 7.64 samples/s (a gap of 29%)"
+    assert split_modes([10.2, 14.8, 13.3]) is None  # one slow launch beside two that disagree by 11%: no gap
+    assert split_modes([10.0, 10.1]) is None  # two launches are no modes
+    assert tightest_drop([5.63, 5.91, 7.64, 7.7, 7.8]) == pytest.approx(1 - 5.63 / 7.64)

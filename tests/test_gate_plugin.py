@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import shutil
 import subprocess
 import types
@@ -481,14 +482,44 @@ def test_planted_slowdown_on_the_recording_machine_is_a_regression(recorded, tmp
     # benchmarks/gate_power.py to measure. This VM's host slows the cores by about half for seconds
     # at a time (the probe then differs by ~50% and the verdict is HARDWARE, never a pass): up to 3
     # sessions, one must be judged.
+    # The first look's regression is confirmed by two more launches (--dlperf-confirm) before the test fails.
     for attempt in range(3):
-        r = run(tmp_path / str(attempt), recorded, "-k", "1n1g", "--dlperf-hardware", "fail",
+        r = run(tmp_path / str(attempt), recorded, "-k", "1n1g", "--dlperf-hardware", "fail", "--dlperf-confirm", "2",
                 env={"DLPERF_PLANT_SLOWDOWN": "0.5"})
         assert r.returncode == 1, r.stdout + r.stderr
         if "HARDWARE" not in r.stdout:
             break
         assert "matmul probe" in r.stdout and "slower than the recording machine's" in r.stdout
     assert f"REGRESSION {CASE} throughput" in r.stdout and "HARDWARE" not in r.stdout, r.stdout
+    assert "CONFIRMED: after 3 launch(es) it looked like a regression: throughput -" in r.stdout, r.stdout
+    assert "2 more launch(es)" in r.stdout and "over all 5, throughput -" in r.stdout
+    (case,) = json.loads((tmp_path / str(attempt) / "report" / "results.json").read_text())["cases"]
+    assert len(case["runs"]) == 5 and case["verdict"]["throughput"]["confirmation"].startswith("CONFIRMED")
+
+
+def test_a_first_look_that_later_launches_do_not_hold_up_passes_and_says_so(recorded, tmp_path):
+    """The host's slow spell covers the case's three launches and is gone for the three that confirm:
+    all six disagree (NOISY), which a first look's regression does not fail on."""
+    slow = f"{tmp_path / 'launches'}:3:0.5"
+    r = run(tmp_path, recorded, "-k", "1n1g", "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "NOT CONFIRMED: after 3 launch(es) it looked like a regression: throughput -" in r.stdout, r.stdout
+    assert "over all 6, throughput" in r.stdout and "REGRESSION" not in r.stdout.split("NOT CONFIRMED")[0]
+    (case,) = json.loads((tmp_path / "report" / "results.json").read_text())["cases"]
+    assert len(case["runs"]) == 6 and case["verdict"]["throughput"]["status"] != "regression"
+
+
+def test_a_recording_whose_launches_fall_into_two_modes_takes_more_and_says_how_closely_it_gates(tmp_path):
+    """Two of five launches in a slow spell: the recording sees two modes, takes three more, keeps all."""
+    slow = f"{tmp_path / 'launches'}:2:0.5"
+    r = run(tmp_path, tmp_path / "store", "-k", "1n1g", "--update-baselines", "--dlperf-repeats", "5",
+            "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{CASE}: its recording's launches fell into 2 launch(es) at " in r.stdout, r.stdout
+    assert "3 more launch(es) taken, and all 8 still split" in r.stdout
+    assert re.search(r"a drop is called only from about \d+% below its median on", r.stdout), r.stdout
+    entry = json.loads(profile_file(tmp_path / "store").read_text())["entries"][KEY]
+    assert len(entry["throughputs"]) == 8
 
 
 @pytest.mark.skipif(not cgroup.available(), reason="needs a writable cgroup cpu controller (root)")

@@ -20,6 +20,7 @@ class ABMode:
     share each launch's core: docs/ab.md); a missing baseline skips nothing."""
 
     probes_by_default = False
+    confirms = False  # its pairs are judged by their own sequential rule (ab/sequential.py)
 
     def __init__(self, ab: ABSession) -> None:
         self.ab = ab

@@ -10,6 +10,7 @@ import pytest
 
 from .. import metrics
 from ..baselines.rules import DEFAULT_ALPHA, DEFAULT_CV_BOUND
+from ..options import CONFIRM_LAUNCHES
 
 
 def in_ci() -> bool:
@@ -30,6 +31,7 @@ class GateOptions:
     alpha: float = DEFAULT_ALPHA
     root: Path | None = None  # the repository under test: its git commit is recorded and compared
     sittings: int = 1  # --dlperf-record-sittings: the sittings an entry keeps when recorded (1: replace)
+    confirm: int = 0  # --dlperf-confirm: launches a case that looks regressed (or recorded in modes) takes more
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> GateOptions:
@@ -45,7 +47,21 @@ class GateOptions:
                    tolerance={m.name: get(m.option_dest) for m in metrics.tolerated()},
                    missing=get("dlperf_baseline_missing"), noisy_fails=get("dlperf_noisy") == "fail",
                    hardware_fails=(get("dlperf_hardware") or ("fail" if in_ci() else "skip")) == "fail",
-                   root=Path(config.rootpath), sittings=get("dlperf_record_sittings") or 1)
+                   root=Path(config.rootpath), sittings=get("dlperf_record_sittings") or 1,
+                   confirm=confirm_launches(get("dlperf_confirm")))
+
+
+def confirm_launches(given: int | None) -> int:
+    """--dlperf-confirm, else DLPERF_CONFIRM (a CI image's own default), else CONFIRM_LAUNCHES."""
+    if given is not None:
+        return given
+    text = os.environ.get("DLPERF_CONFIRM", "").strip()
+    if not text:
+        return CONFIRM_LAUNCHES
+    if not text.isdigit():
+        raise pytest.UsageError(f"DLPERF_CONFIRM={text!r}: expected a whole number of launches >= 0 "
+                                "(or unset it for the default)")
+    return int(text)
 
 
 def marker_tolerances(item: pytest.Item | None) -> dict[str, float]:

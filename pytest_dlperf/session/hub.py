@@ -20,6 +20,7 @@ from ..baselines import BaselineError
 from ..budget import Budget, session_seconds
 from ..clusters.base import Cluster
 from ..measure import Bench, Measured
+from ..measure.confirm import more_launches
 from ..mfu import utilisation
 from ..options import RunOptions
 from ..reporting.junit import junit_properties
@@ -27,9 +28,10 @@ from ..reporting.live import LiveLine
 from ..results import CaseResult, ResultSet, summarize
 from ..runner import plan_run
 from ..specs import CaseSpec, Measurement, Profile, Topology
-from . import summary, xdist
+from . import confirm, summary, xdist
 from .cluster import ClusterHolder
 from .engines import Engines
+from ..verdict import Judgement, Outcome
 from .gate import Gate
 from .gate_options import GateOptions
 from .mode import Mode, Stored
@@ -205,13 +207,68 @@ class DLPerfSession:
         got = self.order.measure(case, item, m)
         if got.outcome is not None:  # its preflight's skip or fail, raised in its own test
             raise got.outcome
-        if got.error is not None:  # outside the except block: the report shows the nodes, not a chain
-            self.failures[self.case_name(case)] = got.error
-            pytest.fail(got.error, pytrace=False)
-        self._frameworks_into(case, got.runs)
-        result = self.results.add(self.summarize(case, m, got.runs))
+        self._stop_on_error(got)
+        result = self._summarized(got, m)
+        more = self.gate.options.confirm if self.mode.confirms else 0
+        if more and self.gate.options.update:
+            result = self._record_every_mode(got, m, result, more)
+        judgement = self._judge(got, item, result)
+        if more and not self.gate.options.update:
+            result, judgement = self._confirm(got, item, m, result, judgement, more)
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
-        return self._judge(got, item, result)
+        if item is not None:  # JUnit properties (--junitxml), as record_property writes them
+            item.user_properties.extend(junit_properties(result))
+        self.mode.conclude(got, item, result, judgement)
+        return result
+
+    def _stop_on_error(self, got: Measured) -> None:
+        """A launch's error fails the case's test (outside any except block: the report shows the nodes, not a chain)."""
+        if got.error is not None:
+            self.failures[self.case_name(got.case)] = got.error
+            pytest.fail(got.error, pytrace=False)
+
+    def _summarized(self, got: Measured, m: Measurement) -> CaseResult:
+        self._frameworks_into(got.case, got.runs)
+        return self.results.add(self.summarize(got.case, m, got.runs))
+
+    def _record_every_mode(self, got: Measured, m: Measurement, result: CaseResult, n: int) -> CaseResult:
+        """--update-baselines: a case whose launches split into modes (or spread beyond the gate's bound)
+        takes ``n`` more before it is recorded, and the session says what they found (``confirm``)."""
+        why = confirm.unsettled(result, self.gate.options.cv_bound)
+        if why is None or not result.throughputs:
+            return result
+        name = self.case_name(got.case)
+        self.live.said(f"dlperf {name}: its launches are not one mode yet: {n} more before it is recorded")
+        more_launches(self.bench, got, m, n, "m")
+        self._stop_on_error(got)
+        result = self._summarized(got, m)
+        self.gate.note(confirm.recorded_in_modes(got.case.id, got.case.unit, why, result, n,
+                                                 self.gate.options.cv_bound))
+        return result
+
+    def _confirm(self, got: Measured, item: pytest.Item | None, m: Measurement, result: CaseResult,
+                 judgement: Judgement, n: int) -> tuple[CaseResult, Judgement]:
+        """A first look that fails on a tolerance takes ``n`` more launches and is judged again on all of
+        them; only that second look decides the test (``confirm``)."""
+        first = confirm.suspects(judgement, self.gate.options.noisy_fails)
+        if not first:
+            return result, judgement
+        name, before = self.case_name(got.case), len(got.runs)
+        self.live.said(f"dlperf {name}: looks like a regression after {before} launch(es) "
+                       f"({confirm.first_look(first)}): {n} more to confirm")
+        seconds = more_launches(self.bench, got, m, n, "c")
+        self._stop_on_error(got)
+        result = self._summarized(got, m)
+        judgement = self._verdict_of(got, item, result)
+        text, fails = confirm.second_look(first, before, len(got.runs) - before, seconds, judgement,
+                                          self.gate.options.noisy_fails)
+        self.gate.note(f"{got.case.id}: {text}")
+        self.live.said(f"dlperf {name}: {text.split(':')[0].lower()} over {len(got.runs)} launches")
+        if judgement.outcome is Outcome.FAIL and not fails:
+            return result, Judgement(Outcome.PASS, f"{judgement.message}\n{text}", judgement.verdicts)
+        if judgement.outcome is Outcome.FAIL:
+            judgement.message += f"\n{text}"
+        return result, judgement
 
     def summarize(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
         """The case's runs summarized, with its MFU against the peak of the nodes it ran on."""
@@ -230,18 +287,18 @@ class DLPerfSession:
         self.dryrun_launches = self.launches_text()
         pytest.skip("dry-run: the per-node commands are printed in the summary")
 
-    def _judge(self, got: Measured, item: pytest.Item | None, result: CaseResult) -> CaseResult:
-        """The gate's judgement of the case, against the baseline context its preflight resolved; what it
+    def _judge(self, got: Measured, item: pytest.Item | None, result: CaseResult) -> Judgement:
+        """The gate's judgement of the case, after the preflight's second look at the hardware; what it
         does to the test is the mode's (an A/B session adds the paired verdict)."""
+        self.preflight.second_look(got.case, result)
+        return self._verdict_of(got, item, result)
+
+    def _verdict_of(self, got: Measured, item: pytest.Item | None, result: CaseResult) -> Judgement:
+        """The gate's judgement, against the baseline context the case's preflight resolved."""
         case = got.case
-        self.preflight.second_look(case, result)
-        judgement = self.gate.judge(result, self.cluster.nodes(), item, self.preflight.fingerprints,
-                                    reference=self.results.find(case, Topology(1, 1)),
-                                    context=self.preflight.contexts.get(self.case_name(case)))
-        if item is not None:  # JUnit properties (--junitxml), as record_property writes them
-            item.user_properties.extend(junit_properties(result))
-        self.mode.conclude(got, item, result, judgement)
-        return result
+        return self.gate.judge(result, self.cluster.nodes(), item, self.preflight.fingerprints,
+                               reference=self.results.find(case, Topology(1, 1)),
+                               context=self.preflight.contexts.get(self.case_name(case)))
 
     def _frameworks_into(self, case: CaseSpec, runs: list) -> None:
         """A program the project did not write reports no versions (no meta line): the preflight

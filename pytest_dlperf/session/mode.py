@@ -18,6 +18,7 @@ class Mode(Protocol):
     """A session's mode (``Stored``, or ``ab.mode.ABMode``)."""
 
     probes_by_default: bool  # --dlperf-pace-probe's default (auto) probes a case as its baseline was recorded
+    confirms: bool  # a first look's regression takes more launches before the test fails (--dlperf-confirm)
 
     def order(self, bench: Bench, options: RunOptions) -> MeasuringOrder: ...
 
@@ -40,6 +41,7 @@ class Stored:
     """Gated against the stored baselines: the session's order, and the gate's outcome is the test's."""
 
     probes_by_default = True
+    confirms = True
 
     def order(self, bench: Bench, options: RunOptions) -> MeasuringOrder:
         return make_order(bench, options.order)

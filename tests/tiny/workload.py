@@ -148,12 +148,29 @@ def rank_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def slow_first_launches() -> None:
+    """TINY_SLOW_FIRST=FILE:N:D: the first N launches that count themselves in FILE run D slower
+    (DLPERF_PLANT_SLOWDOWN for their ranks), the later ones at full speed: a host's slow spell that
+    covers a case's first launches and is gone minutes later (tests of --dlperf-confirm)."""
+    spec = os.environ.get("TINY_SLOW_FIRST")
+    if not spec:
+        return
+    path, n, d = spec.rsplit(":", 2)
+    with open(path, "a+", encoding="utf-8") as f:
+        f.seek(0)
+        before = len(f.read().splitlines())
+        f.write("launch\n")
+    os.environ["DLPERF_PLANT_SLOWDOWN"] = d if before < int(n) else "0"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.local_rank >= 0:
         return rank_main(args)
     # The node process: one child per local rank (each inherits the run tag), the first failure wins.
     argv = sys.argv[1:] if argv is None else argv
+    if args.node_rank == 0:
+        slow_first_launches()
     children = [subprocess.Popen([sys.executable, "-u", os.path.abspath(__file__), *argv, "--local-rank", str(i)])
                 for i in range(max(1, args.nproc_per_node))]
     codes = [c.wait() for c in children]

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""A newcomer's record-then-gate path, repeated (issue #48 item 0): how many case verdicts of unchanged
+software are REGRESSION right after recording and an hour later, whether a planted slow-down is still
+caught, and what confirming a first look's regression (--dlperf-confirm) costs.
+
+Phases (one work directory holds them all; run them in order):
+  record  ``pytest suites/ --update-baselines`` into WORK/store
+  now     N gates right after (WORK/now-K), then one with DLPERF_PLANT_SLOWDOWN (WORK/planted)
+  later   N gates once --after-minutes have passed since the recording ended (WORK/later-K)
+  show    the table of every session so far (each phase prints it too)
+
+Every gate is the README's plain ``pytest suites/`` against the stored baselines, with the default
+confirmation; the first look of each confirmed case is read back from its verdict, so one session gives
+both figures: what would have failed without confirming, and what failed. Nothing is modelled.
+
+    python3 benchmarks/first_gate.py record --work /tmp/fg [-- EXTRA PYTEST ARGS]
+    python3 benchmarks/first_gate.py now --work /tmp/fg --gates 3 --plant 0.10
+    python3 benchmarks/first_gate.py later --work /tmp/fg --gates 3 --after-minutes 60
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOLERATED = ("throughput", "speedup", "efficiency", "multi_node_efficiency")
+
+
+def session(work: Path, label: str, extra: list[str], *args: str, env: dict | None = None) -> dict:
+    """One ``pytest suites/`` session into WORK/label; its wall time, exit code and results.json kept."""
+    report = work / label
+    cmd = [sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:cacheprovider",
+           f"--dlperf-baseline-dir={work / 'store'}", f"--dlperf-report={report}", *args, *extra]
+    t0 = time.time()
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    wall = time.time() - t0
+    report.mkdir(parents=True, exist_ok=True)
+    (report / "stdout.txt").write_text(r.stdout + r.stderr)
+    got = {"label": label, "started": t0, "wall": round(wall, 1), "rc": r.returncode, "args": list(args),
+           "env": env or {}}
+    (work / f"{label}.json").write_text(json.dumps(got))
+    return got
+
+
+def verdicts(work: Path, label: str) -> list[dict]:
+    """Per case: its tolerated verdicts, the first look's where it was confirmed, and its launches."""
+    path = work / label / "results.json"
+    if not path.exists():
+        return []
+    out = []
+    for c in json.loads(path.read_text())["cases"]:
+        v = c.get("verdict") or {}
+        said = {m: v[m]["status"] for m in TOLERATED if m in v}
+        confirmation = next((v[m].get("confirmation", "") for m in v if v[m].get("confirmation")), "")
+        added = re.search(r"(\d+) more launch", confirmation)
+        out.append({"case": c["case"]["id"], "status": said, "launches": len(c["runs"]),
+                    "confirmation": confirmation.split(":")[0] if confirmation else "",
+                    "added": int(added.group(1)) if added else 0})
+    return out
+
+
+def row(work: Path, label: str) -> str:
+    meta = json.loads((work / f"{label}.json").read_text())
+    cases = verdicts(work, label)
+    regression = [c["case"] for c in cases if "regression" in c["status"].values()]
+    noisy = [c["case"] for c in cases if "noisy" in c["status"].values() and c["case"] not in regression]
+    confirmed = [c for c in cases if c["confirmation"]]
+    first_looks = len(confirmed)  # each was a REGRESSION (or NOISY) on its first look
+    extra = sum(c["added"] for c in confirmed)
+    when = time.strftime("%H:%M", time.localtime(meta["started"]))
+    return (f"{label:10s} {when}  rc={meta['rc']}  {meta['wall']:6.0f} s  cases {len(cases):2d}  "
+            f"first-look fails {first_looks:2d}  confirmed {sum(c['confirmation'] == 'CONFIRMED' for c in confirmed):2d}  "
+            f"REGRESSION {len(regression):2d} {','.join(regression) or '-'}  NOISY {len(noisy)}  "
+            f"confirm launches {extra}")
+
+
+def show(work: Path) -> None:
+    labels = sorted((p.stem for p in work.glob("*.json")), key=lambda s: json.loads((work / f"{s}.json").read_text())["started"])
+    for label in labels:
+        print(row(work, label), flush=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("phase", choices=["record", "now", "later", "show"])
+    p.add_argument("--work", type=Path, required=True)
+    p.add_argument("--gates", type=int, default=3)
+    p.add_argument("--plant", type=float, default=0.10)
+    p.add_argument("--after-minutes", type=float, default=60.0)
+    p.add_argument("extra", nargs="*", help="more pytest arguments for every session (after --)")
+    a = p.parse_args()
+    a.work.mkdir(parents=True, exist_ok=True)
+    if a.phase == "record":
+        session(a.work, "record", a.extra, "--update-baselines")
+    elif a.phase == "now":
+        for k in range(a.gates):
+            session(a.work, f"now-{k}", a.extra)
+        if a.plant:
+            session(a.work, "planted", a.extra, env={"DLPERF_PLANT_SLOWDOWN": str(a.plant)})
+    elif a.phase == "later":
+        rec = json.loads((a.work / "record.json").read_text())
+        wait = rec["started"] + rec["wall"] + a.after_minutes * 60 - time.time()
+        if wait > 0:
+            print(f"waiting {wait / 60:.1f} min for the hour after the recording", flush=True)
+            time.sleep(wait)
+        for k in range(a.gates):
+            session(a.work, f"later-{k}", a.extra)
+    show(a.work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
