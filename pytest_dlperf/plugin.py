@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 # The built-in cluster kinds' option plugins: each adds its own options (its ``pytest_addoption``) in
 # its own group and reads them back into its typed options when its cluster is made (builtin.py).
-# pytest registers them with this module; each is light (no SSH, Slurm or cloud library).
+# pytest registers them with this module; each is light (no SSH, Slurm, Ray or cloud library).
 pytest_plugins = ("pytest_dlperf.clusters.ssh.options", "pytest_dlperf.clusters.aliyun.options",
-                  "pytest_dlperf.clusters.slurm.options", "pytest_dlperf.ab.options")
+                  "pytest_dlperf.clusters.slurm.options", "pytest_dlperf.clusters.ray.options", "pytest_dlperf.ab.options")
 # The options that take a value, as this session's parser has them (short aliases only where added).
 VALUE_OPTIONS = pytest.StashKey[frozenset]()
 
