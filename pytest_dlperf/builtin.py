@@ -39,6 +39,11 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
         from .clusters.slurm.options import SlurmOptions
 
         return make_slurm_cluster(config, options, SlurmOptions.from_config(config), _frameworks(config, options))
+    if options.cluster == "ray":
+        from .clusters.ray.factory import make_ray_cluster
+        from .clusters.ray.options import RayOptions
+
+        return make_ray_cluster(config, options, RayOptions.from_config(config), _frameworks(config, options))
     return None
 
 
@@ -62,6 +67,10 @@ def pytest_dlperf_cluster_shape(config, options) -> ClusterShape | None:
         from .clusters.slurm.shape import slurm_shape
 
         return slurm_shape(options, SlurmOptions.from_config(config))
+    if options.cluster == "ray":  # with --nodes; else None: the Ray cluster's nodes, attached at collection
+        from .clusters.ray.shape import ray_shape
+
+        return ray_shape(options)
     return None
 
 
@@ -74,7 +83,7 @@ def _frameworks(config, options) -> tuple[str, ...]:
 
 @pytest.hookimpl
 def pytest_dlperf_cluster_kinds(config) -> list[str]:
-    return ["local", "ssh", "aliyun", "slurm"]
+    return ["local", "ssh", "aliyun", "slurm", "ray"]
 
 
 @pytest.hookimpl(trylast=True)
