@@ -33,13 +33,13 @@ os.environ.setdefault("DLPERF_CONFIRM", "0")
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exclusive: runs with no other test beside it under pytest-xdist")
     config.addinivalue_line("markers", "real: trains with a real framework or starts real daemons (sshd, Slurm, "
-                                       "the ECS emulator): not in the quick tier, tests/quick.sh")
+                                       "Ray, the ECS emulator): not in the quick tier, tests/quick.sh")
 
 
 # --- the quick tier (tests/quick.sh: -m "not real"): every unit and tiny-engine test ------------
 # Tests that take the real sshd rig's fixtures are `real` wherever they are; modules that train real
 # frameworks say so themselves (pytestmark), and tests of mixed modules one by one.
-DAEMON_FIXTURES = frozenset({"ssh_nodes", "fresh_ssh_nodes", "slurm_cluster", "emu"})
+DAEMON_FIXTURES = frozenset({"ssh_nodes", "fresh_ssh_nodes", "slurm_cluster", "ray_cluster", "emu"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

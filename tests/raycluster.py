@@ -1,0 +1,288 @@
+"""A real Ray cluster for the Ray cluster tests: a head and worker nodes started with ``ray start``, each
+in a network namespace of its own (as tests/slurmctl.py builds them) with its own hostname and /tmp, reached from
+here through Ray Client (``ray://<head>:10001``) as a harness outside a cluster reaches it.
+
+The namespaces join a bridge (10.232.<block>.1, this machine's end) through veth pairs; node i is
+10.232.<block>.<10+i>, the head node 0. No namespace has a route off the machine: Ray's node start
+looks up a route to a public address to guess its own IP even when given one (issue #51), and every
+node is given its address. Each node's /tmp is its own (Ray's session files and the harness's run
+directories stay on their node: files must travel through Ray). Every Ray process of a node runs in
+its namespace, so stopping a node is killing the namespace's processes; nothing is left at teardown.
+Ray comes from tests/setup.sh (the project's ``ray`` extra).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .installed import require_module
+from .slurmctl import _private_tmp_script
+from .sshd import DIE_WITH_PARENT, address_block
+
+CLIENT_PORT = 10001
+GCS_PORT = 6379
+# Ray's health checks of the nodes, quicker than its defaults (3 s apart, 5 missed), so that a node
+# killed by a test is declared dead in about 2 s rather than 15-25 s; read by every Ray process.
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_health_check_period_ms": "500",
+           "RAY_health_check_timeout_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+
+# Attaches through Ray Client (retrying while the head's client server starts), waits until N nodes
+# are alive, prints ray.nodes() as one JSON line.
+WAIT_SRC = r"""
+import json, sys, time
+import ray
+address, want, deadline = sys.argv[1], int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
+while True:
+    try:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        break
+    except Exception as exc:
+        if time.monotonic() > deadline:
+            sys.exit(f"cannot attach to {address}: {exc}")
+        time.sleep(0.5)
+while True:
+    nodes = ray.nodes()
+    if sum(bool(n["Alive"]) for n in nodes) >= want or time.monotonic() > deadline:
+        break
+    time.sleep(0.3)
+print(json.dumps([{"ip": n["NodeManagerAddress"], "alive": bool(n["Alive"]), "id": n["NodeID"]} for n in nodes]))
+"""
+
+# What a session may have left in the cluster: live named actors (every namespace) and placement
+# groups not removed, as one JSON line.
+LEFT_SRC = r"""
+import json, sys
+import ray
+from ray.util.placement_group import placement_group_table
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+actors = ray.util.list_named_actors(all_namespaces=True)
+groups = {k: {"name": v.get("name"), "state": v.get("state")} for k, v in placement_group_table().items()}
+print(json.dumps({"actors": actors, "groups": groups}))
+"""
+
+
+def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, text=True, check=check)
+
+
+def _net(block: int) -> str:
+    return f"10.232.{block}"
+
+
+def _ns(block: int, i: int | str) -> str:
+    return f"dlperf-ray-{block}-n{i}"
+
+
+def _bridge(block: int) -> str:
+    return f"dlpry{block}"
+
+
+def _veth(block: int, i: int | str, end: str) -> str:
+    return f"dlpr{block}{end}{i}"
+
+
+def block_links(block: int) -> list[str]:
+    names = [line.split()[0].split("@")[0] for line in _sh("ip", "-br", "link", check=False).stdout.splitlines()
+             if line.strip()]
+    return [n for n in names if n == _bridge(block) or n.startswith(_veth(block, "", "h"))]
+
+
+def block_namespaces(block: int) -> list[str]:
+    return sorted(p.name for p in Path("/run/netns").glob(_ns(block, "*")))
+
+
+def _kill_namespace(ns: str, grace: float = 5.0) -> None:
+    """Every process of the namespace: TERM, then KILL what is left after ``grace``."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        pids = _sh("ip", "netns", "pids", ns, check=False).stdout.split()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), sig)
+        deadline = time.monotonic() + wait
+        while pids and time.monotonic() < deadline:
+            time.sleep(0.1)
+            pids = _sh("ip", "netns", "pids", ns, check=False).stdout.split()
+        if not pids:
+            return
+
+
+def _clear_stale(block: int) -> None:
+    """What a dead test run left under this process's block (held by it alone): processes, namespaces, links."""
+    for ns in block_namespaces(block):
+        _kill_namespace(ns, grace=0.5)
+        _sh("ip", "netns", "del", ns, check=False)
+    for marker in Path("/var/tmp").glob("dlperf-ray-*/block"):
+        with contextlib.suppress(OSError):
+            if marker.read_text().strip() == str(block):
+                shutil.rmtree(marker.parent, ignore_errors=True)
+    deadline = time.monotonic() + 20
+    while links := block_links(block):
+        for link in links:
+            _sh("ip", "link", "del", link, check=False)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"a dead test run's interfaces {links} did not go away; remove them with "
+                               "`ip link del NAME` and rerun")
+        time.sleep(0.2)
+
+
+@dataclass
+class RayTestCluster:
+    """A running test cluster: node 0 is the head."""
+
+    base: Path
+    block: int
+    addresses: list[str]
+    starters: dict[int, subprocess.Popen] = field(default_factory=dict)
+
+    @property
+    def head(self) -> str:
+        return self.addresses[0]
+
+    @property
+    def address(self) -> str:
+        """The Ray Client address a harness outside the cluster gives."""
+        return f"ray://{self.head}:{CLIENT_PORT}"
+
+    def namespace(self, i: int) -> str:
+        return _ns(self.block, i)
+
+    def hostname(self, i: int) -> str:
+        return f"ray-n{i}"
+
+    def _start_node(self, i: int) -> None:
+        ip = self.addresses[i]
+        common = [f"--node-ip-address={ip}", "--num-cpus=1", "--num-gpus=0", "--object-store-memory=80000000",
+                  "--disable-usage-stats", "--block"]
+        if i == 0:
+            ray_args = ["--head", f"--port={GCS_PORT}", f"--ray-client-server-port={CLIENT_PORT}",
+                        "--include-dashboard=false", *common]
+        else:
+            ray_args = [f"--address={self.head}:{GCS_PORT}", *common]
+        ray_bin = str(Path(sys.executable).with_name("ray"))
+        if not Path(ray_bin).exists():
+            ray_bin = shutil.which("ray") or "ray"
+        tmp = self.base / "tmp" / str(i)
+        tmp.mkdir(parents=True, exist_ok=True)
+        tmp.chmod(0o1777)
+        hold = Path(tempfile.mkdtemp(prefix=f"env{i}-", dir=self.base))  # a fresh one when a node starts again
+        # the node's own hostname, resolving to its address (/etc/hosts bound in its mount namespace) as a
+        # cluster's DNS would (gloo finds its address from it), and its own /tmp
+        script = 'mount --bind "$2" /etc/hosts && hostname "$3" && ' + _private_tmp_script(hold) + 'shift 3 && exec "$@"'
+        argv = [*DIE_WITH_PARENT, "nsenter", f"--net=/run/netns/{self.namespace(i)}", "unshare", "--mount", "--uts",
+                "--propagation", "private", "--", "sh", "-c", script, "sh", str(tmp), str(self.base / "hosts"),
+                self.hostname(i), ray_bin, "start", *ray_args]
+        log = open(self.base / f"node{i}.log", "ab")
+        try:
+            self.starters[i] = subprocess.Popen(argv, env={**os.environ, **RAY_ENV}, stdin=subprocess.DEVNULL,
+                                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            log.close()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}:\n{p.read_text(errors='replace')[-1500:]}" for p in sorted(self.base.glob("node*.log")))
+
+    def wait_alive(self, n: int, timeout: float = 90.0) -> list[dict]:
+        """Until ``n`` nodes are alive, seen through Ray Client; ray.nodes() in short."""
+        done = subprocess.run([sys.executable, "-c", WAIT_SRC, self.address, str(n), str(timeout)], capture_output=True,
+                              text=True, timeout=timeout + 60, env={**os.environ, **RAY_ENV})
+        if done.returncode != 0:
+            raise RuntimeError(f"the Ray test cluster did not come up: {done.stderr[-2000:]}\n{self.logs()}")
+        nodes = json.loads(done.stdout.strip().splitlines()[-1])
+        alive = [x for x in nodes if x["alive"]]
+        if len(alive) < n:
+            raise RuntimeError(f"only {len(alive)} of {n} Ray test nodes alive: {nodes}\n{self.logs()}")
+        return nodes
+
+    def leftovers(self) -> dict:
+        """Live named actors and placement groups not removed, in the whole cluster."""
+        done = subprocess.run([sys.executable, "-c", LEFT_SRC, self.address], capture_output=True, text=True,
+                              timeout=120, env={**os.environ, **RAY_ENV})
+        assert done.returncode == 0, done.stderr[-3000:]
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        return {"actors": got["actors"],
+                "groups": {k: v for k, v in got["groups"].items() if v["state"] != "REMOVED"}}
+
+    def kill_node(self, i: int) -> None:
+        """The node dies at once: every process of its namespace (raylet, workers, launchers) gets SIGKILL."""
+        _kill_namespace(self.namespace(i), grace=0.0)
+        starter = self.starters.pop(i, None)
+        if starter is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                starter.wait(timeout=10)
+
+    def restart_node(self, i: int) -> None:
+        self._start_node(i)
+        self.wait_alive(len(self.addresses))
+
+    def stop(self) -> None:
+        for i in reversed(range(len(self.addresses))):  # the workers first, the head last
+            with contextlib.suppress(OSError):
+                _kill_namespace(self.namespace(i))
+        for p in self.starters.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=10)
+        for i in range(len(self.addresses)):
+            _sh("ip", "netns", "del", self.namespace(i), check=False)
+        _sh("ip", "link", "del", _bridge(self.block), check=False)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def start(workers: int = 3) -> RayTestCluster:
+    """A head and ``workers`` worker nodes, 1 CPU each, every one alive (seen through Ray Client) when it returns."""
+    require_module("ray", "Ray, the project's ray extra")
+    if os.geteuid() != 0:
+        raise RuntimeError("the Ray test cluster needs root (network namespaces)")
+    block = address_block()
+    _clear_stale(block)
+    base = Path(tempfile.mkdtemp(prefix="dlperf-ray-", dir="/var/tmp"))  # not under /tmp: each node has its own
+    (base / "block").write_text(f"{block}\n")
+    net = _net(block)
+    cluster = RayTestCluster(base, block, [f"{net}.{10 + i}" for i in range(workers + 1)])
+    try:
+        bridge = _bridge(block)
+        _sh("ip", "link", "add", bridge, "type", "bridge")
+        _sh("ip", "addr", "add", f"{net}.1/24", "dev", bridge)
+        _sh("ip", "link", "set", bridge, "up")
+        for i, ip in enumerate(cluster.addresses):
+            ns, host_end, node_end = cluster.namespace(i), _veth(block, i, "h"), _veth(block, i, "n")
+            _sh("ip", "netns", "add", ns)
+            _sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end)
+            _sh("ip", "link", "set", host_end, "master", bridge, "up")
+            _sh("ip", "link", "set", node_end, "netns", ns)
+            _sh("ip", "-n", ns, "link", "set", node_end, "name", "eth0")
+            _sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0")  # no default route: nothing off the machine
+            _sh("ip", "-n", ns, "link", "set", "eth0", "up")
+            _sh("ip", "-n", ns, "link", "set", "lo", "up")
+        (base / "hosts").write_text("127.0.0.1 localhost\n" + "".join(f"{ip} {cluster.hostname(i)}\n"
+                                                                      for i, ip in enumerate(cluster.addresses)))
+        cluster._start_node(0)
+        cluster.wait_alive(1)
+        for i in range(1, workers + 1):
+            cluster._start_node(i)
+        cluster.wait_alive(workers + 1)
+        return cluster
+    except BaseException:
+        cluster.stop()
+        raise
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[RayTestCluster]:
+    """A head and three workers (four 1-CPU nodes: the ladder 1n1g, 2n1g, 4n1g), for one test module."""
+    cluster = start(3)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
