@@ -196,7 +196,8 @@ class DLPerfSession:
     def launches_text(self) -> str:
         """How many launches each case takes, for the dry-run: the command runs that many times."""
         return self.mode.launches_text() or summary.launches_text(
-            self.measurement(), self.options, bool(self.config.getoption("dlperf_update_baselines")))
+            self.measurement(), self.options, bool(self.config.getoption("dlperf_update_baselines")),
+            self.gate.options.confirm if self.mode.confirms else 0)
 
     # ------------------------------------------------------------------ running
     def run(self, case: CaseSpec, item: pytest.Item | None = None) -> CaseResult:
