@@ -28,10 +28,10 @@ from ..reporting.live import LiveLine
 from ..results import CaseResult, ResultSet, summarize
 from ..runner import plan_run
 from ..specs import CaseSpec, Measurement, Profile, Topology
+from ..verdict import Judgement, Outcome
 from . import confirm, summary, xdist
 from .cluster import ClusterHolder
 from .engines import Engines
-from ..verdict import Judgement, Outcome
 from .gate import Gate
 from .gate_options import GateOptions
 from .mode import Mode, Stored
