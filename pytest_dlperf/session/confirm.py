@@ -64,8 +64,7 @@ def second_look(first: Sequence[Verdict], before: int, added: int, seconds: floa
     else:
         cleared = [now[v.metric] for v in first if v.metric in now]
         text = (f"NOT CONFIRMED: {head} did not hold it up: over all {before + added}, "
-                f"{first_look(cleared) or 'no verdict'}. The first launches met a slow spell of this host, "
-                "not a slower software")
+                f"{first_look(cleared) or 'no verdict'}. {_why_cleared(cleared)}")
     for v in judgement.verdicts:
         if v.metric in {f.metric for f in first}:
             v.confirmation = text
@@ -73,6 +72,14 @@ def second_look(first: Sequence[Verdict], before: int, added: int, seconds: floa
     fails = [v for v in judgement.verdicts if v.fails(noisy_fails)
              and (v.metric not in looked or holds_up(looked[v.metric], v, noisy_fails))]
     return text, judgement.outcome is Outcome.FAIL and bool(fails)
+
+
+def _why_cleared(cleared: Sequence[Verdict]) -> str:
+    """What a second look that cleared the first says: the launches disagree (NOISY: the first ones met a
+    slow spell of this host that has passed), or all of them together show no drop beyond the tolerance."""
+    if any(v.status is VerdictStatus.NOISY for v in cleared):
+        return "The later launches disagree with the first: those met a slow spell of this host that has passed"
+    return "All of them together show no significant drop beyond the tolerance"
 
 
 def unsettled(result: CaseResult, cv_bound: float) -> Modes | str | None:
