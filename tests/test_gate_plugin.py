@@ -505,9 +505,13 @@ def test_a_first_look_that_later_launches_do_not_hold_up_passes_and_says_so(reco
     assert r.returncode == 0, r.stdout + r.stderr
     assert "NOT CONFIRMED: after 3 launch(es) it looked like a regression: throughput -" in r.stdout, r.stdout
     assert "over all 6, throughput" in r.stdout and "REGRESSION" not in r.stdout.split("NOT CONFIRMED")[0]
-    assert "The later launches disagree with the first: those met a slow spell of this host" in r.stdout
     (case,) = json.loads((tmp_path / "report" / "results.json").read_text())["cases"]
     assert len(case["runs"]) == 6 and case["verdict"]["throughput"]["status"] != "regression"
+    # why, as the second look's verdict has it: the halves disagree (NOISY), or where a loaded host
+    # spread the recording too, all six show no significant drop beyond the tolerance (pass)
+    why = {"noisy": "The later launches disagree with the first: those met a slow spell of this host",
+           "pass": "All of them together show no significant drop beyond the tolerance"}
+    assert why[case["verdict"]["throughput"]["status"]] in r.stdout, r.stdout
 
 
 def test_a_recording_whose_launches_fall_into_two_modes_takes_more_and_says_how_closely_it_gates(tmp_path):
