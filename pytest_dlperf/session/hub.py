@@ -8,6 +8,7 @@ the A/B feature get a ``Bench`` (what they use of the session), never the sessio
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
@@ -260,7 +261,9 @@ class DLPerfSession:
         seconds = more_launches(self.bench, got, m, n, "c")
         self._stop_on_error(got)
         result = self._summarized(got, m)
-        judgement = self._verdict_of(got, item, result)
+        alone = self._alone(got.case, m, got.runs[before:])
+        judgement = self._verdict_of(got, item, alone)
+        result.verdict = alone.verdict  # the test's verdicts are the second look's
         text, fails = confirm.second_look(first, before, len(got.runs) - before, seconds, judgement,
                                           self.gate.options.noisy_fails)
         self.gate.note(f"{got.case.id}: {text}")
@@ -270,6 +273,12 @@ class DLPerfSession:
         if judgement.outcome is Outcome.FAIL:
             judgement.message += f"\n{text}"
         return result, judgement
+
+    def _alone(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
+        """``runs`` of the case summarized on their own, its speedup and efficiency against this session's
+        other cases (copies: the session's results are left as they are)."""
+        others = ResultSet([copy.copy(r) for r in self.results.results if r.case != case])
+        return others.add(self.summarize(case, m, runs))
 
     def summarize(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
         """The case's runs summarized, with its MFU against the peak of the nodes it ran on."""
