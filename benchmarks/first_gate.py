@@ -6,7 +6,8 @@ caught, and what confirming a first look's regression (--dlperf-confirm) costs.
 Phases (one work directory holds them all; run them in order):
   record  ``pytest suites/ --update-baselines`` into WORK/store
   now     N gates right after (WORK/now-K), then one with DLPERF_PLANT_SLOWDOWN (WORK/planted)
-  later   N gates once --after-minutes have passed since the recording ended (WORK/later-K)
+  later   N gates once --after-minutes have passed since the recording ended (WORK/later-K), then one
+          with DLPERF_PLANT_SLOWDOWN (WORK/planted-later)
   show    the table of every session so far (each phase prints it too)
 
 Every gate is the README's plain ``pytest suites/`` against the stored baselines, with the default
@@ -111,6 +112,8 @@ def main() -> int:
             time.sleep(wait)
         for k in range(a.gates):
             session(a.work, f"later-{k}", a.extra)
+        if a.plant:
+            session(a.work, "planted-later", a.extra, env={"DLPERF_PLANT_SLOWDOWN": str(a.plant)})
     show(a.work)
     return 0
 

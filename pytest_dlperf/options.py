@@ -161,8 +161,8 @@ def add_gate_options(parser: pytest.Parser) -> None:
                f"{where})")
     a("--dlperf-confirm", type=non_negative_int, default=None, metavar="N",
       help="a case that looks like a regression against its stored baseline takes N more launches, after "
-           "the session's others, before its test fails, and is judged on all of them at the same alpha (so "
-           "false alarms stay at alpha over both looks); a recording whose launches fall into separate "
+           "the session's others, judged alone with the same rule: it fails only where they agree (so false "
+           "alarms stay at alpha over both looks); a recording whose launches fall into separate "
            f"modes takes N more too (default {CONFIRM_LAUNCHES}, or DLPERF_CONFIRM; 0: fail on the first look)")
     a("--dlperf-baseline-missing", choices=MISSING, default="skip",
       help="a case without a baseline: skip (default, says how to record), fail, or record it")

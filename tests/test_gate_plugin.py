@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import platform
-import re
 import shutil
 import subprocess
 import types
@@ -492,34 +491,33 @@ def test_planted_slowdown_on_the_recording_machine_is_a_regression(recorded, tmp
         assert "matmul probe" in r.stdout and "slower than the recording machine's" in r.stdout
     assert f"REGRESSION {CASE} throughput" in r.stdout and "HARDWARE" not in r.stdout, r.stdout
     assert "CONFIRMED: after 3 launch(es) it looked like a regression: throughput -" in r.stdout, r.stdout
-    assert "2 more launch(es)" in r.stdout and "over all 5, throughput -" in r.stdout
+    assert "the 2 launch(es) taken to confirm it" in r.stdout and "judged alone, agree: throughput -" in r.stdout
     (case,) = json.loads((tmp_path / str(attempt) / "report" / "results.json").read_text())["cases"]
-    assert len(case["runs"]) == 5 and case["verdict"]["throughput"]["confirmation"].startswith("CONFIRMED")
+    verdict = case["verdict"]["throughput"]
+    assert len(case["runs"]) == 5 and verdict["confirmation"].startswith("CONFIRMED") and verdict["measured_n"] == 2
 
 
 def test_a_first_look_that_later_launches_do_not_hold_up_passes_and_says_so(recorded, tmp_path):
-    """The host's slow spell covers the case's three launches and is gone for the three that confirm:
-    all six disagree (NOISY), which a first look's regression does not fail on."""
-    slow = f"{tmp_path / 'launches'}:3:0.5"
-    r = run(tmp_path, recorded, "-k", "1n1g", "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
+    """The host's slow spell covers the case's three launches and is gone for the three that confirm.
+    Judged with the first three, they would still be a REGRESSION against a tight recording (p=0.002
+    when tried): the confirming launches are judged alone."""
+    # The planted spell ends; this VM's own may not: where the host is slow for the confirming launches
+    # too (they are then rightly CONFIRMED), the session is run again, up to three times.
+    for attempt in range(3):
+        tmp = tmp_path / str(attempt)
+        tmp.mkdir()
+        slow = f"{tmp / 'launches'}:3:0.5"
+        r = run(tmp, recorded, "-k", "1n1g", "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
+        if r.returncode == 0 or "CONFIRMED: " not in r.stdout.replace("NOT CONFIRMED: ", ""):
+            break
     assert r.returncode == 0, r.stdout + r.stderr
     assert "NOT CONFIRMED: after 3 launch(es) it looked like a regression: throughput -" in r.stdout, r.stdout
-    assert "over all 6, throughput" in r.stdout and "REGRESSION" not in r.stdout.split("NOT CONFIRMED")[0]
-    (case,) = json.loads((tmp_path / "report" / "results.json").read_text())["cases"]
-    assert len(case["runs"]) == 6 and case["verdict"]["throughput"]["status"] != "regression"
-
-
-def test_a_recording_whose_launches_fall_into_two_modes_takes_more_and_says_how_closely_it_gates(tmp_path):
-    """Two of five launches in a slow spell: the recording sees two modes, takes three more, keeps all."""
-    slow = f"{tmp_path / 'launches'}:2:0.5"
-    r = run(tmp_path, tmp_path / "store", "-k", "1n1g", "--update-baselines", "--dlperf-repeats", "5",
-            "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert f"{CASE}: its recording's launches fell into 2 launch(es) at " in r.stdout, r.stdout
-    assert "3 more launch(es) taken, and all 8 still split" in r.stdout
-    assert re.search(r"a drop is called only from about \d+% below its median on", r.stdout), r.stdout
-    entry = json.loads(profile_file(tmp_path / "store").read_text())["entries"][KEY]
-    assert len(entry["throughputs"]) == 8
+    assert "the 3 launch(es) taken to confirm it" in r.stdout and "judged alone, do not: throughput" in r.stdout
+    assert "The first launches met a slow spell of this host, not a slower software" in r.stdout
+    assert "REGRESSION" not in r.stdout.split("NOT CONFIRMED")[0]
+    (case,) = json.loads((tmp / "report" / "results.json").read_text())["cases"]
+    verdict = case["verdict"]["throughput"]
+    assert len(case["runs"]) == 6 and verdict["status"] in ("pass", "improvement") and verdict["measured_n"] == 3
 
 
 @pytest.mark.skipif(not cgroup.available(), reason="needs a writable cgroup cpu controller (root)")

@@ -8,6 +8,7 @@ the A/B feature get a ``Bench`` (what they use of the session), never the sessio
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
@@ -28,10 +29,10 @@ from ..reporting.live import LiveLine
 from ..results import CaseResult, ResultSet, summarize
 from ..runner import plan_run
 from ..specs import CaseSpec, Measurement, Profile, Topology
+from ..verdict import Judgement, Outcome
 from . import confirm, summary, xdist
 from .cluster import ClusterHolder
 from .engines import Engines
-from ..verdict import Judgement, Outcome
 from .gate import Gate
 from .gate_options import GateOptions
 from .mode import Mode, Stored
@@ -196,7 +197,8 @@ class DLPerfSession:
     def launches_text(self) -> str:
         """How many launches each case takes, for the dry-run: the command runs that many times."""
         return self.mode.launches_text() or summary.launches_text(
-            self.measurement(), self.options, bool(self.config.getoption("dlperf_update_baselines")))
+            self.measurement(), self.options, bool(self.config.getoption("dlperf_update_baselines")),
+            self.gate.options.confirm if self.mode.confirms else 0)
 
     # ------------------------------------------------------------------ running
     def run(self, case: CaseSpec, item: pytest.Item | None = None) -> CaseResult:
@@ -259,7 +261,9 @@ class DLPerfSession:
         seconds = more_launches(self.bench, got, m, n, "c")
         self._stop_on_error(got)
         result = self._summarized(got, m)
-        judgement = self._verdict_of(got, item, result)
+        alone = self._alone(got.case, m, got.runs[before:])
+        judgement = self._verdict_of(got, item, alone)
+        result.verdict = alone.verdict  # the test's verdicts are the second look's
         text, fails = confirm.second_look(first, before, len(got.runs) - before, seconds, judgement,
                                           self.gate.options.noisy_fails)
         self.gate.note(f"{got.case.id}: {text}")
@@ -269,6 +273,12 @@ class DLPerfSession:
         if judgement.outcome is Outcome.FAIL:
             judgement.message += f"\n{text}"
         return result, judgement
+
+    def _alone(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
+        """``runs`` of the case summarized on their own, its speedup and efficiency against this session's
+        other cases (copies: the session's results are left as they are)."""
+        others = ResultSet([copy.copy(r) for r in self.results.results if r.case != case])
+        return others.add(self.summarize(case, m, runs))
 
     def summarize(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
         """The case's runs summarized, with its MFU against the peak of the nodes it ran on."""

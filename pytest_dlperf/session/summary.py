@@ -24,17 +24,21 @@ PACE_TEXT = {"on": "; the pace probe in front of each CPU node's command (--dlpe
                       "without it (--dlperf-no-pace-probe: never)")}
 
 
-def launches_text(m: Measurement, options: RunOptions, recording: bool) -> str:
-    """How many launches each case takes, for the dry-run: the command runs that many times."""
+def launches_text(m: Measurement, options: RunOptions, recording: bool, confirm: int = 0) -> str:
+    """How many launches each case takes, for the dry-run: the command runs that many times (and
+    ``confirm`` more for a case whose first look fails, or whose recording falls into modes)."""
+    more = "" if not confirm else (
+        f"; {confirm} more for a case whose launches fall into separate modes (--dlperf-confirm)" if recording else
+        f"; {confirm} more for a case whose first look is a regression, to confirm it (--dlperf-confirm)")
     if m.budget and m.min_repeats < m.repeats:
         spread = (f" where the first {m.settle_launches} spread beyond CV {m.settle_cv:.1%}"
                   if m.settle_launches else "")
         return (f"each case runs {m.min_repeats}-{m.repeats} times: further launches{spread} while the "
                 f"{m.budget:g} s budget affords them" + ORDER_TEXT[options.order]
-                + PACE_TEXT[options.pace_probe])
+                + PACE_TEXT[options.pace_probe] + more)
     what = ": recording a baseline" if recording else ""
     text = f"each case runs {m.repeats} time{'s' if m.repeats != 1 else ''}{what}"
-    return (text + ORDER_TEXT[options.order] if m.repeats > 1 else text) + PACE_TEXT[options.pace_probe]
+    return (text + ORDER_TEXT[options.order] if m.repeats > 1 else text) + PACE_TEXT[options.pace_probe] + more
 
 
 def write_summary(session: DLPerfSession, tr) -> None:  # noqa: ANN001 - pytest's TerminalReporter

@@ -1,0 +1,23 @@
+"""A recording whose launches fall into two modes (issue #48): it takes more launches and says how closely
+the case can be gated. Not exclusive: its planted spell halves the speed, which no neighbour's load
+mistakes for one mode, and no verdict here rests on a run's speed against a baseline."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.test_gate_plugin import CASE, KEY, profile_file, run
+
+
+def test_a_recording_whose_launches_fall_into_two_modes_takes_more_and_says_how_closely_it_gates(tmp_path):
+    """Two of five launches in a slow spell: the recording sees two modes, takes three more, keeps all."""
+    slow = f"{tmp_path / 'launches'}:2:0.5"
+    r = run(tmp_path, tmp_path / "store", "-k", "1n1g", "--update-baselines", "--dlperf-repeats", "5",
+            "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{CASE}: its recording's launches fell into 2 launch(es) at " in r.stdout, r.stdout
+    assert "3 more launch(es) taken, and all 8 still split" in r.stdout
+    assert re.search(r"a drop is called only from about \d+% below its median on", r.stdout), r.stdout
+    entry = json.loads(profile_file(tmp_path / "store").read_text())["entries"][KEY]
+    assert len(entry["throughputs"]) == 8
