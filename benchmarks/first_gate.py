@@ -59,7 +59,7 @@ def verdicts(work: Path, label: str) -> list[dict]:
         v = c.get("verdict") or {}
         said = {m: v[m]["status"] for m in TOLERATED if m in v}
         confirmation = next((v[m].get("confirmation", "") for m in v if v[m].get("confirmation")), "")
-        added = re.search(r"(\d+) more launch", confirmation)
+        added = re.search(r"the (\d+) launch\(es\) taken to confirm", confirmation)
         out.append({"case": c["case"]["id"], "status": said, "launches": len(c["runs"]),
                     "confirmation": confirmation.split(":")[0] if confirmation else "",
                     "added": int(added.group(1)) if added else 0})
