@@ -81,7 +81,7 @@ def test_k_selects_cases(suite):
     (["--dlperf-precision", "fp16"], ["--dlperf-precision", "fp16", "fp32, amp"]),
     (["--backend", "mxnet"], ["--backend", "mxnet", "ddp"]),
     (["--dlperf-model", "alexnet"], ["--dlperf-model", "alexnet", "resnet50, vgg16"]),
-    (["--dlperf-cluster", "kubernetes"], ["--dlperf-cluster: unknown kind 'kubernetes'; installed: aliyun, local, slurm, ssh"]),
+    (["--dlperf-cluster", "kubernetes"], ["--dlperf-cluster: unknown kind 'kubernetes'; installed: aliyun, local, ray, slurm, ssh"]),
     (["--dlperf-repeats", "0"], ["--dlperf-repeats"]),
     (["--dlperf-warmup-iters", "-3"], ["--dlperf-warmup-iters", ">= 0"]),
     (["--dlperf-timeout", "0"], ["--dlperf-timeout", "> 0"]),
