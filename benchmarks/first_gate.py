@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -31,7 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from pytest_dlperf import metrics  # noqa: E402  (the declarations: which metrics a tolerance judges)
+import host_check  # noqa: E402  (benchmarks/host_check.py: the host's speed per kind of work, between sessions)
 
 TOLERATED = tuple(metrics.names(metrics.tolerated()))
 
@@ -41,13 +45,16 @@ def session(work: Path, label: str, extra: list[str], *args: str, env: dict | No
     report = work / label
     cmd = [sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:cacheprovider",
            f"--dlperf-baseline-dir={work / 'store'}", f"--dlperf-report={report}", *args, *extra]
+    before = host_check.check()
     t0 = time.time()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
     wall = time.time() - t0
+    after = host_check.check()
     report.mkdir(parents=True, exist_ok=True)
     (report / "stdout.txt").write_text(r.stdout + r.stderr)
     got = {"label": label, "started": t0, "wall": round(wall, 1), "rc": r.returncode, "args": list(args),
-           "env": env or {}}
+           "env": env or {},
+           "host": {"before": before, "after": after}}
     (work / f"{label}.json").write_text(json.dumps(got))
     return got
 
@@ -84,10 +91,28 @@ def row(work: Path, label: str) -> str:
             f"confirm launches {extra}")
 
 
+def host_level(meta: dict) -> dict[str, float]:
+    """Each kernel's geometric mean over the cores and over the checks before and after the session."""
+    checks = [per_core for side in ("before", "after") for per_core in (meta.get("host") or {}).get(side, {}).values()]
+    if not checks:
+        return {}
+    return {k: math.exp(statistics.fmean(math.log(c[k]) for c in checks)) for k in host_check.KERNELS}
+
+
+def host_row(work: Path, label: str) -> str:
+    """The host's speed around this session against around the recording: copy, gemm, conv."""
+    now = host_level(json.loads((work / f"{label}.json").read_text()))
+    rec_path = work / "record.json"
+    ref = host_level(json.loads(rec_path.read_text())) if rec_path.exists() else {}
+    if not now or not ref:
+        return "host -"
+    return "host " + " ".join(f"{k.split('_')[0]} x{now[k] / ref[k]:.3f}" for k in host_check.KERNELS)
+
+
 def show(work: Path) -> None:
     labels = sorted((p.stem for p in work.glob("*.json")), key=lambda s: json.loads((work / f"{s}.json").read_text())["started"])
     for label in labels:
-        print(row(work, label), flush=True)
+        print(row(work, label) + "  " + host_row(work, label), flush=True)
 
 
 def main() -> int:
