@@ -8,6 +8,7 @@ Phases (one work directory holds them all; run them in order):
   now     N gates right after (WORK/now-K), then one with DLPERF_PLANT_SLOWDOWN (WORK/planted)
   later   N gates once --after-minutes have passed since the recording ended (WORK/later-K), then one
           with DLPERF_PLANT_SLOWDOWN (WORK/planted-later)
+  check   the host alone (benchmarks/host_check.py), between sessions (WORK/check-HHMM)
   show    the table of every session so far (each phase prints it too)
 
 Every gate is the README's plain ``pytest suites/`` against the stored baselines, with the default
@@ -91,33 +92,67 @@ def row(work: Path, label: str) -> str:
             f"confirm launches {extra}")
 
 
+def case_medians(work: Path, label: str) -> dict[str, tuple[float, float | None]]:
+    """Per case: the median throughput of all its launches, and the median pace where every launch has one."""
+    path = work / label / "results.json"
+    if not path.exists():
+        return {}
+    out = {}
+    for c in json.loads(path.read_text())["cases"]:
+        paces = c.get("paces") or []
+        out[c["case"]["id"]] = (statistics.median(c["throughputs"]),
+                                statistics.median(paces) if paces and None not in paces else None)
+    return out
+
+
+def level_row(work: Path, label: str) -> str:
+    """The session's throughput and pace against the recording's: geometric means over the cases of the
+    ratios of their medians."""
+    now, ref = case_medians(work, label), case_medians(work, "record")
+    common = [c for c in now if c in ref]
+    if not common:
+        return "tput -"
+    tput = math.exp(statistics.fmean(math.log(now[c][0] / ref[c][0]) for c in common))
+    paced = [c for c in common if now[c][1] and ref[c][1]]
+    pace = math.exp(statistics.fmean(math.log(now[c][1] / ref[c][1]) for c in paced)) if paced else None
+    return f"tput x{tput:.3f} pace " + (f"x{pace:.3f}" if pace else "-")
+
+
 def host_level(meta: dict) -> dict[str, float]:
     """Each kernel's geometric mean over the cores and over the checks before and after the session."""
     checks = [per_core for side in ("before", "after") for per_core in (meta.get("host") or {}).get(side, {}).values()]
     if not checks:
         return {}
-    return {k: math.exp(statistics.fmean(math.log(c[k]) for c in checks)) for k in host_check.KERNELS}
+    return {k: math.exp(statistics.fmean(math.log(c[k]) for c in checks))
+            for k in host_check.KERNELS if all(k in c for c in checks)}
 
 
 def host_row(work: Path, label: str) -> str:
-    """The host's speed around this session against around the recording: copy, gemm, conv."""
+    """The host's speed around this session against around the recording (or, for a kernel the recording's
+    checks did not run, the first session's that did), kernel by kernel."""
     now = host_level(json.loads((work / f"{label}.json").read_text()))
-    rec_path = work / "record.json"
-    ref = host_level(json.loads(rec_path.read_text())) if rec_path.exists() else {}
-    if not now or not ref:
-        return "host -"
-    return "host " + " ".join(f"{k.split('_')[0]} x{now[k] / ref[k]:.3f}" for k in host_check.KERNELS)
+    levels = [host_level(json.loads(p.read_text())) for p in sorted(work.glob("*.json"), key=_started)]
+    said = []
+    for k in host_check.KERNELS:
+        ref = next((lv[k] for lv in levels if k in lv), None)
+        if k in now and ref:
+            said.append(f"{k.split('_')[0]} x{now[k] / ref:.3f}")
+    return "host " + (" ".join(said) or "-")
+
+
+def _started(path: Path) -> float:
+    return json.loads(path.read_text())["started"]
 
 
 def show(work: Path) -> None:
     labels = sorted((p.stem for p in work.glob("*.json")), key=lambda s: json.loads((work / f"{s}.json").read_text())["started"])
     for label in labels:
-        print(row(work, label) + "  " + host_row(work, label), flush=True)
+        print(row(work, label) + "  " + level_row(work, label) + "  " + host_row(work, label), flush=True)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("phase", choices=["record", "now", "later", "show"])
+    p.add_argument("phase", choices=["record", "now", "later", "check", "show"])
     p.add_argument("--work", type=Path, required=True)
     p.add_argument("--gates", type=int, default=3)
     p.add_argument("--plant", type=float, default=0.10)
@@ -132,6 +167,11 @@ def main() -> int:
             session(a.work, f"now-{k}", a.extra)
         if a.plant:
             session(a.work, "planted", a.extra, env={"DLPERF_PLANT_SLOWDOWN": str(a.plant)})
+    elif a.phase == "check":  # the host alone, between sessions (WORK/check-HHMM)
+        t0 = time.time()
+        label = "check-" + time.strftime("%H%M", time.localtime(t0))
+        (a.work / f"{label}.json").write_text(json.dumps({"label": label, "started": t0, "wall": 0, "rc": 0, "args": [],
+                                                          "env": {}, "host": {"before": host_check.check()}}))
     elif a.phase == "later":
         rec = json.loads((a.work / "record.json").read_text())
         wait = rec["started"] + rec["wall"] + a.after_minutes * 60 - time.time()

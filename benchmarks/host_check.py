@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""How fast this host is right now, per core, on three kinds of work: a memory copy (what the pace
-probe measures), a single-thread matrix multiply, and a convolution's forward and backward in torch.
+"""How fast this host is right now, per core, on five kinds of work: a memory copy (what the pace
+probe measures), a single-thread matrix multiply (numpy's BLAS), a convolution's forward and backward
+in torch, fresh memory (an anonymous mapping touched page by page: the page faults a training step's
+new buffers take) and the interpreter itself.
 
 Run between sessions (never beside one) to see which kind of work a host's slow spell touches: the
 pace probe's copy missed a compute slow-down of 2-13% an hour after a recording (docs/measurements.md,
@@ -12,13 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import mmap
 import os
 import statistics
 import subprocess
 import sys
 import time
 
-KERNELS = ("copy_gbs", "gemm_gflops", "conv_per_s")
+KERNELS = ("copy_gbs", "gemm_gflops", "conv_per_s", "fault_gbs", "py_mops")
+FRESH_BYTES = 8 << 20
 
 
 def _median_rate(call, work: float, seconds: float) -> float:
@@ -47,11 +51,22 @@ def on_this_core(seconds: float) -> dict[str, float]:
     def conv_step() -> None:
         conv(x).sum().backward()
 
+    def fresh_memory() -> None:
+        with mmap.mmap(-1, FRESH_BYTES) as m:
+            np.frombuffer(m, dtype=np.uint8)[::4096] = 1  # one write a page: every page faults in
+
+    def interpreter() -> None:
+        total = 0
+        for i in range(100_000):
+            total += i
+
     conv_step()
     return {
         "copy_gbs": _median_rate(lambda: np.copyto(dst, src), 2 * src.nbytes / 1e9, seconds),
         "gemm_gflops": _median_rate(lambda: a @ b, 2 * 384 ** 3 / 1e9, seconds),
         "conv_per_s": _median_rate(conv_step, 1.0, seconds),
+        "fault_gbs": _median_rate(fresh_memory, FRESH_BYTES / 1e9, seconds),
+        "py_mops": _median_rate(interpreter, 0.1, seconds),
     }
 
 
