@@ -2,8 +2,8 @@
 in a network namespace of its own (as tests/slurmctl.py builds them) with its own hostname and /tmp, reached from
 here through Ray Client (``ray://<head>:10001``) as a harness outside a cluster reaches it.
 
-The namespaces join a bridge (10.232.<block>.1, this machine's end) through veth pairs; node i is
-10.232.<block>.<10+i>, the head node 0. No namespace has a route off the machine: Ray's node start
+The namespaces join a bridge (10.232.<block>.1, this machine's end) through veth pairs (tests/netns.py);
+node i is 10.232.<block>.<10+i>, the head node 0. No namespace has a route off the machine: Ray's node start
 looks up a route to a public address to guess its own IP even when given one (issue #51), and every
 node is given its address. Each node's /tmp is its own (Ray's session files and the harness's run
 directories stay on their node: files must travel through Ray). Every Ray process of a node runs in
@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,11 +27,12 @@ from pathlib import Path
 import pytest
 
 from .installed import require_module
-from .slurmctl import _private_tmp_script
+from .netns import NodeNet, hosts_file, kill_namespace, node_argv, private_tmp_script
 from .sshd import DIE_WITH_PARENT, address_block
 
 CLIENT_PORT = 10001
 GCS_PORT = 6379
+NET = NodeNet("dlperf-ray", 232, "dlpry", "dlpr")  # node i: dlperf-ray-<block>-n<i> at 10.232.<block>.<10+i>
 # Ray's health checks of the nodes, quicker than its defaults (3 s apart, 5 missed), so that a node
 # killed by a test is declared dead in about 2 s rather than 15-25 s; read by every Ray process.
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_health_check_period_ms": "500",
@@ -73,68 +73,13 @@ print(json.dumps({"actors": actors, "groups": groups}))
 """
 
 
-def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(list(argv), capture_output=True, text=True, check=check)
-
-
-def _net(block: int) -> str:
-    return f"10.232.{block}"
-
-
-def _ns(block: int, i: int | str) -> str:
-    return f"dlperf-ray-{block}-n{i}"
-
-
-def _bridge(block: int) -> str:
-    return f"dlpry{block}"
-
-
-def _veth(block: int, i: int | str, end: str) -> str:
-    return f"dlpr{block}{end}{i}"
-
-
-def block_links(block: int) -> list[str]:
-    names = [line.split()[0].split("@")[0] for line in _sh("ip", "-br", "link", check=False).stdout.splitlines()
-             if line.strip()]
-    return [n for n in names if n == _bridge(block) or n.startswith(_veth(block, "", "h"))]
-
-
-def block_namespaces(block: int) -> list[str]:
-    return sorted(p.name for p in Path("/run/netns").glob(_ns(block, "*")))
-
-
-def _kill_namespace(ns: str, grace: float = 5.0) -> None:
-    """Every process of the namespace: TERM, then KILL what is left after ``grace``."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        pids = _sh("ip", "netns", "pids", ns, check=False).stdout.split()
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid), sig)
-        deadline = time.monotonic() + wait
-        while pids and time.monotonic() < deadline:
-            time.sleep(0.1)
-            pids = _sh("ip", "netns", "pids", ns, check=False).stdout.split()
-        if not pids:
-            return
-
-
 def _clear_stale(block: int) -> None:
     """What a dead test run left under this process's block (held by it alone): processes, namespaces, links."""
-    for ns in block_namespaces(block):
-        _kill_namespace(ns, grace=0.5)
-        _sh("ip", "netns", "del", ns, check=False)
+    NET.clear_stale(block)
     for marker in Path("/var/tmp").glob("dlperf-ray-*/block"):
         with contextlib.suppress(OSError):
             if marker.read_text().strip() == str(block):
                 shutil.rmtree(marker.parent, ignore_errors=True)
-    deadline = time.monotonic() + 20
-    while links := block_links(block):
-        for link in links:
-            _sh("ip", "link", "del", link, check=False)
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"a dead test run's interfaces {links} did not go away; remove them with "
-                               "`ip link del NAME` and rerun")
-        time.sleep(0.2)
 
 
 @dataclass
@@ -156,7 +101,7 @@ class RayTestCluster:
         return f"ray://{self.head}:{CLIENT_PORT}"
 
     def namespace(self, i: int) -> str:
-        return _ns(self.block, i)
+        return NET.namespace(self.block, i)
 
     def hostname(self, i: int) -> str:
         return f"ray-n{i}"
@@ -179,10 +124,9 @@ class RayTestCluster:
         hold = Path(tempfile.mkdtemp(prefix=f"env{i}-", dir=self.base))  # a fresh one when a node starts again
         # the node's own hostname, resolving to its address (/etc/hosts bound in its mount namespace) as a
         # cluster's DNS would (gloo finds its address from it), and its own /tmp
-        script = 'mount --bind "$2" /etc/hosts && hostname "$3" && ' + _private_tmp_script(hold) + 'shift 3 && exec "$@"'
-        argv = [*DIE_WITH_PARENT, "nsenter", f"--net=/run/netns/{self.namespace(i)}", "unshare", "--mount", "--uts",
-                "--propagation", "private", "--", "sh", "-c", script, "sh", str(tmp), str(self.base / "hosts"),
-                self.hostname(i), ray_bin, "start", *ray_args]
+        script = 'mount --bind "$2" /etc/hosts && hostname "$3" && ' + private_tmp_script(hold) + 'shift 3 && exec "$@"'
+        argv = [*DIE_WITH_PARENT, *node_argv(self.namespace(i), script, str(tmp), str(self.base / "hosts"),
+                                             self.hostname(i), ray_bin, "start", *ray_args)]
         log = open(self.base / f"node{i}.log", "ab")
         try:
             self.starters[i] = subprocess.Popen(argv, env={**os.environ, **RAY_ENV}, stdin=subprocess.DEVNULL,
@@ -216,7 +160,7 @@ class RayTestCluster:
 
     def kill_node(self, i: int) -> None:
         """The node dies at once: every process of its namespace (raylet, workers, launchers) gets SIGKILL."""
-        _kill_namespace(self.namespace(i), grace=0.0)
+        kill_namespace(self.namespace(i), grace=0.0)
         starter = self.starters.pop(i, None)
         if starter is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -229,13 +173,11 @@ class RayTestCluster:
     def stop(self) -> None:
         for i in reversed(range(len(self.addresses))):  # the workers first, the head last
             with contextlib.suppress(OSError):
-                _kill_namespace(self.namespace(i))
+                kill_namespace(self.namespace(i))
         for p in self.starters.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=10)
-        for i in range(len(self.addresses)):
-            _sh("ip", "netns", "del", self.namespace(i), check=False)
-        _sh("ip", "link", "del", _bridge(self.block), check=False)
+        NET.remove(self.block, list(range(len(self.addresses))))
         shutil.rmtree(self.base, ignore_errors=True)
 
 
@@ -248,25 +190,10 @@ def start(workers: int = 3) -> RayTestCluster:
     _clear_stale(block)
     base = Path(tempfile.mkdtemp(prefix="dlperf-ray-", dir="/var/tmp"))  # not under /tmp: each node has its own
     (base / "block").write_text(f"{block}\n")
-    net = _net(block)
-    cluster = RayTestCluster(base, block, [f"{net}.{10 + i}" for i in range(workers + 1)])
+    cluster = RayTestCluster(base, block, [NET.address(block, i) for i in range(workers + 1)])
     try:
-        bridge = _bridge(block)
-        _sh("ip", "link", "add", bridge, "type", "bridge")
-        _sh("ip", "addr", "add", f"{net}.1/24", "dev", bridge)
-        _sh("ip", "link", "set", bridge, "up")
-        for i, ip in enumerate(cluster.addresses):
-            ns, host_end, node_end = cluster.namespace(i), _veth(block, i, "h"), _veth(block, i, "n")
-            _sh("ip", "netns", "add", ns)
-            _sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end)
-            _sh("ip", "link", "set", host_end, "master", bridge, "up")
-            _sh("ip", "link", "set", node_end, "netns", ns)
-            _sh("ip", "-n", ns, "link", "set", node_end, "name", "eth0")
-            _sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0")  # no default route: nothing off the machine
-            _sh("ip", "-n", ns, "link", "set", "eth0", "up")
-            _sh("ip", "-n", ns, "link", "set", "lo", "up")
-        (base / "hosts").write_text("127.0.0.1 localhost\n" + "".join(f"{ip} {cluster.hostname(i)}\n"
-                                                                      for i, ip in enumerate(cluster.addresses)))
+        NET.build(block, dict(enumerate(cluster.addresses)))
+        hosts_file(base / "hosts", {cluster.hostname(i): ip for i, ip in enumerate(cluster.addresses)})
         cluster._start_node(0)
         cluster.wait_alive(1)
         for i in range(1, workers + 1):

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,18 +26,16 @@ import psutil
 import pytest
 
 from .installed import require_program
+from .netns import NodeNet, hosts_file, node_argv, private_tmp_script
 from .sshd import DIE_WITH_PARENT, address_block
 
 SLURMCTLD = Path("/usr/sbin/slurmctld")
+NET = NodeNet("dlperf-slurm", 231, "dlpsl", "dlps")  # node i: dlperf-slurm-<block>-n<i> at 10.231.<block>.<10+i>
 
 
 def ensure_slurm() -> None:
     """slurmctld, slurmd and the client commands (Debian's slurm-wlm, installed by tests/setup.sh)."""
     require_program(SLURMCTLD, "slurm-wlm")
-
-
-def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(list(argv), capture_output=True, text=True, check=check)
 
 
 def _free_port() -> int:
@@ -120,15 +116,23 @@ class SlurmTestCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        for i in range(1, len(self.nodes) + 1):
-            _sh("ip", "netns", "del", _ns(self.block, i), check=False)
-        _sh("ip", "link", "del", _bridge(self.block), check=False)
+        NET.remove(self.block, list(range(1, len(self.nodes) + 1)))
         shutil.rmtree(self.base, ignore_errors=True)
 
 
 def _controller_marker(block: int) -> str:
     """The controller's address as this block's slurm.conf names it (SlurmctldHost=HOST(ADDR))."""
-    return f"({_net(block)}.1)"
+    return f"({NET.net(block)}.1)"
+
+
+def block_links(block: int) -> list[str]:
+    """The host's interfaces that belong to this block's Slurm test network."""
+    return NET.links(block)
+
+
+def block_namespaces(block: int) -> list[str]:
+    """The network namespaces of this block's Slurm test nodes."""
+    return NET.namespaces(block)
 
 
 def block_state_files(block: int) -> list[Path]:
@@ -142,21 +146,11 @@ def block_state_files(block: int) -> list[Path]:
     return found
 
 
-def _ns(block: int, i: int | str) -> str:
-    return f"dlperf-slurm-{block}-n{i}"
-
-
-def _bridge(block: int) -> str:
-    return f"dlpsl{block}"
-
-
 def _clear_stale(block: int) -> None:
     """Remove what a dead test run left under this process's block: its daemons, its directory under
     /var/tmp, namespaces, links.
 
-    Only stale things can be there: the block is held (a file lock) by this process alone. A run
-    killed before its teardown leaves slurmd holding its namespace, so the veth pair outlives
-    ``ip netns del``; and namespace teardown is asynchronous, so wait until the names are free.
+    Only stale things can be there: the block is held (a file lock) by this process alone.
     """
     marker = _controller_marker(block)
     for proc in psutil.process_iter(["name"]):
@@ -168,43 +162,7 @@ def _clear_stale(block: int) -> None:
                 proc.kill()
     for conf in block_state_files(block):  # the dead runs' state, spool and logs
         shutil.rmtree(conf.parent, ignore_errors=True)
-    for ns in block_namespaces(block):
-        for pid in _sh("ip", "netns", "pids", ns, check=False).stdout.split():
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
-        _sh("ip", "netns", "del", ns, check=False)
-    deadline = time.monotonic() + 20
-    while True:
-        links = block_links(block)
-        if not links:
-            return
-        for link in links:
-            _sh("ip", "link", "del", link, check=False)
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"a dead test run's interfaces {links} did not go away; remove them with "
-                               f"`ip link del NAME` and rerun")
-        time.sleep(0.2)
-
-
-def _net(block: int) -> str:
-    return f"10.231.{block}"
-
-
-def _veth(block: int, i: int | str, end: str) -> str:
-    """Node i's veth pair: end "h" on the bridge, end "n" moved into the node's namespace."""
-    return f"dlps{block}{end}{i}"
-
-
-def block_links(block: int) -> list[str]:
-    """The host's interfaces that belong to this block: its bridge and the veths' host ends."""
-    names = [line.split()[0].split("@")[0] for line in _sh("ip", "-br", "link", check=False).stdout.splitlines()
-             if line.strip()]
-    return [n for n in names if n == _bridge(block) or n.startswith(_veth(block, "", "h"))]
-
-
-def block_namespaces(block: int) -> list[str]:
-    """The network namespaces of this block's nodes."""
-    return sorted(p.name for p in Path("/run/netns").glob(_ns(block, "*")))
+    NET.clear_stale(block)
 
 
 def _config(base: Path, nodes: list[str], addresses: dict[str, str], controller: str, port: int) -> str:
@@ -228,31 +186,6 @@ def _config(base: Path, nodes: list[str], addresses: dict[str, str], controller:
     return "\n".join(lines) + "\n"
 
 
-def python_environments_under_tmp() -> list[Path]:
-    """The tests' Python environment (a venv, and the interpreter it was made from) where it lies under
-    /tmp, which a node with a /tmp of its own would not see."""
-    found: list[Path] = []
-    for prefix in sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}):
-        if prefix.is_relative_to("/tmp") and not any(prefix.is_relative_to(f) for f in found):
-            found.append(prefix)
-    return found
-
-
-def _private_tmp_script(hold: Path) -> str:
-    """Shell that gives a node its own /tmp ($1) and still shows it the tests' Python environment at its
-    path, as a cluster's shared file system shows the nodes its software (a clone with its venv under
-    /tmp, the issue's fresh machine): each environment is bound aside first, then back at its path."""
-    shared = python_environments_under_tmp()
-    aside = [hold / str(i) for i in range(len(shared))]
-    for d in aside:
-        d.mkdir(parents=True)
-    quote = shlex.quote
-    first = "".join(f"mount --bind {quote(str(env))} {quote(str(d))} && " for env, d in zip(shared, aside))
-    back = "".join(f"mkdir -p {quote(str(env))} && mount --bind {quote(str(d))} {quote(str(env))} && "
-                   for env, d in zip(shared, aside))
-    return first + 'mount --bind "$1" /tmp && ' + back
-
-
 def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
     """slurmctld on a bridge and ``n`` slurmd nodes in network namespaces, all idle when it returns."""
     ensure_slurm()
@@ -263,43 +196,26 @@ def start(n: int = 2, private_tmp: bool = True) -> SlurmTestCluster:
     base = Path(tempfile.mkdtemp(prefix="dlperf-slurm-", dir="/var/tmp"))  # not under /tmp: nodes may have their own
     for sub in ("state", "spool", "log", "tmp"):
         (base / sub).mkdir()
-    net = _net(block)
     nodes = [f"n{i}" for i in range(1, n + 1)]
-    addresses = {name: f"{net}.{10 + i}" for i, name in enumerate(nodes, 1)}
+    addresses = {name: NET.address(block, i) for i, name in enumerate(nodes, 1)}
     cluster = SlurmTestCluster(base, nodes, addresses, block, private_tmp)
     try:
-        bridge = _bridge(block)
-        _sh("ip", "link", "add", bridge, "type", "bridge")
-        _sh("ip", "addr", "add", f"{net}.1/24", "dev", bridge)
-        _sh("ip", "link", "set", bridge, "up")
-        for i, name in enumerate(nodes, 1):
-            ns, host_end, node_end = _ns(block, i), _veth(block, i, "h"), _veth(block, i, "n")
-            _sh("ip", "netns", "add", ns)
-            _sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end)
-            _sh("ip", "link", "set", host_end, "master", bridge, "up")
-            _sh("ip", "link", "set", node_end, "netns", ns)
-            _sh("ip", "-n", ns, "link", "set", node_end, "name", "eth0")  # one NIC name on every node
-            _sh("ip", "-n", ns, "addr", "add", f"{addresses[name]}/24", "dev", "eth0")
-            _sh("ip", "-n", ns, "link", "set", "eth0", "up")
-            _sh("ip", "-n", ns, "link", "set", "lo", "up")
+        NET.build(block, {i: addresses[name] for i, name in enumerate(nodes, 1)})
+        for name in nodes:
             (base / "spool" / name).mkdir()
             (base / "tmp" / name).mkdir()
             (base / "tmp" / name).chmod(0o1777)
-        hosts = base / "hosts"
-        hosts.write_text("127.0.0.1 localhost\n" + "".join(f"{a} {n}\n" for n, a in addresses.items()))
-        cluster.conf.write_text(_config(base, nodes, addresses, f"{net}.1", _free_port()))
+        hosts = hosts_file(base / "hosts", addresses)
+        cluster.conf.write_text(_config(base, nodes, addresses, f"{NET.net(block)}.1", _free_port()))
         env = cluster.env
         cluster.daemons.append(subprocess.Popen([*DIE_WITH_PARENT, "slurmctld", "-D", "-i"], env=env, stdout=subprocess.DEVNULL,
                                                 stderr=subprocess.DEVNULL, start_new_session=True))
         for i, name in enumerate(nodes, 1):
-            # nsenter keeps the host's /sys (slurmd's cgroup plugin wants /sys/fs/cgroup); unshare
-            # gives the node its hostname (UTS namespace) resolving to its address (/etc/hosts bound
-            # in a mount namespace), as a cluster's DNS would, and a /tmp of its own when asked
+            # the node's hostname resolving to its address, and a /tmp of its own when asked
             script = 'mount --bind "$3" /etc/hosts && hostname "$2" && '
-            script += _private_tmp_script(base / "env" / name) if private_tmp else ""
-            argv = [*DIE_WITH_PARENT, "nsenter", f"--net=/run/netns/{_ns(block, i)}", "unshare", "--mount", "--uts", "--propagation",
-                    "private", "--", "sh", "-c", script + 'exec slurmd -D -N "$2"', "sh", str(base / "tmp" / name),
-                    name, str(hosts)]
+            script += private_tmp_script(base / "env" / name) if private_tmp else ""
+            argv = [*DIE_WITH_PARENT, *node_argv(NET.namespace(block, i), script + 'exec slurmd -D -N "$2"',
+                                                 str(base / "tmp" / name), name, str(hosts))]
             cluster.daemons.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
                                                     stderr=subprocess.DEVNULL, start_new_session=True))
         deadline = time.monotonic() + 60
