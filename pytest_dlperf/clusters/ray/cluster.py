@@ -27,7 +27,7 @@ import ray
 from filelock import FileLock
 
 from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess, cannot_sweep, swept
-from ..ssh.preflight import PROBE_SRC, make_node, parse_probe, problems
+from ..ssh.preflight import PROBE_SRC, check_nodes, make_node, parse_probe
 from . import gang as gangs
 from .nodes import RayNode, Selection, choose, names, read_nodes
 from .options import RayOptions
@@ -187,12 +187,7 @@ class RayCluster(Cluster):
                 facts[name] = parse_probe(code, out, (out + err).strip()[-1500:], python)
             except ClusterError as exc:
                 bad.append(f"--- {name}: {exc}")
-        if bad:
-            raise ClusterError("ray preflight failed on:\n" + "\n".join(bad)
-                               + "\n(--dlperf-ray-python names the nodes' Python 3; by default the Ray workers' own)")
-        found = problems(facts, self.frameworks, require=False)
-        if found:
-            raise ClusterError("; ".join(found))
+        check_nodes("ray", facts, bad, self.frameworks, "--dlperf-ray-python names the nodes' Python 3; by default the Ray workers' own")
         nodes = []
         for name, rn in zip(named, chosen):
             f = dict(facts[name])

@@ -34,7 +34,7 @@ from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCom
 from ..local import LOCALSH
 from ...node.localsh import SRUN_ENV
 from ..ssh.cluster import FREE_PORT_SRC, KILLTAG_SRC
-from ..ssh.preflight import PROBE_SRC, make_node, parse_probe, problems
+from ..ssh.preflight import PROBE_SRC, check_nodes, make_node, parse_probe
 from . import commands
 from .allocation import Allocation
 from .commands import STEP_PREFIX, SlurmError, StepSpec
@@ -143,12 +143,7 @@ class SlurmCluster(Cluster):
                 infos[name], facts[name] = fut.result()
             except (ClusterError, SlurmError) as exc:
                 bad.append(f"--- {name}: {str(exc).removeprefix(f'{name}: ')}")
-        if bad:
-            raise ClusterError("slurm preflight failed on:\n" + "\n".join(bad)
-                               + "\n(--dlperf-slurm-python names the nodes' Python 3)")
-        found = problems(facts, self.frameworks, require=False)
-        if found:
-            raise ClusterError("; ".join(found))
+        check_nodes("slurm", facts, bad, self.frameworks, "--dlperf-slurm-python names the nodes' Python 3")
         nodes = []
         for name in names:
             info, f = infos[name], facts[name]

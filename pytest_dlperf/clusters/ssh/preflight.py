@@ -47,6 +47,17 @@ def problems(facts: dict[str, dict], frameworks: Sequence[str], require: bool = 
     return found
 
 
+def check_nodes(kind: str, facts: dict[str, dict], failed: list[str], frameworks: Sequence[str], hint: str) -> None:
+    """The end of a scheduler kind's preflight (Slurm, Ray): ClusterError naming every node whose probe
+    failed (``failed``, a line each, then ``hint``), else naming the versions that differ between the
+    nodes (``problems``, frameworks not required)."""
+    if failed:
+        raise ClusterError(f"{kind} preflight failed on:\n" + "\n".join(failed) + f"\n({hint})")
+    found = problems(facts, frameworks, require=False)
+    if found:
+        raise ClusterError("; ".join(found))
+
+
 def make_node(name: str, address: str, facts: dict, slots: int | None, python: str,
               extra: dict[str, str]) -> Node:
     """A node with the probe's CPUs and GPUs; slots default to the GPUs, else one worker."""
