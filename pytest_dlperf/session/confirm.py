@@ -4,8 +4,9 @@ A case whose first look against its stored baseline is a regression (or NOISY) t
 more launches in its own test, after the rounds of every case, and those launches are judged alone
 against the baseline, with the same rule and alpha: the test fails only where they call it a regression
 too. Unchanged software then fails only where fresh launches, taken minutes later, are significantly
-slower on their own: at most alpha, whatever the first look did (it only decides whether to look
-again). Judged together with the first launches instead, a slow spell that covered all three of them
+slower on their own: at most alpha on a host as fast as at the recording, whatever the first look did
+(it only decides whether to look again). A host that has slowed since the recording fails it too, and
+every CONFIRMED verdict says so (``DRIFT``). Judged together with the first launches instead, a slow spell that covered all three of them
 still carried the pooled test against a tight baseline (a planted half-speed spell over three launches
 and three at full speed: p=0.002, REGRESSION, in tests/test_gate_plugin.py's tiny-engine case).
 
@@ -62,8 +63,7 @@ def second_look(first: Sequence[Verdict], before: int, added: int, seconds: floa
     head = (f"after {before} launch(es) it looked like a regression: {first_look(first)}; the {added} launch(es) "
             f"taken to confirm it ({seconds:.0f} s, after the session's other cases), judged alone,")
     if still:
-        text = (f"CONFIRMED: {head} agree: {first_look(still)}. The test fails only where both looks do, so "
-                "unchanged software fails it at most at the gate's alpha")
+        text = (f"CONFIRMED: {head} agree: {first_look(still)}. {DRIFT}")
     else:
         cleared = [now[v.metric] for v in first if v.metric in now]
         text = f"NOT CONFIRMED: {head} do not: {first_look(cleared) or 'no verdict'}. {_why_cleared(cleared)}"
@@ -76,12 +76,20 @@ def second_look(first: Sequence[Verdict], before: int, added: int, seconds: floa
     return text, judgement.outcome is Outcome.FAIL and bool(fails)
 
 
+# What a confirmation cannot tell apart, said with every CONFIRMED verdict: both looks meet the host as it is
+# now, so a host slower than at the recording fails unchanged software too (docs/gate.md, "Confirm before failing").
+DRIFT = ("The test fails only where both looks do: on a host as fast as at the recording, unchanged software "
+         "fails it at most at the gate's alpha; a host that has slowed since the recording fails it too. To tell "
+         "the two apart, judge the software side by side with the baseline's: --dlperf-reference "
+         "rev=<the baseline's commit, above> (A/B, docs/ab.md)")
+
+
 def _why_cleared(cleared: Sequence[Verdict]) -> str:
     """What a second look that cleared the first says: its launches disagree among themselves (NOISY), or
-    show no significant drop beyond the tolerance: the first launches met a slow spell of this host."""
+    show no significant drop beyond the tolerance: the first launches most likely met a slow spell."""
     if any(v.status is VerdictStatus.NOISY for v in cleared):
         return "They disagree among themselves: this host's speed moved under the case; run it again to judge it"
-    return "The first launches met a slow spell of this host, not a slower software"
+    return "The later launches do not show it: the first most likely met a slow spell of this host (a real drop beyond the tolerance shows in both looks)"
 
 
 def unsettled(result: CaseResult, cv_bound: float) -> Modes | str | None:
