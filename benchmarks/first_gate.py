@@ -105,10 +105,9 @@ def case_medians(work: Path, label: str) -> dict[str, tuple[float, float | None]
     return out
 
 
-def level_row(work: Path, label: str) -> str:
-    """The session's throughput and pace against the recording's: geometric means over the cases of the
-    ratios of their medians."""
-    now, ref = case_medians(work, label), case_medians(work, "record")
+def level_row(now: dict[str, tuple[float, float | None]], ref: dict[str, tuple[float, float | None]]) -> str:
+    """A session's throughput and pace (``case_medians``) against the recording's: geometric means over the
+    cases of the ratios of their medians."""
     common = [c for c in now if c in ref]
     if not common:
         return "tput -"
@@ -127,27 +126,27 @@ def host_level(meta: dict) -> dict[str, float]:
             for k in host_check.KERNELS if all(k in c for c in checks)}
 
 
-def host_row(work: Path, label: str) -> str:
-    """The host's speed around this session against around the recording (or, for a kernel the recording's
-    checks did not run, the first session's that did), kernel by kernel."""
-    now = host_level(json.loads((work / f"{label}.json").read_text()))
-    levels = [host_level(json.loads(p.read_text())) for p in sorted(work.glob("*.json"), key=_started)]
-    said = []
-    for k in host_check.KERNELS:
-        ref = next((lv[k] for lv in levels if k in lv), None)
-        if k in now and ref:
-            said.append(f"{k.split('_')[0]} x{now[k] / ref:.3f}")
+def host_row(now: dict[str, float], ref: dict[str, float]) -> str:
+    """A session's host speed (``host_level``) against the reference levels, kernel by kernel."""
+    said = [f"{k.split('_')[0]} x{now[k] / ref[k]:.3f}" for k in host_check.KERNELS if k in now and k in ref]
     return "host " + (" ".join(said) or "-")
 
 
-def _started(path: Path) -> float:
-    return json.loads(path.read_text())["started"]
-
-
 def show(work: Path) -> None:
-    labels = sorted((p.stem for p in work.glob("*.json")), key=lambda s: json.loads((work / f"{s}.json").read_text())["started"])
-    for label in labels:
-        print(row(work, label) + "  " + level_row(work, label) + "  " + host_row(work, label), flush=True)
+    """Every session in the order they started, each against the recording: the gate's verdicts, the
+    throughput and pace, and the host's speed (a kernel the recording's checks did not run against the
+    first session's that did)."""
+    metas = sorted((json.loads(p.read_text()) for p in work.glob("*.json")), key=lambda m: m["started"])
+    recorded = case_medians(work, "record")
+    hosts = [host_level(m) for m in metas]
+    first = {}
+    for level in hosts:
+        for k, v in level.items():
+            first.setdefault(k, v)
+    for meta, host in zip(metas, hosts):
+        label = meta["label"]
+        print(f"{row(work, label)}  {level_row(case_medians(work, label), recorded)}  {host_row(host, first)}",
+              flush=True)
 
 
 def main() -> int:
@@ -173,6 +172,8 @@ def main() -> int:
         (a.work / f"{label}.json").write_text(json.dumps({"label": label, "started": t0, "wall": 0, "rc": 0, "args": [],
                                                           "env": {}, "host": {"before": host_check.check()}}))
     elif a.phase == "later":
+        if not (a.work / "record.json").exists():
+            p.error(f"no recording in {a.work}: run the record phase first (first_gate.py record --work {a.work})")
         rec = json.loads((a.work / "record.json").read_text())
         wait = rec["started"] + rec["wall"] + a.after_minutes * 60 - time.time()
         if wait > 0:

@@ -36,7 +36,7 @@ def _median_rate(call, work: float, seconds: float) -> float:
 
 
 def on_this_core(seconds: float) -> dict[str, float]:
-    """The three kernels' median rates, on the one core this process is pinned to."""
+    """Each kernel's median rate (``KERNELS``), on the one core this process is pinned to."""
     import numpy as np
     import torch
 

@@ -6,9 +6,10 @@ against the baseline, with the same rule and alpha: the test fails only where th
 too. Unchanged software then fails only where fresh launches, taken minutes later, are significantly
 slower on their own: at most alpha on a host as fast as at the recording, whatever the first look did
 (it only decides whether to look again). A host that has slowed since the recording fails it too, and
-every CONFIRMED verdict says so (``DRIFT``). Judged together with the first launches instead, a slow spell that covered all three of them
-still carried the pooled test against a tight baseline (a planted half-speed spell over three launches
-and three at full speed: p=0.002, REGRESSION, in tests/test_gate_plugin.py's tiny-engine case).
+every CONFIRMED verdict says so (``DRIFT``). Judged together with the first launches instead, a slow
+spell that covered all three of them still carried the pooled test against a tight baseline (a planted
+half-speed spell over three launches and three at full speed: p=0.002, REGRESSION, in
+tests/test_gate_plugin.py's tiny-engine case).
 
 A recording whose launches fall into separate modes (``baselines.modes``) takes the same number more,
 so that the baseline holds every mode it can see; where they still split, the session says that the
@@ -63,7 +64,7 @@ def second_look(first: Sequence[Verdict], before: int, added: int, seconds: floa
     head = (f"after {before} launch(es) it looked like a regression: {first_look(first)}; the {added} launch(es) "
             f"taken to confirm it ({seconds:.0f} s, after the session's other cases), judged alone,")
     if still:
-        text = (f"CONFIRMED: {head} agree: {first_look(still)}. {DRIFT}")
+        text = f"CONFIRMED: {head} agree: {first_look(still)}. {DRIFT}"
     else:
         cleared = [now[v.metric] for v in first if v.metric in now]
         text = f"NOT CONFIRMED: {head} do not: {first_look(cleared) or 'no verdict'}. {_why_cleared(cleared)}"
@@ -89,7 +90,8 @@ def _why_cleared(cleared: Sequence[Verdict]) -> str:
     show no significant drop beyond the tolerance: the first launches most likely met a slow spell."""
     if any(v.status is VerdictStatus.NOISY for v in cleared):
         return "They disagree among themselves: this host's speed moved under the case; run it again to judge it"
-    return "The later launches do not show it: the first most likely met a slow spell of this host (a real drop beyond the tolerance shows in both looks)"
+    return ("The later launches do not show it: the first most likely met a slow spell of this host (a real "
+            "drop beyond the tolerance shows in both looks)")
 
 
 def unsettled(result: CaseResult, cv_bound: float) -> Modes | str | None:

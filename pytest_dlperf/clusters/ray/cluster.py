@@ -187,7 +187,8 @@ class RayCluster(Cluster):
                 facts[name] = parse_probe(code, out, (out + err).strip()[-1500:], python)
             except ClusterError as exc:
                 bad.append(f"--- {name}: {exc}")
-        check_nodes("ray", facts, bad, self.frameworks, "--dlperf-ray-python names the nodes' Python 3; by default the Ray workers' own")
+        check_nodes("ray", facts, bad, self.frameworks,
+                    "--dlperf-ray-python names the nodes' Python 3; by default the Ray workers' own")
         nodes = []
         for name, rn in zip(named, chosen):
             f = dict(facts[name])
