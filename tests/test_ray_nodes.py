@@ -69,6 +69,9 @@ def test_the_options_values_say_what_is_wrong():
 
 
 def test_the_shape_comes_from_the_options_only_with_nodes():
-    assert ray_shape(SimpleNamespace(nodes=None, gpus_per_node=None)) is None  # the cluster's own nodes: attached at collection
-    shape = ray_shape(SimpleNamespace(nodes=4, gpus_per_node=2))
+    assert ray_shape(SimpleNamespace(nodes=None, gpus_per_node=None, devices=None)) is None  # attached at collection
+    shape = ray_shape(SimpleNamespace(nodes=4, gpus_per_node=2, devices=None))
     assert (shape.nodes, shape.slots, shape.gpus) == (4, 2, False)
+    # --dlperf-devices gpu picks GPU nodes (factory.py): the matrix is built for them, not for CPU nodes
+    shape = ray_shape(SimpleNamespace(nodes=2, gpus_per_node=8, devices="gpu"))
+    assert (shape.nodes, shape.slots, shape.gpus, shape.devices) == (2, 8, True, "gpu")

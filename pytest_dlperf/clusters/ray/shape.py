@@ -11,10 +11,11 @@ if TYPE_CHECKING:
 
 
 def ray_shape(options: RunOptions) -> ClusterShape | None:
-    """With --nodes, the shape from the options alone (CPU nodes unless --dlperf-devices says gpu: the
-    session's --dlperf-devices sets that); without, None: the nodes are the Ray cluster's own, known
-    only once attached, so the cluster is attached while pytest collects and the ladder climbs to them."""
+    """With --nodes, the shape from the options alone (CPU nodes unless --dlperf-devices says gpu, the
+    same option that makes the cluster pick GPU nodes); without, None: the nodes are the Ray cluster's
+    own, known only once attached, so the cluster is attached while pytest collects and the ladder
+    climbs to them."""
     if not options.nodes:
         return None
-    return ClusterShape(nodes=options.nodes, slots=options.gpus_per_node or 1, gpus=False,
-                        source="--nodes, --dlperf-gpus-per-node")
+    return ClusterShape(nodes=options.nodes, slots=options.gpus_per_node or 1, gpus=options.devices == "gpu",
+                        source="--nodes, --dlperf-gpus-per-node, --dlperf-devices")
