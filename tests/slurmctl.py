@@ -125,16 +125,6 @@ def _controller_marker(block: int) -> str:
     return f"({NET.net(block)}.1)"
 
 
-def block_links(block: int) -> list[str]:
-    """The host's interfaces that belong to this block's Slurm test network."""
-    return NET.links(block)
-
-
-def block_namespaces(block: int) -> list[str]:
-    """The network namespaces of this block's Slurm test nodes."""
-    return NET.namespaces(block)
-
-
 def block_state_files(block: int) -> list[Path]:
     """slurm.conf of every test cluster directory under /var/tmp that was made for this block."""
     marker = _controller_marker(block)

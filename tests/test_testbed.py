@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .slurmctl import block_links, block_namespaces, block_state_files, ensure_slurm
+from .slurmctl import NET, block_state_files, ensure_slurm
 from .sshd import address_block
 
 # starts the sshd and Slurm rigs: not in the quick tier (tests/quick.sh; docs/testing.md)
@@ -76,7 +76,7 @@ def test_a_killed_run_leaves_nothing_that_breaks_the_next_and_runs_at_once_do_no
         first.kill()
         first.wait()
         assert not gone(held["daemons"], timeout=1)  # the orphans are there to be cleared
-        assert block_links(held["block"])
+        assert NET.links(held["block"])
         second, again = child(tmp_path / "b")
         assert again["block"] == held["block"] and gone(held["daemons"], timeout=1)
     finally:
@@ -92,5 +92,5 @@ def test_a_killed_run_leaves_nothing_that_breaks_the_next_and_runs_at_once_do_no
     out, err = third.communicate("stop\n", timeout=60)
     assert third.returncode == 0 and "stopped" in out, err[-2000:]
     assert gone(last["daemons"] + [last["sshd"]], timeout=1)
-    assert block_links(last["block"]) == [] and block_namespaces(last["block"]) == []
+    assert NET.links(last["block"]) == [] and NET.namespaces(last["block"]) == []
     assert block_state_files(last["block"]) == []  # the killed runs' directories went with their daemons
