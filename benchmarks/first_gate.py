@@ -60,13 +60,41 @@ def session(work: Path, label: str, extra: list[str], *args: str, env: dict | No
     return got
 
 
-def verdicts(work: Path, label: str) -> list[dict]:
-    """Per case: its tolerated verdicts, the first look's where it was confirmed, and its launches."""
+def read_json(path: Path) -> dict:
+    """A file this benchmark wrote; one that cannot be read ends the run in one line naming it."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        sys.exit(f"first_gate.py: cannot read {path} ({exc}): run its phase again, or move it out of --work")
+
+
+META_KEYS = ("label", "started", "wall", "rc")  # what ``session`` and the check phase write of each session
+
+
+def read_meta(path: Path) -> dict:
+    """A session's WORK/label.json; any other JSON there ends the run in one line naming it."""
+    meta = read_json(path)
+    missing = [k for k in META_KEYS if k not in meta] if isinstance(meta, dict) else list(META_KEYS)
+    if missing:
+        sys.exit(f"first_gate.py: {path} is not a session's record (no {', '.join(missing)}): move it out of --work")
+    return meta
+
+
+def cases_of(work: Path, label: str) -> list[dict]:
+    """The cases of a session's results.json (none where the session wrote none: a host check)."""
     path = work / label / "results.json"
     if not path.exists():
         return []
+    doc = read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+        sys.exit(f"first_gate.py: {path} has no cases list: not a dlperf results.json; run its phase again")
+    return doc["cases"]
+
+
+def verdicts(cases: list[dict]) -> list[dict]:
+    """Per case: its tolerated verdicts, the first look's where it was confirmed, and its launches."""
     out = []
-    for c in json.loads(path.read_text())["cases"]:
+    for c in cases:
         v = c.get("verdict") or {}
         said = {m: v[m]["status"] for m in TOLERATED if m in v}
         confirmation = next((v[m].get("confirmation", "") for m in v if v[m].get("confirmation")), "")
@@ -77,9 +105,10 @@ def verdicts(work: Path, label: str) -> list[dict]:
     return out
 
 
-def row(work: Path, label: str) -> str:
-    meta = json.loads((work / f"{label}.json").read_text())
-    cases = verdicts(work, label)
+def row(meta: dict, results: list[dict]) -> str:
+    """A session's line: when, exit code, wall time, and its verdicts (``verdicts``)."""
+    label = meta["label"]
+    cases = verdicts(results)
     regression = [c["case"] for c in cases if "regression" in c["status"].values()]
     noisy = [c["case"] for c in cases if "noisy" in c["status"].values() and c["case"] not in regression]
     confirmed = [c for c in cases if c["confirmation"]]
@@ -92,13 +121,10 @@ def row(work: Path, label: str) -> str:
             f"confirm launches {extra}")
 
 
-def case_medians(work: Path, label: str) -> dict[str, tuple[float, float | None]]:
+def case_medians(cases: list[dict]) -> dict[str, tuple[float, float | None]]:
     """Per case: the median throughput of all its launches, and the median pace where every launch has one."""
-    path = work / label / "results.json"
-    if not path.exists():
-        return {}
     out = {}
-    for c in json.loads(path.read_text())["cases"]:
+    for c in cases:
         paces = c.get("paces") or []
         out[c["case"]["id"]] = (statistics.median(c["throughputs"]),
                                 statistics.median(paces) if paces and None not in paces else None)
@@ -136,17 +162,16 @@ def show(work: Path) -> None:
     """Every session in the order they started, each against the recording: the gate's verdicts, the
     throughput and pace, and the host's speed (a kernel the recording's checks did not run against the
     first session's that did)."""
-    metas = sorted((json.loads(p.read_text()) for p in work.glob("*.json")), key=lambda m: m["started"])
-    recorded = case_medians(work, "record")
+    metas = sorted((read_meta(p) for p in work.glob("*.json")), key=lambda m: m["started"])
+    results = [cases_of(work, m["label"]) for m in metas]
+    recorded = next((case_medians(r) for m, r in zip(metas, results) if m["label"] == "record"), {})
     hosts = [host_level(m) for m in metas]
     first = {}
     for level in hosts:
         for k, v in level.items():
             first.setdefault(k, v)
-    for meta, host in zip(metas, hosts):
-        label = meta["label"]
-        print(f"{row(work, label)}  {level_row(case_medians(work, label), recorded)}  {host_row(host, first)}",
-              flush=True)
+    for meta, cases, host in zip(metas, results, hosts):
+        print(f"{row(meta, cases)}  {level_row(case_medians(cases), recorded)}  {host_row(host, first)}", flush=True)
 
 
 def main() -> int:
@@ -173,8 +198,9 @@ def main() -> int:
                                                           "env": {}, "host": {"before": host_check.check()}}))
     elif a.phase == "later":
         if not (a.work / "record.json").exists():
-            p.error(f"no recording in {a.work}: run the record phase first (first_gate.py record --work {a.work})")
-        rec = json.loads((a.work / "record.json").read_text())
+            sys.exit(f"first_gate.py: no recording in {a.work}: run the record phase first "
+                     f"(first_gate.py record --work {a.work})")
+        rec = read_meta(a.work / "record.json")
         wait = rec["started"] + rec["wall"] + a.after_minutes * 60 - time.time()
         if wait > 0:
             print(f"waiting {wait / 60:.1f} min for the hour after the recording", flush=True)
