@@ -37,17 +37,21 @@ def run(tmp: Path, store: Path, *args: str, suite: Path | None = None, env: dict
                      suite=suite, env=env, prefix=prefix, python=python)
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory) -> Path:
-    """A store with a real recording of the 1n1g case (five repeats: on 2026-11-24 a recording of
-    three had one run in a slow spell, [10.2, 14.8, 13.3] samples/s, and a planted 30% drop against
+def record(tmp: Path) -> Path:
+    """A store (tmp/store) with a real recording of the 1n1g case (five repeats: on 2026-11-24 a recording
+    of three had one run in a slow spell, [10.2, 14.8, 13.3] samples/s, and a planted 30% drop against
     it was rightly not significant: three runs give a rank test little to stand on)."""
-    tmp = tmp_path_factory.mktemp("recorded")
     store = tmp / "store"
     r = run(tmp, store, "-k", "1n1g", "--update-baselines", "--dlperf-repeats", "5")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "baselines updated: 1 case(s) written" in r.stdout
     return store
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    """The module's recording (``record``), shared by the tests that judge against it."""
+    return record(tmp_path_factory.mktemp("recorded"))
 
 
 def profile_file(store: Path) -> Path:
@@ -499,17 +503,21 @@ def test_planted_slowdown_on_the_recording_machine_is_a_regression(recorded, tmp
     assert len(case["runs"]) == 5 and verdict["confirmation"].startswith("CONFIRMED") and verdict["measured_n"] == 2
 
 
-def test_a_first_look_that_later_launches_do_not_hold_up_passes_and_says_so(recorded, tmp_path):
+def test_a_first_look_that_later_launches_do_not_hold_up_passes_and_says_so(tmp_path):
     """The host's slow spell covers the case's three launches and is gone for the three that confirm.
     Judged with the first three, they would still be a REGRESSION against a tight recording (p=0.002
     when tried): the confirming launches are judged alone."""
     # The planted spell ends; this VM's own may not: where the host is slow for the confirming launches
-    # too (they are then rightly CONFIRMED), the session is run again, up to three times.
+    # too (they are then rightly CONFIRMED), the session is run again, up to three times. Each attempt
+    # judges against a recording taken just before it, not the module's: in CI on 2026-11-27 the host ran
+    # 10.6% slower than at the module's recording, minutes earlier, for all three attempts, and every
+    # confirmation rightly agreed (issue #48's host drift, which this test is not about).
     for attempt in range(3):
         tmp = tmp_path / str(attempt)
-        tmp.mkdir()
+        (tmp / "recording").mkdir(parents=True)
+        store = record(tmp / "recording")
         slow = f"{tmp / 'launches'}:3:0.5"
-        r = run(tmp, recorded, "-k", "1n1g", "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
+        r = run(tmp, store, "-k", "1n1g", "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
         if r.returncode == 0 or "CONFIRMED: " not in r.stdout.replace("NOT CONFIRMED: ", ""):
             break
     assert r.returncode == 0, r.stdout + r.stderr
