@@ -42,13 +42,23 @@ def run_suite(*args: str, suite: Path | None = None, env: Mapping[str, str] | No
                           env={**(os.environ if base_env is None else base_env), **(env or {})})
 
 
+def python_over_this_one(directory: Path) -> Path:
+    """A second Python environment over the packages of the interpreter running the tests: a venv whose
+    site-packages adds this interpreter's site directories (their .pth files too: an editable install's);
+    its site-packages. ``venv --system-site-packages`` would see the base interpreter's packages instead,
+    which, where the tests run inside a venv, lack everything installed there (issue #55)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(directory)], check=True, capture_output=True)
+    site = next(directory.glob("lib/python*/site-packages"))
+    ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
+    (site / "_dlperf_parent.pth").write_text(f"import site; list(map(site.addsitedir, {ours!r}))\n")
+    return site
+
+
 def python_holding_more(directory: Path, mib: int) -> str:
     """A second Python environment the project knows nothing of: a venv over this one's packages whose
     ``sitecustomize`` holds ``mib`` MiB more in every process it starts (a library that grew), as a
     user's upgraded stack would; its interpreter's path."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(directory)],
-                   check=True, capture_output=True)
-    site = next(directory.glob("lib/python*/site-packages"))
+    site = python_over_this_one(directory)
     (site / "sitecustomize.py").write_text(
         f"HELD = bytearray({mib} << 20)\nHELD[::4096] = b'\\x01' * len(range(0, len(HELD), 4096))  # touched: resident\n")
     return str(directory / "bin" / "python")

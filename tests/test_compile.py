@@ -24,7 +24,7 @@ from pytest_dlperf.measure.measured import launch_class
 from pytest_dlperf.records import RunRecord
 from pytest_dlperf.specs import CaseSpec, Measurement, Topology
 
-from tests.suite import QUICK_PROBES, run_suite
+from tests.suite import QUICK_PROBES, python_over_this_one, run_suite
 
 CASE = "llama-fp32-bs2-seq64-d256l4-compiled-1n1g"
 BREAK = "Failed to trace builtin operator"  # what dynamo says of the planted print
@@ -137,9 +137,7 @@ def test_a_compiled_case_compiles_into_an_empty_cache_of_its_own_unless_one_is_k
 def python_breaking_the_graph(directory: Path) -> str:
     """A second Python environment the project knows nothing of: a venv over this one's packages whose
     sitecustomize logs from inside RMSNorm's forward; its interpreter's path."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(directory)],
-                   check=True, capture_output=True)
-    (next(directory.glob("lib/python*/site-packages")) / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    (python_over_this_one(directory) / "sitecustomize.py").write_text(SITECUSTOMIZE)
     return str(directory / "bin" / "python")
 
 

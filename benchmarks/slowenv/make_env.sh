@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# A second environment for benchmarks/ab_power.py: a venv that sees this machine's packages
-# (--system-site-packages: the same torch) and whose torch has Conv2d slowed (dlperf_slowconv.py).
-# Usage: bash benchmarks/slowenv/make_env.sh DIR   -> DIR/bin/python
+# A second environment for the benchmarks (ab_power.py, side_by_side.py): a venv over the packages of the
+# python3 that makes it (the same torch; a .pth adds that interpreter's site directories, so it works from
+# inside a venv too, where --system-site-packages would see the base interpreter's packages instead) and
+# whose torch has Conv2d slowed (dlperf_slowconv.py). With --twin, the same environment without the slow-down.
+# Usage: bash benchmarks/slowenv/make_env.sh DIR [--twin]   -> DIR/bin/python
 set -euo pipefail
-dir=${1:?usage: make_env.sh DIR}
+dir=${1:?usage: make_env.sh DIR [--twin]}
 here=$(cd "$(dirname "$0")" && pwd)
-python3 -m venv --system-site-packages "$dir"
+python3 -m venv --without-pip "$dir"
 site=$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-cp "$here/dlperf_slowconv.py" "$site/"
-echo "import dlperf_slowconv" > "$site/dlperf_slowconv.pth"
-"$dir/bin/python" -c 'import torch; print("slowed:", torch.nn.Conv2d.forward.__name__)'
+python3 - "$site" <<'PY'
+import sys
+from pathlib import Path
+ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
+Path(sys.argv[1], "_dlperf_parent.pth").write_text(f"import site; list(map(site.addsitedir, {ours!r}))\n")
+PY
+if [ "${2:-}" != "--twin" ]; then
+  cp "$here/dlperf_slowconv.py" "$site/"
+  echo "import dlperf_slowconv" > "$site/dlperf_slowconv.pth"
+fi
+"$dir/bin/python" -c 'import torch; print("Conv2d.forward:", torch.nn.Conv2d.forward.__name__)'
