@@ -19,7 +19,7 @@ __all__ = ["RunOptions", "add_options", "add_short_names", "from_config", "value
 
 # Seconds between the extra hardware probes (--dlperf-reprobe-pause): the host's slow spells last seconds.
 REPROBE_PAUSE = 2.0
-# Launches a case that looks like a regression takes before its test fails (--dlperf-confirm).
+# Launches a recording whose launches fall into modes takes before it is written (--dlperf-confirm).
 CONFIRM_LAUNCHES = 3
 
 MISSING = ("skip", "fail", "record")
@@ -160,10 +160,10 @@ def add_gate_options(parser: pytest.Parser) -> None:
                f"{m.default_tolerance(DeviceKind.CPU):g} on CPUs, {m.default_tolerance(DeviceKind.GPU):g} on GPUs"
                f"{where})")
     a("--dlperf-confirm", type=non_negative_int, default=None, metavar="N",
-      help="a case that looks like a regression against its stored baseline takes N more launches, after "
-           "the session's others, judged alone with the same rule: it fails only where they agree (so false "
-           "alarms stay at alpha over both looks); a recording whose launches fall into separate "
-           f"modes takes N more too (default {CONFIRM_LAUNCHES}, or DLPERF_CONFIRM; 0: fail on the first look)")
+      help="with --update-baselines: a case whose launches fall into separate modes (or spread beyond the "
+           f"gate's bound) takes N more before it is recorded (default {CONFIRM_LAUNCHES}, or DLPERF_CONFIRM; 0: "
+           "none). A gated case that fails its stored baseline is confirmed side by side instead "
+           "(--dlperf-confirm-pairs)")
     a("--dlperf-baseline-missing", choices=MISSING, default="skip",
       help="a case without a baseline: skip (default, says how to record), fail, or record it")
     a("--dlperf-noisy", choices=NOISY, default="fail",

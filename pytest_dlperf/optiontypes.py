@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 
 def _number(kind: type, least: float, strict: bool, what: str) -> Callable[[str], Any]:
@@ -45,3 +48,17 @@ def fraction(text: str) -> float:
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1) such as 0.05 for 5%, got {text!r}")
     return value
+
+
+def count_or_env(given: int | None, variable: str, default: int, unit: str) -> int:
+    """An option's whole number, else the environment ``variable``'s (a CI image's own default), else
+    ``default``; a variable that is not a whole number >= 0 is a usage error naming it."""
+    if given is not None:
+        return given
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default
+    if not text.isdigit():
+        raise pytest.UsageError(f"{variable}={text!r}: expected a whole number of {unit} >= 0 (or unset it for the "
+                                "default)")
+    return int(text)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import hookspecs, rootdir
-from .ab.options import ABOptions
+from .ab.options import ABOptions, ConfirmOptions
 from .options import add_options, add_short_names, from_config, value_options
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ class DLPerfFront:
         self.config = config
         self.options = from_config(config)  # validates the values given (exit 4 on a bad one)
         self.ab_options = ABOptions.from_config(config)  # None unless --dlperf-candidate (A/B)
+        self.confirm_options = ConfirmOptions.from_config(config)  # a stored-baseline failure, side by side
         self.session: DLPerfSession | None = None
         self._usage_error: pytest.UsageError | None = None
         self._build_error: str | None = None  # an xdist worker's: the cluster could not be built (pytest_runtestloop)
@@ -89,7 +90,7 @@ class DLPerfFront:
             pm = self.config.pluginmanager
             if not pm.has_plugin("dlperf_builtin"):
                 pm.register(builtin, "dlperf_builtin")
-            self.session = DLPerfSession(self.config, self.options, self.ab_options)
+            self.session = DLPerfSession(self.config, self.options, self.ab_options, self.confirm_options)
             pm.register(self.session, "dlperf_session")
         return self.session
 

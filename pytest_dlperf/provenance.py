@@ -4,15 +4,18 @@ the baseline"), between an A/B session's sides, and shown by dlperf history."""
 from __future__ import annotations
 
 import functools
+import subprocess
 from importlib import metadata
 from pathlib import Path
+
+from .software import Repository, digest
 
 
 def run_versions(meta: dict, git: str | None = None) -> dict[str, str]:
     """What a run ran on, as the workload's meta line says (frameworks, Python, CUDA, NCCL, the
     engine's communication backend, the device model), pytest-dlperf's version and the repository's
     commit: compared between baselines and sessions, and between an A/B session's sides."""
-    out = {k: str(meta[k]) for k in ("python", "backend", "cuda", "nccl", "driver") if meta.get(k)}
+    out = {k: str(meta[k]) for k in ("python", "backend", "cuda", "cudnn", "nccl", "driver") if meta.get(k)}
     out.update({k: str(v) for k, v in (meta.get("frameworks") or {}).items()})
     ranks = [r for r in meta.get("ranks") or [] if isinstance(r, dict) and r.get("device")]
     if ranks:
@@ -36,8 +39,6 @@ def own_version() -> str | None:
 
 def git_commit(root: Path | None) -> str | None:
     """The repository's commit (12 hex digits, "+dirty" with uncommitted changes), None outside git."""
-    import subprocess
-
     if root is None:
         return None
     try:
@@ -50,6 +51,64 @@ def git_commit(root: Path | None) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+GIT_TIMEOUT = 30
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess | None:
+    """``git -C root ARGS``; None where git is missing or hangs."""
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=GIT_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _outside(root: Path, exclude: Path | None) -> list[str]:
+    """The pathspec of the whole tree but ``exclude`` (the baseline store) where it lies inside it."""
+    if exclude is None:
+        return ["--", "."]
+    try:
+        rel = Path(exclude).resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        return ["--", "."]
+    return ["--", ".", f":(exclude){rel.as_posix()}"] if str(rel) != "." else ["--", "."]
+
+
+def repository(root: Path | None, exclude: Path | None = None) -> Repository | None:
+    """The repository under test: its full commit and a digest of its uncommitted changes to tracked
+    files outside ``exclude`` (the baseline store: a new recording is not a software change); None
+    outside git."""
+    if root is None:
+        return None
+    top = _git(root, "rev-parse", "--show-toplevel")
+    head = _git(root, "rev-parse", "--verify", "HEAD")
+    if top is None or head is None or top.returncode != 0 or head.returncode != 0:
+        return None
+    top_dir = Path(top.stdout.decode().strip())
+    diff = _git(top_dir, "diff", "HEAD", "--binary", *_outside(top_dir, exclude))
+    if diff is None or diff.returncode != 0:
+        return None
+    return Repository(head.stdout.decode().strip(), digest(diff.stdout.decode(errors="replace")) if diff.stdout else None)
+
+
+def same_tree(root: Path | None, a: str, b: str, exclude: Path | None = None) -> bool:
+    """Whether commits ``a`` and ``b`` hold the same files outside ``exclude`` (False where either is
+    not in the repository: nothing can be proven equal)."""
+    if a == b:
+        return True
+    if root is None:
+        return False
+    res = _git(root, "diff", "--quiet", a, b, *_outside(root, exclude))
+    return res is not None and res.returncode == 0
+
+
+def reachable(root: Path | None, commit: str) -> bool:
+    """Whether the repository at ``root`` holds ``commit`` (a shallow clone may not)."""
+    if root is None:
+        return False
+    res = _git(root, "cat-file", "-e", f"{commit}^{{commit}}")
+    return res is not None and res.returncode == 0
 
 
 def changes(before: dict[str, str], now: dict[str, str]) -> list[str]:

@@ -38,6 +38,7 @@ class CaseResult:
     verdict: dict[str, Verdict] | None = None  # metric -> the baseline gate's verdict, filled when judged
     utilisation: Utilisation | None = None  # MFU, filled by the session where it knows the nodes' probes
     profile: str | None = None  # the baseline profile the gate judged it under (dlperf history groups by it)
+    software: str | None = None  # its software identity's id (results.json's environment.software holds it)
 
     def __post_init__(self) -> None:
         if self.verdict:  # a verdict given as results.json writes it (a plugin's or a test's result): the object
@@ -161,6 +162,7 @@ class CaseResult:
             "mfu": self.utilisation.to_dict() if self.utilisation is not None else None,
             "allreduce": comm.to_dict() if (comm := self.communication) is not None else None,
             "profile": self.profile,
+            "software": self.software,
             **({"compile_cache": self.compile_cache} if self.case.compiled else {}),
         }
         if raw:
@@ -200,6 +202,7 @@ def result_from_dict(d: dict) -> CaseResult:
         verdict={m: verdict_from_dict(v) for m, v in d["verdict"].items()} if d.get("verdict") is not None else None,
         utilisation=Utilisation.from_dict(d["mfu"]) if d.get("mfu") else None,
         profile=d.get("profile") if isinstance(d.get("profile"), str) else None,
+        software=d.get("software") if isinstance(d.get("software"), str) else None,
     )
 
 

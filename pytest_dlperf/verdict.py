@@ -20,6 +20,11 @@ class VerdictStatus(str, Enum):
     HARDWARE = "hardware"
     # not judged: a drop with no spread on either side to tell it from noise (NEEDED_LAUNCHES)
     UNJUDGED = "unjudged"
+    # the screen failed and nothing recorded differs from the recording's software: a statement about the
+    # host, not the software (session.confirm); its test follows --dlperf-hardware
+    HOST = "host"
+    # the screen failed, and side by side with the recorded software the pairs did not decide
+    UNDECIDED = "undecided"
 
     def __str__(self) -> str:  # "pass", not "VerdictStatus.PASS", in messages and f-strings
         return self.value
@@ -56,7 +61,9 @@ class Verdict:
     confidence: float | None = None  # of each one-sided bound
     changes: list[str] = field(default_factory=list)  # "name before -> now" since the baseline was recorded
     pace: dict | None = None  # how the throughputs were brought to one pace (pace_adjust), if they were
-    confirmation: str = ""  # what the launches taken to confirm a first look's regression said (--dlperf-confirm)
+    # the screen's failure attributed and confirmed (session.confirm): "outcome" (confirmed, cleared, undecided,
+    # not confirmed, host), "screen" (the stored baseline's status), the reference and the side-by-side verdict
+    confirmation: dict | None = None
 
     def __post_init__(self) -> None:
         self.status = VerdictStatus(self.status)  # a plain string ("pass") names its status too
@@ -77,6 +84,8 @@ def verdict_from_dict(d: dict) -> Verdict:
     d = dict(d)
     if d.get("interval") is not None:
         d["interval"] = tuple(d["interval"])
+    if not isinstance(d.get("confirmation"), dict):  # contract 2 before issue #55 kept a line of text, or ""
+        d["confirmation"] = None
     return Verdict(**d)
 
 

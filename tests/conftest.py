@@ -24,10 +24,12 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 
-# The suite's sessions in these tests fail a planted regression on its first look: confirming it
-# (--dlperf-confirm: 3 more launches by default) would add launches to every test that plants one. The
-# tests of confirmation and of recordings in modes give --dlperf-confirm themselves (test_gate_plugin).
+# The suite's sessions in these tests fail a planted regression at its screen: confirming it side by side
+# with the recorded software (--dlperf-confirm-pairs: up to 20 pairs by default) would add launches to every
+# test that plants one, and a recording in modes would take --dlperf-confirm more. The tests of confirming
+# (test_confirm.py) and of recordings in modes (test_recording_modes.py) give them themselves.
 os.environ.setdefault("DLPERF_CONFIRM", "0")
+os.environ.setdefault("DLPERF_CONFIRM_PAIRS", "0")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dlperf.preflight.frameworks import FrameworkCheck
+from pytest_dlperf.nodechecks.frameworks import FrameworkCheck
 
 from . import suite
 from .frameworks import ensure

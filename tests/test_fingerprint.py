@@ -8,14 +8,17 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pytest_dlperf.baselines.fingerprint import best_of, compare, robust_cv
 from pytest_dlperf.node import hwprobe
+from pytest_dlperf.software import NodeSoftware, Software
 
 PROBE = Path(hwprobe.__file__)
+SOFTWARE = Software((NodeSoftware("/usr/bin/python3", "3.11.7", {"torch": "2.13.0"}),))
 H100 = "{i}, NVIDIA H100 80GB HBM3, 81559, 1980, 2619, {w}.00, Enabled, 5, 16, 550.54.15, Disabled"
 
 
@@ -256,13 +259,21 @@ def test_runs_of_another_machine_are_not_added_to_a_baseline_of_sittings(base: d
         return Entry.from_samples(model="resnet50", precision="fp32", batch_size=8, image_size=64, backend="ddp",
                                   topology="1n1g", throughputs=runs, tolerance=None, versions={"torch": "2.13.0"})
     old, new = entry([10.0, 11.0]), entry([12.0])
+    sw = (SOFTWARE, SOFTWARE)  # the recorded runs' software and this session's: one software
     slow = compare({"local0": base}, {"local0": slower(base, 0.6)})
     with pytest.raises(SittingsError, match=r"other hardware \(local0: matmul probe 40% slower.*slow moment"):
-        gate.recorder.add_sitting(old, new, slow, None)
+        gate.recorder.add_sitting(old, new, slow, None, sw)
     other = copy.deepcopy(base)
     other["cpu"]["model_name"] = "Other CPU 9000"
     with pytest.raises(SittingsError, match="other hardware") as exc:
-        gate.recorder.add_sitting(old, new, compare({"local0": base}, {"local0": other}), None)
+        gate.recorder.add_sitting(old, new, compare({"local0": base}, {"local0": other}), None, sw)
     assert "slow moment" not in str(exc.value)
-    same = gate.recorder.add_sitting(old, new, compare({"local0": base}, {"local0": copy.deepcopy(base)}), None)
+    same_machine = compare({"local0": base}, {"local0": copy.deepcopy(base)})
+    # ... and runs of other software, or of software not recorded, neither
+    upgraded = replace(SOFTWARE, nodes=(replace(SOFTWARE.nodes[0], distributions={"torch": "2.14.0"}),))
+    with pytest.raises(SittingsError, match=r"other software \(distributions \(1 differ\): torch 2.13.0 -> 2.14.0"):
+        gate.recorder.add_sitting(old, new, same_machine, None, (SOFTWARE, upgraded))
+    with pytest.raises(SittingsError, match="the recorded runs' software is not recorded"):
+        gate.recorder.add_sitting(old, new, same_machine, None, (None, SOFTWARE))
+    same = gate.recorder.add_sitting(old, new, same_machine, None, sw)
     assert same.throughputs == [10.0, 11.0, 12.0] and same.speedup == new.speedup

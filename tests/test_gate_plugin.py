@@ -5,6 +5,7 @@ import json
 import platform
 import shutil
 import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -60,7 +61,10 @@ def profile_file(store: Path) -> Path:
 
 
 def scaled_store(recorded: Path, tmp: Path, factor: float, *, machines: bool = True) -> Path:
-    """A copy of the recording whose baseline throughputs are scaled by factor.
+    """A copy of the recording whose baseline throughputs are scaled by factor. Scaled figures are no
+    recording of any software: the entry's software identity is dropped, so a screen failure against it is
+    a REGRESSION "not confirmed", as against a baseline recorded before software was recorded (a recording
+    kept whole, met on unchanged software, is HOST: tests/test_confirm.py).
 
     ``machines=False`` drops the recording's fingerprints, for tests of the verdict rules that must
     not also depend on the fixture's probe having run at a representative moment (this VM's host
@@ -74,6 +78,8 @@ def scaled_store(recorded: Path, tmp: Path, factor: float, *, machines: bool = T
     e["throughputs"] = [t * factor for t in e["throughputs"]]
     e["median"] *= factor
     e["mean"] *= factor
+    e.pop("software", None)
+    doc.pop("software", None)
     if not machines:
         doc.pop("machines", None)
         e.pop("machine", None)
@@ -161,7 +167,11 @@ def test_a_python_holding_more_memory_is_a_peak_memory_regression_and_the_same_p
     assert verdict["time_to_first_step"]["tolerance"] == 0.9, asked.stdout
     hungry = run(tmp_path / "hungry", store, "-k", "1n1g", python=python_holding_more(tmp_path / "venv", 24))
     assert hungry.returncode == 1, hungry.stdout + hungry.stderr
-    assert f"REGRESSION {CASE} peak_memory: measured median" in hungry.stdout
+    # another interpreter is a software difference, named; with confirmation off (the tests' default) it is
+    # not confirmed side by side, and the screen's figures follow
+    assert f"REGRESSION {CASE} peak_memory (not confirmed side by side: confirmation is off" in hungry.stdout
+    assert f"python {sys.executable} -> {tmp_path / 'venv'}/bin/python" in hungry.stdout
+    assert f"{CASE} peak_memory: measured median" in hungry.stdout
     assert "Rule: median above baseline x (1 + 0.1) and the rise is significant" in hungry.stdout
     verdict = json.loads((tmp_path / "hungry" / "report" / "results.json").read_text())["cases"][0]["verdict"]
     assert verdict["peak_memory"]["status"] == "regression" and verdict["peak_memory"]["change"] > 0.5
@@ -275,6 +285,7 @@ def test_update_under_xdist_workers_loses_no_case_and_a_speedup_loss_is_judged_o
     # (2026-11-26) the recording's single 2n1g run came out at a speedup of 1.26, and three times that
     # against today's 2.29 was not significant.
     factor = 6 / e["speedup"]
+    e.pop("software")  # doctored figures are no recording of any software (scaled_store)
     for k in ("median", "mean", "speedup", "efficiency"):
         e[k] *= factor
     e["throughputs"] = [t * factor for t in e["throughputs"]]
@@ -475,59 +486,6 @@ def test_hardware_verdict_fails_by_default_under_ci(recorded, tmp_path):
     assert r.returncode == 1 and "HARDWARE" in r.stdout and "REGRESSION" not in r.stdout, r.stdout
     r = run(tmp_path, store, "-k", "1n1g", *ONE, env={"CI": "", "BUILD_NUMBER": ""})
     assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout
-
-
-def test_planted_slowdown_on_the_recording_machine_is_a_regression(recorded, tmp_path):
-    # The software got half as fast on the machine that recorded: the fingerprints match, the gate judges.
-    # Half, not the 30% this planted until 2026-11-24: that day the recording's five runs spread from
-    # 8.3 to 12.9 samples/s, and a planted 30% drop (8.6-9.3) was rightly not significant against them.
-    # This test is about the fingerprints letting the gate judge; how small a drop it catches is for
-    # benchmarks/gate_power.py to measure. This VM's host slows the cores by about half for seconds
-    # at a time (the probe then differs by ~50% and the verdict is HARDWARE, never a pass): up to 3
-    # sessions, one must be judged.
-    # The first look's regression is confirmed by two more launches (--dlperf-confirm) before the test fails.
-    for attempt in range(3):
-        r = run(tmp_path / str(attempt), recorded, "-k", "1n1g", "--dlperf-hardware", "fail", "--dlperf-confirm", "2",
-                env={"DLPERF_PLANT_SLOWDOWN": "0.5"})
-        assert r.returncode == 1, r.stdout + r.stderr
-        if "HARDWARE" not in r.stdout:
-            break
-        assert "matmul probe" in r.stdout and "slower than the recording machine's" in r.stdout
-    assert f"REGRESSION {CASE} throughput" in r.stdout and "HARDWARE" not in r.stdout, r.stdout
-    assert "CONFIRMED: after 3 launch(es) it looked like a regression: throughput -" in r.stdout, r.stdout
-    assert "the 2 launch(es) taken to confirm it" in r.stdout and "judged alone, agree: throughput -" in r.stdout
-    # both looks meet the host as it is now: the verdict says so, and how to tell a slower host apart
-    assert "a host that has slowed since the recording fails it too" in r.stdout and "--dlperf-reference rev=" in r.stdout
-    (case,) = json.loads((tmp_path / str(attempt) / "report" / "results.json").read_text())["cases"]
-    verdict = case["verdict"]["throughput"]
-    assert len(case["runs"]) == 5 and verdict["confirmation"].startswith("CONFIRMED") and verdict["measured_n"] == 2
-
-
-def test_a_first_look_that_later_launches_do_not_hold_up_passes_and_says_so(tmp_path):
-    """The host's slow spell covers the case's three launches and is gone for the three that confirm.
-    Judged with the first three, they would still be a REGRESSION against a tight recording (p=0.002
-    when tried): the confirming launches are judged alone."""
-    # The planted spell ends; this VM's own may not: where the host is slow for the confirming launches
-    # too (they are then rightly CONFIRMED), the session is run again, up to three times. Each attempt
-    # judges against a recording taken just before it, not the module's: in CI on 2026-11-27 the host ran
-    # 10.6% slower than at the module's recording, minutes earlier, for all three attempts, and every
-    # confirmation rightly agreed (issue #48's host drift, which this test is not about).
-    for attempt in range(3):
-        tmp = tmp_path / str(attempt)
-        (tmp / "recording").mkdir(parents=True)
-        store = record(tmp / "recording")
-        slow = f"{tmp / 'launches'}:3:0.5"
-        r = run(tmp, store, "-k", "1n1g", "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
-        if r.returncode == 0 or "CONFIRMED: " not in r.stdout.replace("NOT CONFIRMED: ", ""):
-            break
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "NOT CONFIRMED: after 3 launch(es) it looked like a regression: throughput -" in r.stdout, r.stdout
-    assert "the 3 launch(es) taken to confirm it" in r.stdout and "judged alone, do not: throughput" in r.stdout
-    assert "The later launches do not show it: the first most likely met a slow spell of this host (a real drop beyond the tolerance shows in both looks)" in r.stdout
-    assert "REGRESSION" not in r.stdout.split("NOT CONFIRMED")[0]
-    (case,) = json.loads((tmp / "report" / "results.json").read_text())["cases"]
-    verdict = case["verdict"]["throughput"]
-    assert len(case["runs"]) == 6 and verdict["status"] in ("pass", "improvement") and verdict["measured_n"] == 3
 
 
 @pytest.mark.skipif(not cgroup.available(), reason="needs a writable cgroup cpu controller (root)")

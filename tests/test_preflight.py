@@ -12,7 +12,7 @@ import pytest
 
 from pytest_dlperf.clusters.base import RUN_TAG_ENV, Node, NodeCommand, SpanAccess
 from pytest_dlperf.clusters.local import LocalCluster
-from pytest_dlperf.preflight import frameworks, hardware, reach
+from pytest_dlperf.nodechecks import frameworks, hardware, reach
 
 
 def shell(script: str):

@@ -38,7 +38,9 @@ def gated(tmp_path_factory) -> Path:
     e["throughputs"] = [2 * t for t in e["throughputs"]]
     e["median"] *= 2
     e["mean"] *= 2
-    e["versions"]["python"] = "3.9.0"  # as if recorded before a Python upgrade
+    e["versions"]["python"] = "3.9.0"  # as if recorded before a Python upgrade: its versions and its software say so
+    for node in doc["software"][e["software"]]["nodes"]:
+        node["python"] = "3.9.0"
     path.write_text(json.dumps(doc, indent=1))
     summary = tmp / "step-summary.md"
     summary.write_text("earlier step\n")
@@ -51,8 +53,8 @@ def gated(tmp_path_factory) -> Path:
 def test_a_regression_names_what_changed_since_the_baseline(gated):
     out = (gated / "gated.out").read_text()
     now = json.loads((gated / "gated" / "results.json").read_text())["cases"][0]["runs"][0]["meta"]["python"]
-    assert f"changed since the baseline was recorded: python 3.9.0 -> {now}" in out, out
-    assert f"Changed since the baseline: python 3.9.0 -> {now}" in (gated / "gated" / "summary.md").read_text()
+    assert f"changed since the recording: python version 3.9.0 -> {now} on every node" in out, out
+    assert f"Changed since the baseline: python version 3.9.0 -> {now}" in (gated / "gated" / "summary.md").read_text()
     recorded = json.loads(next((gated / "store").glob("*.json")).read_text())
     assert all("git" in e["versions"] for e in recorded["entries"].values())  # the commit is stored with a recording
 

@@ -15,7 +15,7 @@ from ..specs import CaseSpec, Topology
 from . import sequential, worktree
 from .options import ABOptions
 from .pairs import PairedCase
-from .preflight import SideNotReady, check_side
+from .interpreter import SideNotReady, check_side
 from .sides import ROLES, Side
 
 # another metric's paired verdict says how the candidate's figure compares, whichever way is better
@@ -154,10 +154,12 @@ class ABSession:
             if ref.commit != cand.commit:
                 out.append(f"files {ref.commit[:12] if ref.commit else '(as checked out)'} -> "
                            f"{cand.commit[:12] if cand.commit else '(as checked out)'}")
-            for k in sorted(set(ref.spec.env) | set(cand.spec.env)):
-                a, b = ref.spec.env.get(k), cand.spec.env.get(k)
-                if a != b:
-                    out.append(f"env {k}: {a if a is not None else '(unset)'} -> {b if b is not None else '(unset)'}")
+            ref_env, cand_env = ref.environ(), cand.environ()
+            for k in sorted(set(ref_env) | set(cand_env)):
+                a, b = ref_env.get(k, own), cand_env.get(k, own)
+                if a != b:  # a side that leaves a variable to the nodes has it unset, as far as the other says
+                    shown = [own if x is own and None in (a, b) else "(unset)" if x in (None, own) else x for x in (a, b)]
+                    out.append(f"env {k}: {shown[0]} -> {shown[1]}")
         runs = {role: rec.runs(role)[:1] for role in ROLES}
         if all(runs.values()):
             out += changes(*(run_versions(runs[role][0].meta) for role in ROLES))

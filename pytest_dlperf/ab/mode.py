@@ -8,11 +8,13 @@ from ..measure import Bench, Measured, MeasuringOrder
 from ..options import RunOptions
 from ..results import CaseResult
 from ..runner import SideLike
+from ..software import Software
+from ..specs import Measurement
 from ..verdict import Judgement, Outcome
 from ..reporting import ab as report
 from .feature import ABSession
 from .order import PairedOrder
-from .preflight import SideNotReady
+from .interpreter import SideNotReady
 
 
 class ABMode:
@@ -20,13 +22,18 @@ class ABMode:
     share each launch's core: docs/ab.md); a missing baseline skips nothing."""
 
     probes_by_default = False
-    confirms = False  # its pairs are judged by their own sequential rule (ab/sequential.py)
+    records_modes = False  # its pairs are judged by their own sequential rule (ab/sequential.py)
+    confirm_pairs = 0
 
     def __init__(self, ab: ABSession) -> None:
         self.ab = ab
 
     def order(self, bench: Bench, options: RunOptions) -> MeasuringOrder:
         return PairedOrder(bench, self.ab, options.order == "rounds", options.budget or 0.0)
+
+    def settle(self, got: Measured, item: pytest.Item | None, result: CaseResult, judgement: Judgement,
+               software: Software | None, m: Measurement) -> Judgement:
+        return judgement  # its own pairs decide (``conclude``)
 
     def dry_run_sides(self, name: str) -> list[tuple[str, SideLike | None]]:
         try:

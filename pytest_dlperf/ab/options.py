@@ -1,6 +1,7 @@
-"""The A/B options (--dlperf-reference, --dlperf-candidate, --dlperf-ab-*), this feature's plugin's
-``pytest_addoption``, and :class:`ABOptions`, their typed values read once per session. Light on
-purpose: loaded into every pytest session, it imports nothing heavy and touches nothing."""
+"""The A/B options (--dlperf-reference, --dlperf-candidate, --dlperf-ab-*) and the side-by-side
+confirmation's (--dlperf-confirm-*), this feature's plugin's ``pytest_addoption``, and :class:`ABOptions`
+and :class:`ConfirmOptions`, their typed values read once per session. Light on purpose: loaded into
+every pytest session, it imports nothing heavy and touches nothing."""
 from __future__ import annotations
 
 import argparse
@@ -9,10 +10,12 @@ from dataclasses import dataclass
 import pytest
 
 from ..optiongroups import OptionGroup
-from ..optiontypes import fraction, positive_int
+from ..optiontypes import count_or_env, fraction, non_negative_int, positive_int
 from .sides import SideSpec, SpecError, parse_side
 
 UNDECIDED = ("pass", "fail")
+CONFIRM_PAIRS = 20  # the most pairs a side-by-side confirmation takes (Pinpoint: 10 a side, 10 more while unknown)
+CONFIRM_PAIRS_ENV = "DLPERF_CONFIRM_PAIRS"  # a CI image's own default for --dlperf-confirm-pairs
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,6 +51,16 @@ def add_options(parser: pytest.Parser) -> None:
       help="pairs at most per case; a case not decided then is UNDECIDED (default %(default)s)")
     a("--dlperf-undecided", choices=UNDECIDED, default="pass",
       help="an UNDECIDED case: pass with a warning (default) or fail")
+    c = OptionGroup(parser, "dlperf-confirm", "pytest-dlperf: a stored-baseline failure confirmed side by side "
+                    "with the recorded software (docs/gate.md)")
+    c("--dlperf-confirm-reference", default=None, metavar="SPEC",
+      help="the recorded software, for confirming a case that failed its stored baseline side by side, in the "
+           "A/B SPEC words (e.g. \"python=/opt/old/bin/python\" or \"rev=v1.2\"). Default: found from what the "
+           "baseline recorded (its commit, its python)")
+    c("--dlperf-confirm-pairs", type=non_negative_int, default=None, metavar="N",
+      help=f"the most pairs a side-by-side confirmation takes (default {CONFIRM_PAIRS}, or {CONFIRM_PAIRS_ENV}); "
+           "0: none, a failure with a software difference fails as REGRESSION, not confirmed. Its other "
+           "settings are the A/B session's (--dlperf-ab-alpha, --dlperf-ab-min-pairs, --dlperf-undecided)")
 
 
 @dataclass(frozen=True)
@@ -89,3 +102,44 @@ class ABOptions:
                                     "3 <= min <= max <= 200")
         return cls(ref, cand, tolerance=get("dlperf_ab_tolerance"), alpha=get("dlperf_ab_alpha"),
                    min_pairs=lo, max_pairs=hi, undecided_fails=get("dlperf_undecided") == "fail")
+
+
+@dataclass(frozen=True)
+class ConfirmOptions:
+    """How a stored-baseline failure with a software difference is confirmed side by side: the reference
+    the user named (None: found from the recording), and the paired test's settings (``max_pairs`` 0: no
+    confirmation)."""
+
+    reference: SideSpec | None
+    max_pairs: int
+    min_pairs: int
+    alpha: float
+    undecided_fails: bool
+
+    @property
+    def on(self) -> bool:
+        return self.max_pairs > 0
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> ConfirmOptions:
+        """The options read once; a bad value is a usage error, before any launch."""
+        get = config.getoption
+        text = get("dlperf_confirm_reference")
+        try:
+            reference = parse_side(text, "reference", "--dlperf-confirm-reference") if text is not None else None
+        except SpecError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if reference is not None and not (reference.python or reference.env or reference.unset or reference.rev):
+            raise pytest.UsageError(f"--dlperf-confirm-reference {text!r} names no software: give python=PATH, rev=REF, "
+                                    "env=NAME=VALUE or unset=NAME (this session's own is the candidate)")
+        most = confirm_pairs(get("dlperf_confirm_pairs"))
+        least = get("dlperf_ab_min_pairs")
+        if most and (least < 3 or most < least or most > 200):
+            raise pytest.UsageError(f"--dlperf-confirm-pairs {most} with --dlperf-ab-min-pairs {least}: need "
+                                    "3 <= min <= max <= 200 (or --dlperf-confirm-pairs 0 for no confirmation)")
+        return cls(reference, most, least, get("dlperf_ab_alpha"), get("dlperf_undecided") == "fail")
+
+
+def confirm_pairs(given: int | None) -> int:
+    """--dlperf-confirm-pairs, else DLPERF_CONFIRM_PAIRS, else CONFIRM_PAIRS."""
+    return count_or_env(given, CONFIRM_PAIRS_ENV, CONFIRM_PAIRS, "pairs")

@@ -18,7 +18,7 @@ from ..runner import RunFailed
 from ..specs import CaseSpec, Measurement
 from . import sequential
 from .pairs import Launch, Pair, PairedCase
-from .preflight import SideNotReady
+from .interpreter import SideNotReady
 
 if TYPE_CHECKING:
     from .feature import ABSession

@@ -2,7 +2,7 @@
 and the side made ready to launch (its worktree made, its revision resolved).
 
 A spec is words split as a shell splits them: ``current`` alone, or any of ``python=PATH``,
-``env=NAME=VALUE`` (repeatable), ``rev=REF``, ``repo=PATH``, ``name=LABEL`` (docs/ab.md).
+``env=NAME=VALUE`` and ``unset=NAME`` (repeatable), ``rev=REF``, ``repo=PATH``, ``name=LABEL`` (docs/ab.md).
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from ..launchers.base import Launcher
 
 ROLES = ("reference", "candidate")
-KEYS = ("python", "env", "rev", "repo", "name")
+KEYS = ("python", "env", "unset", "rev", "repo", "name")
+WORDS = "python=PATH, env=NAME=VALUE, unset=NAME, rev=REF, repo=PATH, name=LABEL"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -34,6 +35,7 @@ class SideSpec:
     text: str = "current"  # as given on the command line
     python: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()  # variables the side's workers run without (the recording had them unset)
     rev: str | None = None
     repo: str | None = None
     name: str = ""
@@ -47,9 +49,9 @@ class SideSpec:
         return f"{self.label}: {self.text}"
 
 
-def parse_side(text: str, role: str) -> SideSpec:
-    """The spec of ``--dlperf-<role>``; SpecError names the word that is wrong and the fix."""
-    option = f"--dlperf-{role}"
+def parse_side(text: str, role: str, option: str | None = None) -> SideSpec:
+    """The spec of ``--dlperf-<role>`` (or of ``option``); SpecError names the word that is wrong and the fix."""
+    option = option or f"--dlperf-{role}"
     try:
         words = shlex.split(text)
     except ValueError as exc:
@@ -58,11 +60,11 @@ def parse_side(text: str, role: str) -> SideSpec:
         return SideSpec(role, "current")
     got: dict[str, str] = {}
     env: dict[str, str] = {}
+    unset: list[str] = []
     for word in words:
         key, eq, value = word.partition("=")
         if not eq or key not in KEYS:
-            raise SpecError(f"{option}: {word!r} is not a spec word; use current, or "
-                            "python=PATH, env=NAME=VALUE, rev=REF, repo=PATH, name=LABEL")
+            raise SpecError(f"{option}: {word!r} is not a spec word; use current, or {WORDS}")
         if not value:
             raise SpecError(f"{option}: {word!r} gives no value")
         if key == "env":
@@ -71,6 +73,11 @@ def parse_side(text: str, role: str) -> SideSpec:
                 raise SpecError(f"{option}: {word!r}: expected env=NAME=VALUE, e.g. env=NCCL_ALGO=Tree")
             env[name] = val
             continue
+        if key == "unset":
+            if not ENV_NAME.match(value):
+                raise SpecError(f"{option}: {word!r}: expected unset=NAME, e.g. unset=NCCL_ALGO")
+            unset.append(value)
+            continue
         if key in got:
             raise SpecError(f"{option}: {key}= given twice ({got[key]!r} and {value!r}); give it once")
         got[key] = value
@@ -78,7 +85,10 @@ def parse_side(text: str, role: str) -> SideSpec:
         raise SpecError(f"{option}: repo={got['repo']} without rev=REF; repo names the repository REF is in")
     if got.get("name") in ROLES and got["name"] != role:
         raise SpecError(f"{option}: name={got['name']} is the other side's role; choose another label")
-    return SideSpec(role, text, python=got.get("python"), env=env, rev=got.get("rev"),
+    both = sorted(set(env) & set(unset))
+    if both:
+        raise SpecError(f"{option}: {', '.join(both)} both set (env=) and unset (unset=): give one")
+    return SideSpec(role, text, python=got.get("python"), env=env, unset=tuple(dict.fromkeys(unset)), rev=got.get("rev"),
                     repo=str(Path(got["repo"]).expanduser().resolve()) if "repo" in got else None,
                     name=got.get("name", ""))
 
@@ -119,13 +129,22 @@ class Side:
         return self.files_root / rel
 
     def commands(self, cmds: list[NodeCommand]) -> list[NodeCommand]:
-        """The commands with the side's variables for the workers (after the launcher's own)."""
-        if not self.spec.env:
+        """The commands with the side's variables for the workers (after the launcher's own), and those it
+        unsets removed from what the node gives them (``env -u NAME``, ahead of the command)."""
+        if not self.spec.env and not self.spec.unset:
             return cmds
-        return [replace(c, env={**c.env, **self.spec.env}) for c in cmds]
+        gone = self.spec.unset
+        unset = [w for name in gone for w in ("-u", name)]
+        return [replace(c, env={**{k: v for k, v in c.env.items() if k not in gone}, **self.spec.env},
+                        argv=["env", *unset, *c.argv] if unset else c.argv) for c in cmds]
+
+    def environ(self) -> dict[str, str | None]:
+        """The variables the side sets (None: unsets) for its workers."""
+        return {**{k: None for k in self.spec.unset}, **self.spec.env}
 
     def to_dict(self) -> dict:
         s = self.spec
-        return {"name": s.label, "spec": s.text, "python": s.python, "env": dict(s.env), "rev": s.rev,
+        return {"name": s.label, "spec": s.text, "python": s.python, "env": dict(s.env), "unset": list(s.unset),
+                "rev": s.rev,
                 "repo": str(self.repo_root) if self.repo_root else s.repo, "commit": self.commit,
                 "frameworks": dict(self.frameworks)}

@@ -44,6 +44,7 @@ class Entry:
     versions: dict[str, str] = field(default_factory=dict)
     source: str = "recorded"  # or "published: <citation>"
     machine: str = ""  # id of the recording machine's fingerprints in the file's "machines"
+    software: str = ""  # id of the recorded software identity in the file's "software" ("": not recorded)
     # the sittings the runs come from, oldest first: [{"recorded_at": ..., "runs": n}]; [] for one sitting
     # (--dlperf-record-sittings K keeps the last K, so the baseline holds the host's level over hours)
     sittings: list[dict[str, Any]] = field(default_factory=list)
@@ -143,6 +144,8 @@ class Entry:
                 d["pace_contract"] = self.pace_contract
         if self.machine:
             d["machine"] = self.machine
+        if self.software:
+            d["software"] = self.software
         if self.variant:
             d["variant"] = self.variant
         if self.sittings:
@@ -180,7 +183,7 @@ class Entry:
             raise r.fail("source", f"must be 'recorded', 'published: <citation>' or 'imported: <logs>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
                  "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
-                 "machine", "variant", "paces", "pace_contract", "sittings", "busbw", "figures"}
+                 "machine", "software", "variant", "paces", "pace_contract", "sittings", "busbw", "figures"}
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
@@ -193,6 +196,7 @@ class Entry:
             tolerance=Tolerances.read(r, "tolerance", required=False),
             recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,
             machine=r.get("machine", "str", required=False) or "",
+            software=r.get("software", "str", required=False) or "",
             variant=r.get("variant", "str", required=False) or "",
             sittings=_sittings(r, len(tputs)),
             busbw=r.get("busbw", "number", required=False),

@@ -11,7 +11,8 @@ from rich.table import Table
 from .. import metrics
 from .rules import Verdict
 
-ORDER = {"regression": 0, "noisy": 1, "hardware": 2, "missing": 3, "unjudged": 4, "improvement": 5, "pass": 6}
+ORDER = {"regression": 0, "noisy": 1, "hardware": 2, "host": 3, "undecided": 4, "missing": 5, "unjudged": 6,
+         "improvement": 7, "pass": 8}
 
 
 def _pct(v: float | None) -> str:

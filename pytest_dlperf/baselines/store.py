@@ -18,6 +18,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..files import atomic_write_text
+from ..software import Software
 from .entry import Entry, SittingsError, add_sitting, check_software, run_groups  # noqa: F401 - the store's entries
 from .profile import check_profile_name, default_tolerances
 from .schema import BaselineError, Tolerances, _Reader
@@ -39,6 +40,9 @@ class BaselineFile:
     # machine id -> {node name -> hardware fingerprint (node/hwprobe.py)}: what each entry's
     # "machine" was measured on, so the gate can tell a slower machine from slower software
     machines: dict[str, dict[str, dict]] = field(default_factory=dict)
+    # software id -> the software identity an entry's runs were recorded with (software.py), so the gate
+    # can tell a host that drifted (nothing differs) from a software change (confirmed side by side)
+    software: dict[str, Software] = field(default_factory=dict)
     schema: int = SCHEMA
     exists: bool = True
 
@@ -48,6 +52,10 @@ class BaselineFile:
     def fingerprint_for(self, entry: Entry) -> dict[str, dict] | None:
         """The fingerprints of the machine that recorded the entry (None: recorded without one)."""
         return self.machines.get(entry.machine) if entry.machine else None
+
+    def software_for(self, entry: Entry) -> Software | None:
+        """The software the entry was recorded with (None: recorded before software was recorded)."""
+        return self.software.get(entry.software) if entry.software else None
 
     def tolerances_for(self, key: str) -> Tolerances:
         """The file's default tolerances with the entry's recorded ones laid over them (an entry recorded
@@ -66,6 +74,10 @@ class BaselineFile:
         machines = {k: v for k, v in sorted(self.machines.items()) if k in used}
         if machines:
             d["machines"] = machines
+        recorded = {e.software for e in self.entries.values() if e.software}
+        software = {k: v.to_dict() for k, v in sorted(self.software.items()) if k in recorded}
+        if software:
+            d["software"] = software
         return d
 
     def to_json(self) -> str:
@@ -120,13 +132,22 @@ def parse(path: Path, text: str) -> BaselineFile:
     for mid, nodes in machines.items():
         if not isinstance(nodes, dict) or not all(isinstance(fp, dict) for fp in nodes.values()):
             raise BaselineError(path, f"machines[{mid!r}] must map node names to fingerprint objects")
+    software = {}
+    for sid, d in (r.get("software", "dict", required=False) or {}).items():
+        try:
+            software[sid] = Software.from_dict(d)
+        except ValueError as exc:
+            raise BaselineError(path, f"software[{sid!r}]: {exc}",
+                                "record the entries that name it again with --update-baselines") from None
     for key, e in entries.items():
         if e.machine and e.machine not in machines:
             raise BaselineError(path, f"entries[{key!r}].machine {e.machine!r} names no entry of 'machines'")
+        if e.software and e.software not in software:
+            raise BaselineError(path, f"entries[{key!r}].software {e.software!r} names no entry of 'software'")
     return BaselineFile(path=path, profile=profile, description=r.get("description", "text", required=False) or "",
                         default_tolerance=Tolerances.read(r, "default_tolerance", required=True,
                                                           defaults=default_tolerances(profile)),
-                        entries=entries, machines=machines)
+                        entries=entries, machines=machines, software=software)
 
 
 class BaselineStore:
@@ -161,7 +182,8 @@ class BaselineStore:
 
     def update(self, profile: str, entries: Mapping[str, Entry], description: str | None = None,
                default_tolerance: Tolerances | None = None,
-               machines: Mapping[str, dict[str, dict]] | None = None) -> BaselineFile:
+               machines: Mapping[str, dict[str, dict]] | None = None,
+               software: Mapping[str, Software] | None = None) -> BaselineFile:
         """Merge ``entries`` into the profile's file under its lock; every other entry is kept.
 
         ``description`` and ``default_tolerance`` are used when the file is created (and
@@ -178,6 +200,7 @@ class BaselineStore:
                 current = self.load(profile)
                 current.entries.update(entries)
                 current.machines.update(machines or {})
+                current.software.update(software or {})
                 if description is not None:
                     current.description = description
                 if default_tolerance is not None:  # completed with the profile's defaults: the file names every metric

@@ -18,7 +18,8 @@ METRICS = {m.name: m.title[:1].upper() + m.title[1:] for m in metrics.gated()}
 PALETTE = ("#1f77b4", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#e377c2")
 # verdicts marked on a line: (colour, plotly symbol); pass and "no baseline" are the line itself
 MARKED = {"regression": ("#d62728", "x"), "improvement": ("#2ca02c", "triangle-up"),
-          "noisy": ("#ff7f0e", "diamond"), "hardware": ("#7f7f7f", "square"), "unjudged": ("#9467bd", "circle-open")}
+          "noisy": ("#ff7f0e", "diamond"), "hardware": ("#7f7f7f", "square"), "unjudged": ("#9467bd", "circle-open"),
+          "host": ("#7f7f7f", "square-open"), "undecided": ("#ff7f0e", "diamond-open")}
 FAILED_COLOUR = "#000000"  # a night the case failed: a mark, and a gap in its line
 LEGEND_WIDTH = 40  # characters a legend entry is wrapped at, so that it fits a phone's width
 

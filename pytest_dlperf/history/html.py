@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 STATUS_CLASS = {"regression": "bad", "noisy": "warn", "hardware": "grey", "improvement": "good", "pass": "ok",
-                "unjudged": "grey", "missing": "grey", "failed": "bad",
+                "unjudged": "grey", "missing": "grey", "failed": "bad", "host": "grey",
                 "good": "ok", "bad": "bad", "undecided": "grey"}  # the last three: a bisection's items
 
 

@@ -37,8 +37,8 @@ def _skipped(skipped: list[Skipped]) -> str:
     return out
 
 
-VERDICT_FILTER = ("regression", "improvement", "noisy", "hardware", "unjudged", "pass", "failed", "step down",
-                  "step up")
+VERDICT_FILTER = ("regression", "improvement", "noisy", "hardware", "host", "undecided", "unjudged", "pass", "failed",
+                  "step down", "step up")
 
 
 def _filter() -> str:

@@ -8,7 +8,8 @@ from ..results import CaseResult, ResultSet
 from . import _fmt, cells, compiled, engine_grid
 
 # Worst first: a group's rank in the file is its worst case's.
-SEVERITY = ("regression", "hardware", "noisy", "failed", "missing", "unjudged", "improvement", "pass", "")
+SEVERITY = ("regression", "hardware", "host", "noisy", "failed", "undecided", "missing", "unjudged", "improvement", "pass",
+            "")
 
 
 def case_verdict(result: CaseResult) -> str:
@@ -114,7 +115,7 @@ def _compiled_lines(results: ResultSet) -> list[str]:
 def _gate_notes(results: ResultSet) -> list[str]:
     """What the gate said beyond PASS, and what changed since the baseline for a regression."""
     notes = [(r, v) for r in results.results for v in (r.verdict or {}).values()
-             if v.status in ("regression", "hardware", "noisy", "unjudged")]
+             if v.status in ("regression", "hardware", "host", "noisy", "undecided", "unjudged")]
     missing = [r for r in results.results if case_verdict(r) == "missing"]
     if not (notes or missing):
         return []

@@ -128,7 +128,8 @@ def _baseline_panel(ax, metric: Metric, gated: list[tuple[CaseResult, Verdict]])
     base = [b / metric.scale for _, b, _ in figures]
     tol = [v.tolerance or 0.0 for _, v in gated]
     ax.bar([i - 0.2 for i in x], base, width=0.4, color="lightgrey", label="baseline (median)")
-    palette = {"regression": "tab:red", "noisy": "tab:orange", "hardware": "tab:grey"}
+    palette = {"regression": "tab:red", "noisy": "tab:orange", "hardware": "tab:grey", "host": "tab:grey",
+               "undecided": "tab:orange"}
     colors = [palette.get(v.status, "tab:green") for _, v in gated]
     ax.bar([i + 0.2 for i in x], [m / metric.scale for m, _, _ in figures], width=0.4, color=colors,
            label="measured (median; red: regression, orange: noisy)")

@@ -7,7 +7,7 @@ The measuring orders are ``pytest_dlperf.measure``'s."""
 from __future__ import annotations
 
 from .hub import BoundRunner, DLPerfSession
-from .preflight import RECHECKS, CasePreflight
+from .readiness import RECHECKS, CaseReadiness
 from .summary import ORDER_TEXT, PACE_TEXT
 
-__all__ = ["ORDER_TEXT", "PACE_TEXT", "RECHECKS", "BoundRunner", "CasePreflight", "DLPerfSession"]
+__all__ = ["ORDER_TEXT", "PACE_TEXT", "RECHECKS", "BoundRunner", "CaseReadiness", "DLPerfSession"]

@@ -1,122 +1,258 @@
-"""Confirm before failing, and recordings that see every mode (issue #48).
+"""The stored gate's verdict on a case in three steps: screen, attribution, confirmation (issue #55;
+docs/gate.md, "Screen, then confirm side by side").
 
-A case whose first look against its stored baseline is a regression (or NOISY) takes ``--dlperf-confirm``
-more launches in its own test, after the rounds of every case, and those launches are judged alone
-against the baseline, with the same rule and alpha: the test fails only where they call it a regression
-too. Unchanged software then fails only where fresh launches, taken minutes later, are significantly
-slower on their own: at most alpha on a host as fast as at the recording, whatever the first look did
-(it only decides whether to look again). A host that has slowed since the recording fails it too, and
-every CONFIRMED verdict says so (``DRIFT``). Judged together with the first launches instead, a slow
-spell that covered all three of them still carried the pooled test against a tight baseline (a planted
-half-speed spell over three launches and three at full speed: p=0.002, REGRESSION, in
-tests/test_gate_plugin.py's tiny-engine case).
+1. **Screen.** The case's launches against its stored baseline (``Gate.judge``). Most cases pass here,
+   and then nothing more is run.
+2. **Attribution.** For each failure of a metric that a host can move (throughput, the scaling figures,
+   time to first step, compile time, peak memory): what differs between the software the baseline
+   recorded and this session's (``software.differences``). Nothing: the verdict is HOST, a statement
+   about the machine, whose test follows ``--dlperf-hardware`` (skipped on a terminal, failed under CI).
+   Software not recorded (a baseline older than this): nothing can be proven equal.
+3. **Confirmation.** With a difference, the case runs again in the same session, on the same nodes,
+   side by side with the recorded software (``ab.confirm``: paired, interleaved launches; the reference
+   found by ``ab.recorded`` or named with ``--dlperf-confirm-reference``), and the paired verdict decides:
+   SLOWER (WORSE) is a REGRESSION confirmed, SAME or FASTER passes (the host drifted since the
+   recording), UNDECIDED follows ``--dlperf-undecided``. Where no reference can run the recorded
+   software, the failure stays a REGRESSION marked "not confirmed", with what differs, the option that
+   would confirm it and, for a recording of several sittings, how far its host drifted between them.
 
-A recording whose launches fall into separate modes (``baselines.modes``) takes the same number more,
-so that the baseline holds every mode it can see; where they still split, the session says that the
-case cannot be gated tightly here, and from what drop on it can.
+A count (graph breaks, recompilations) is the same in every launch of a software: it is final at the screen.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from enum import Enum
+
+import pytest
 
 from .. import metrics
-from ..baselines.fingerprint import robust_cv
-from ..baselines.modes import Modes, split_modes, tightest_drop
+from ..ab.confirm import SideBySide, SideBySideResult
+from ..ab.options import ConfirmOptions
+from ..ab.recorded import Found, find
+from ..baselines.drift import sitting_drift
+from ..measure import Measured
+from ..metrics import Direction, Kind
 from ..results import CaseResult
+from ..software import Difference, NodeSoftware, Software, differences
+from ..specs import Measurement
 from ..verdict import Judgement, Outcome, Verdict, VerdictStatus
+from .contexts import Recorded
 
 
-def suspects(judgement: Judgement, noisy_fails: bool) -> list[Verdict]:
-    """The failing verdicts that more launches can confirm or clear: a tolerance's, not a count's (a
-    graph break is counted the same in every launch)."""
-    if judgement.outcome is not Outcome.FAIL:
-        return []
-    counted = {m.name for m in metrics.gated() if m.counted}
-    return [v for v in judgement.verdicts if v.fails(noisy_fails) and v.metric not in counted]
+class Settled(str, Enum):
+    """What the attribution and confirmation made of a screen's failure (results.json's
+    ``verdict.<metric>.confirmation.outcome``)."""
+
+    HOST = "host"  # nothing recorded differs: the host
+    CONFIRMED = "confirmed"  # side by side with the recorded software: slower (worse)
+    CLEARED = "cleared"  # side by side: the same, or better
+    UNDECIDED = "undecided"  # side by side: the pairs did not decide
+    NOT_CONFIRMED = "not confirmed"  # a difference, and no reference could run the recorded software
+
+    def __str__(self) -> str:
+        return self.value
 
 
-def first_look(verdicts: Sequence[Verdict]) -> str:
-    """The first look's suspects in a line: each metric, its change and status."""
-    return ", ".join(f"{v.metric} {v.change:+.1%} ({v.status}{_p(v)})" if v.change is not None else
-                     f"{v.metric} ({v.status})" for v in verdicts)
+# a paired verdict's word -> what it makes of the screen's failure
+_PAIRED = {"slower": Settled.CONFIRMED, "worse": Settled.CONFIRMED, "same": Settled.CLEARED,
+           "faster": Settled.CLEARED, "better": Settled.CLEARED}
 
 
-def _p(v: Verdict) -> str:
-    return f", p={v.p_value:.3f}" if v.p_value is not None else ""
+class Confirmation:
+    """Attribution and confirmation of the stored gate's screen failures (see the module doc).
+
+    ``recorded(result, item)``: the case's baseline as the gate resolved it; ``interpreter(path, nodes)``:
+    that interpreter's software on each node, or why it cannot run; ``reachable(commit)``,
+    ``same_tree(a, b)``: what the repository holds; ``say``: a line for the live log; ``note``: the session's
+    notes (a screen failure that passes side by side is said there, as its test passes in silence)."""
+
+    def __init__(self, options: ConfirmOptions, side_by_side: SideBySide,
+                 recorded: Callable[[CaseResult, pytest.Item | None], Recorded | None],
+                 interpreter: Callable[[str, int], Mapping[int, NodeSoftware] | str],
+                 reachable: Callable[[str], bool], same_tree: Callable[[str, str], bool],
+                 hardware_fails: bool, noisy_fails: bool, say: Callable[[str], None],
+                 note: Callable[[str], None]) -> None:
+        self.options, self.side_by_side, self.recorded = options, side_by_side, recorded
+        self.interpreter, self.reachable, self.same_tree = interpreter, reachable, same_tree
+        self.hardware_fails, self.noisy_fails, self.say, self.note = hardware_fails, noisy_fails, say, note
+
+    def settle(self, got: Measured, item: pytest.Item | None, result: CaseResult, judgement: Judgement,
+               software: Software | None, m: Measurement) -> Judgement:
+        """The case's judgement after attribution and, where the software differs, confirmation."""
+        suspects = [v for v in judgement.verdicts if v.fails(self.noisy_fails) and not metrics.get(v.metric).counted]
+        if judgement.outcome is not Outcome.FAIL or not suspects:
+            return judgement
+        base = self.recorded(result, item)
+        if base is None:  # no entry: the screen had nothing to fail against (cannot happen with suspects)
+            return judgement
+        diffs = differences(base.software, software, self.same_tree) if base.software and software else None
+        if diffs == []:
+            settled = {v.metric: host(v, base) for v in suspects}
+        else:
+            settled = self._confirm(got, result, suspects, base, software, diffs, m)
+        return self._judgement(result, judgement, settled)
+
+    def _confirm(self, got: Measured, result: CaseResult, suspects: Sequence[Verdict], base: Recorded,
+                 software: Software | None, diffs: list[Difference] | None, m: Measurement) -> dict[str, Verdict]:
+        """The suspects confirmed side by side, or not confirmed where no reference runs the recorded software."""
+        case = result.case
+        said = [d.text for d in diffs or []]
+        if not self.options.on:
+            found = Found(None, "confirmation is off (--dlperf-confirm-pairs 0)", "--dlperf-confirm-pairs 20")
+        elif self.options.reference is not None:
+            found = Found(self.options.reference)
+        elif software is None:
+            found = Found(None, "this session's software is not known (a node's software probe failed: see the notes)",
+                          "--dlperf-confirm-reference SPEC")
+        else:
+            found = find(base.software, software, diffs or [], reachable=self.reachable,
+                         interpreter=lambda path: self.interpreter(path, case.topology.nodes),
+                         recorded_commit=base.entry.versions.get("git", "").removesuffix("+dirty") or None)
+        if found.spec is None:
+            return {v.metric: not_confirmed(v, base, said, found) for v in suspects}
+        first = ", ".join(f"{v.metric} {v.change:+.1%}" for v in suspects if v.change is not None)
+        self.say(f"dlperf {got.case.id}: failed its stored baseline ({first}) and the software differs "
+                 f"({len(said) or 'not recorded'}): side by side with the recorded software ({found.spec.text})")
+        t0 = time.monotonic()
+        scaling = any(metrics.get(v.metric).kind is Kind.SCALING for v in suspects)
+        tols = {mm.name: (base.tolerances.get(mm.name) if mm.judged_on(base.device, mm.name in base.asked) else None)
+                for mm in metrics.tolerated() if mm is not metrics.PRIMARY}
+        run = self.side_by_side.run(case, m, found.spec, base.tolerances.get(metrics.PRIMARY.name), tols, scaling)
+        seconds = time.monotonic() - t0
+        out = {v.metric: confirmed(v, base, said, found, run, seconds) for v in suspects}
+        self.say(f"dlperf {got.case.id}: side by side: " + ", ".join(f"{k} {str(v.status).upper()}" for k, v in out.items())
+                 + f" ({len(run.record.pairs)} pairs, {seconds:.0f} s)")
+        return out
+
+    def _judgement(self, result: CaseResult, judgement: Judgement, settled: dict[str, Verdict]) -> Judgement:
+        """The test's outcome from the settled verdicts and the rest: a REGRESSION fails; an UNDECIDED with
+        --dlperf-undecided fail fails; HOST follows --dlperf-hardware; else the case passes."""
+        verdicts = [settled.get(v.metric, v) for v in judgement.verdicts]
+        result.verdict = {v.metric: v for v in verdicts}
+        failing = [v for v in verdicts if v.fails(self.noisy_fails)
+                   or (v.status is VerdictStatus.UNDECIDED and self.options.undecided_fails)]
+        hosts = [v for v in verdicts if v.status is VerdictStatus.HOST]
+        shown = [v for v in verdicts if v.metric in settled or v in failing]
+        message = "\n".join([v.message for v in shown] + _screen_notes(judgement))
+        for v in settled.values():
+            if v not in failing and v.status is not VerdictStatus.HOST:
+                self.note(v.message.split(". The stored baseline's screen:")[0])
+        if failing:
+            return Judgement(Outcome.FAIL, message, verdicts)
+        if hosts:
+            mode = "fail" if self.hardware_fails else "skip"
+            return Judgement(Outcome(mode), f"{message}\nThe case {mode}s (--dlperf-hardware {mode}).", verdicts)
+        return Judgement(Outcome.PASS, message, verdicts)
 
 
-def holds_up(first: Verdict, now: Verdict | None, noisy_fails: bool) -> bool:
-    """Whether the second look keeps a first look's failure: a regression must be a regression again;
-    a first look's regression that all the launches call NOISY was a spell the later launches left (it
-    fails no more: failing less can only lower the false-alarm rate); a NOISY first look stays NOISY."""
-    if now is None or not now.fails(noisy_fails):
-        return False
-    return now.status is VerdictStatus.REGRESSION or first.status is VerdictStatus.NOISY
+# the screen's own line on what changed (from the versions alone): the attribution's differences replace it
+_SCREEN_CHANGES = ("changed since the baseline was recorded: ", "nothing recorded changed since the baseline")
 
 
-def second_look(first: Sequence[Verdict], before: int, added: int, seconds: float, judgement: Judgement,
-                noisy_fails: bool) -> tuple[str, bool]:
-    """What the confirming launches, judged alone (``judgement``), said of the first look (for the
-    verdicts, the test's message and the session's notes), and whether the case still fails; marks each
-    of the second look's verdicts of the first's metrics with it."""
-    now = {v.metric: v for v in judgement.verdicts}
-    still = [now[v.metric] for v in first if holds_up(v, now.get(v.metric), noisy_fails)]
-    head = (f"after {before} launch(es) it looked like a regression: {first_look(first)}; the {added} launch(es) "
-            f"taken to confirm it ({seconds:.0f} s, after the session's other cases), judged alone,")
-    if still:
-        text = f"CONFIRMED: {head} agree: {first_look(still)}. {DRIFT}"
+def _screen_notes(judgement: Judgement) -> list[str]:
+    """The screen's lines that are not a verdict's message (the hardware, the network), but its own line
+    on what changed."""
+    said = {v.message for v in judgement.verdicts}
+    return [ln for ln in judgement.message.split("\n") if ln and ln not in said and not ln.startswith(_SCREEN_CHANGES)]
+
+
+def _change(v: Verdict) -> str:
+    return f"{v.change:+.1%}" if v.change is not None else "a change"
+
+
+def _screen(v: Verdict) -> str:
+    """The screen's message without its first word (the status it no longer has)."""
+    return v.message.split(" ", 1)[1] if " " in v.message else v.message
+
+
+def _drift(v: Verdict, base: Recorded) -> str:
+    """How far the recording's sittings moved, for a verdict that cannot be confirmed ("" : not 3 sittings)."""
+    m = metrics.get(v.metric)
+    if m.kind is not Kind.LAUNCH or v.change is None:
+        return ""
+    d = sitting_drift(base.entry, v.metric)
+    return f" {d.said(m.title, v.change)[:1].upper()}{d.said(m.title, v.change)[1:]}." if d is not None else ""
+
+
+def host(v: Verdict, base: Recorded) -> Verdict:
+    """A screen failure where nothing recorded differs: HOST."""
+    sw = base.software
+    assert sw is not None
+    m = metrics.get(v.metric)
+    if m.direction is Direction.HIGHER and v.change is not None and v.change < 0:
+        ran = f"this host ran {-v.change:.1%} slower than when it recorded ({m.title} {_change(v)})"
     else:
-        cleared = [now[v.metric] for v in first if v.metric in now]
-        text = f"NOT CONFIRMED: {head} do not: {first_look(cleared) or 'no verdict'}. {_why_cleared(cleared)}"
-    for v in judgement.verdicts:
-        if v.metric in {f.metric for f in first}:
-            v.confirmation = text
-    looked = {v.metric: v for v in first}
-    fails = [v for v in judgement.verdicts if v.fails(noisy_fails)
-             and (v.metric not in looked or holds_up(looked[v.metric], v, noisy_fails))]
-    return text, judgement.outcome is Outcome.FAIL and bool(fails)
+        ran = f"this host measured {m.title} {_change(v)} against its recording"
+    message = (f"HOST {v.case} {v.metric}: nothing recorded differs from the recording ({sw.summary()}): {ran}, or "
+               f"something the harness does not record changed (data, firmware, another tenant).{_drift(v, base)} "
+               f"The stored baseline's screen: {_screen(v)}")
+    return replace(v, status=VerdictStatus.HOST, message=message, changes=[],
+                   confirmation={"outcome": str(Settled.HOST), "screen": str(v.status), "screen_change": v.change,
+                                 "software": sw.id})
 
 
-# What a confirmation cannot tell apart, said with every CONFIRMED verdict: both looks meet the host as it is
-# now, so a host slower than at the recording fails unchanged software too (docs/gate.md, "Confirm before failing").
-DRIFT = ("The test fails only where both looks do: on a host as fast as at the recording, unchanged software "
-         "fails it at most at the gate's alpha; a host that has slowed since the recording fails it too. To tell "
-         "the two apart, judge the software side by side with the baseline's: --dlperf-reference "
-         "rev=<the baseline's commit, above> (A/B, docs/ab.md)")
+def not_confirmed(v: Verdict, base: Recorded, said: list[str], found: Found) -> Verdict:
+    """A screen failure with a software difference (or software not recorded) that no reference confirms."""
+    what = ("changed since the recording: " + "; ".join(said)) if said else "what changed since the recording is not known"
+    message = (f"REGRESSION {v.case} {v.metric} (not confirmed side by side: {found.why}): {_change(v)} against the "
+               f"stored baseline; {what}.{_drift(v, base)} To confirm it side by side with the recorded software: "
+               f"{found.option}. The stored baseline's screen: {_screen(v)}")
+    return replace(v, status=VerdictStatus.REGRESSION, message=message, changes=said,
+                   confirmation={"outcome": str(Settled.NOT_CONFIRMED), "screen": str(v.status),
+                                 "screen_change": v.change, "why": found.why, "option": found.option,
+                                 "drift": _drift(v, base).strip() or None})
 
 
-def _why_cleared(cleared: Sequence[Verdict]) -> str:
-    """What a second look that cleared the first says: its launches disagree among themselves (NOISY), or
-    show no significant drop beyond the tolerance: the first launches most likely met a slow spell."""
-    if any(v.status is VerdictStatus.NOISY for v in cleared):
-        return "They disagree among themselves: this host's speed moved under the case; run it again to judge it"
-    return ("The later launches do not show it: the first most likely met a slow spell of this host (a real "
-            "drop beyond the tolerance shows in both looks)")
+def paired_of(v: Verdict, run: SideBySideResult) -> dict | None:
+    """The metric's paired verdict from the side-by-side pairs (None: the pairs gave it none)."""
+    m = metrics.get(v.metric)
+    if m is metrics.PRIMARY:
+        return run.record.verdict
+    if m.kind is Kind.SCALING:
+        return run.scaling
+    return run.record.metrics.get(v.metric)
 
 
-def unsettled(result: CaseResult, cv_bound: float) -> Modes | str | None:
-    """Why a recording's launches cannot be trusted yet: their modes, or a spread above the gate's
-    bound; None where they can."""
-    xs = result.throughputs
-    modes = split_modes(xs)
-    if modes is not None:
-        return modes
-    if len(xs) >= 2 and robust_cv(xs) > cv_bound:
-        return f"a robust CV of {robust_cv(xs):.1%}, above the bound {cv_bound:.0%}"
-    return None
+def confirmed(v: Verdict, base: Recorded, said: list[str], found: Found, run: SideBySideResult,
+              seconds: float) -> Verdict:
+    """A screen failure settled side by side with the recorded software (``run``)."""
+    assert found.spec is not None
+    paired = paired_of(v, run)
+    if paired is not None and "reason" in paired:  # the cap of a confirmation is its own option
+        paired = {**paired, "reason": paired["reason"].replace("--dlperf-ab-max-pairs", "--dlperf-confirm-pairs")}
+    word = (paired or {}).get("verdict") or "undecided"
+    outcome = _PAIRED.get(word, Settled.UNDECIDED)
+    pairs = len(run.record.pairs)
+    changed = ("; changed since the recording: " + "; ".join(said)) if said else ""
+    record = {"outcome": str(outcome), "screen": str(v.status), "screen_change": v.change, "reference": found.spec.text,
+              "side_by_side": paired, "seconds": round(seconds, 1), "pairs": run.record.to_dict()}
+    if run.error and outcome is not Settled.CONFIRMED:
+        why = f"the side-by-side launches stopped: {run.error}"
+        return replace(not_confirmed(v, base, said, Found(None, why, found.option)),
+                       confirmation={**record, "outcome": str(Settled.NOT_CONFIRMED), "why": why})
+    shown = _interval(paired, pairs)
+    if outcome is Settled.CONFIRMED:
+        head = f"REGRESSION {v.case} {v.metric}: confirmed side by side: {shown} against the recorded software"
+        status = VerdictStatus.REGRESSION
+    elif outcome is Settled.CLEARED:
+        head = (f"OK {v.case} {v.metric}: the screen saw {_change(v)} against the stored baseline; side by side with the "
+                f"recorded software: {word.upper()} {shown}: the host drifted since the recording")
+        status = VerdictStatus.PASS
+    else:
+        head = (f"UNDECIDED {v.case} {v.metric}: the screen saw {_change(v)} against the stored baseline; side by side "
+                f"with the recorded software: UNDECIDED {shown} ({(paired or {}).get('reason', 'no paired verdict')})")
+        status = VerdictStatus.UNDECIDED
+    message = (f"{head} ({found.spec.text}; {seconds:.0f} s){changed}. The stored baseline's screen: {_screen(v)}")
+    return replace(v, status=status, message=message, changes=said, confirmation=record)
 
 
-def recorded_in_modes(case_id: str, unit: str, why: Modes | str, result: CaseResult, added: int,
-                      cv_bound: float) -> str:
-    """The session's note on a recording that took more launches: what they found."""
-    said = why.said(unit) if isinstance(why, Modes) else why
-    head = f"{case_id}: its recording's launches fell into {said}; {added} more launch(es) taken"
-    left = unsettled(result, cv_bound)
-    xs = result.throughputs
-    if left is None:
-        return f"{head}, and all {len(xs)} agree: the baseline holds them all"
-    now = left.said(unit) if isinstance(left, Modes) else left
-    return (f"{head}, and all {len(xs)} still split ({now}): this case cannot be gated tightly on this "
-            f"host. The baseline keeps every launch, so a session in its slower mode passes; a drop is called "
-            f"only from about {tightest_drop(xs):.0%} below its median on. Record it on a quieter host, or "
-            "with more --dlperf-repeats, to gate it closer")
+def _interval(paired: dict | None, pairs: int) -> str:
+    """``-9.8% [-13.1%, -6.4%] in 8 pairs`` (the candidate against the reference)."""
+    if not paired or paired.get("ratio") is None:
+        return f"in {pairs} pairs"
+    ratio = paired["ratio"] - 1
+    if paired.get("low") is None:
+        return f"{ratio:+.1%} in {pairs} pairs"
+    return f"{ratio:+.1%} [{paired['low'] - 1:+.1%}, {paired['high'] - 1:+.1%}] in {pairs} pairs"

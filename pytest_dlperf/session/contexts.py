@@ -11,7 +11,9 @@ from ..baselines.store import check_software
 from ..baselines.schema import Tolerances
 from ..baselines.store import Entry
 from ..clusters.base import Node
+from ..metrics import DeviceKind
 from ..provenance import own_version
+from ..software import Software
 from ..results import CaseResult
 from ..specs import CaseSpec
 from .gate_options import GateOptions
@@ -19,6 +21,19 @@ from .gate_options import GateOptions
 
 def _version_key(frameworks: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(frameworks.items()))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a case's baseline recorded, for the attribution of a screen failure (``confirm``): its entry,
+    the software it ran, the case's tolerances in force, the metrics whose tolerance was given, and the
+    device kind of its profile."""
+
+    entry: Entry
+    software: Software | None
+    tolerances: Tolerances
+    asked: frozenset[str]
+    device: DeviceKind
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,13 @@ from ..baselines.store import SittingsError
 from ..clusters.base import Node
 from ..comm import network_said
 from ..metrics import PRIMARY, Kind
-from ..preflight.hardware import Fingerprints
+from ..nodechecks.hardware import Fingerprints
 from ..provenance import changes, git_commit, run_versions
 from ..results import CaseResult
+from ..software import Software
 from ..specs import CaseSpec
 from ..verdict import Judgement, Outcome, Verdict, VerdictStatus  # noqa: F401 - the gate's answers
-from .contexts import BaselineContext, BaselineContexts
+from .contexts import BaselineContext, BaselineContexts, Recorded
 from .gate_options import GateOptions, marker_tolerances
 from .recording import BaselineRecorder
 
@@ -65,15 +66,20 @@ class Gate:
         is added (--dlperf-record-sittings refuses one of another machine). Notes nothing."""
         if fingerprints is None or (self.options.update and self.options.sittings <= 1):
             return False
-        try:
-            ctx = self.contexts.context_of(result, nodes, context)
-        except BaselineError:
-            return False
-        if ctx.entry is None:
+        ctx = self._with_entry(result, nodes, context)
+        if ctx is None or ctx.entry is None:
             return False
         comp = compare(ctx.file.fingerprint_for(ctx.entry), fingerprints.nodes)
         # the session keeps each node's best probe: another look can lift a slow figure, never lower one
         return comp.performance_only and not comp.faster_only
+
+    def _with_entry(self, result: CaseResult, nodes: list[Node], context: BaselineContext | None
+                    ) -> BaselineContext | None:
+        """The case's baseline context where its file reads (None: a broken file, which ``judge`` names)."""
+        try:
+            return self.contexts.context_of(result, nodes, context)
+        except BaselineError:
+            return None
 
     def hardware(self, bfile: BaselineFile, entry: Entry, fingerprints: Fingerprints | None) -> FingerprintComparison:
         """Compare the machine that recorded the entry with this one; session notes say what could not be."""
@@ -101,12 +107,13 @@ class Gate:
 
     def judge(self, result: CaseResult, nodes: list[Node], item: pytest.Item | None,
               fingerprints: Fingerprints | None = None, reference: CaseResult | None = None,
-              context: BaselineContext | None = None) -> Judgement:
+              context: BaselineContext | None = None, software: Software | None = None) -> Judgement:
         """Verdicts for throughput (and speedup, efficiency where both sides have them).
 
         ``reference`` is this session's 1n1g of the case's group: with the baseline's 1n1g runs it
         lets a speedup's drop be judged on its spread, not on the tolerance alone. ``context``: the
-        case's baseline as its preflight resolved it (see ``context_of``).
+        case's baseline as its preflight resolved it (see ``context_of``). ``software``: what the case ran
+        (recorded with its entry; None: not known).
 
         The machines are compared first: when the fingerprints stored with the entry and this
         session's differ beyond the probes' noise, the verdict is "hardware", not a regression.
@@ -117,27 +124,44 @@ class Gate:
         except BaselineError as exc:
             return Judgement(Outcome.FAIL, f"{case.id}: {exc}")
         result.profile = ctx.profile
-        marked = marker_tolerances(item)
-        tol = resolve_tolerances(ctx.tolerances, self.options.tolerance, marked)
-        asked = {name for name, v in {**self.options.tolerance, **marked}.items() if v is not None}
+        result.software = software.id if software is not None else None
+        tol, asked = self.tolerances(ctx, item)
         record = self.options.update or (ctx.entry is None and self.options.missing == "record")
         comp = self.hardware(ctx.file, ctx.entry, fingerprints) if ctx.entry is not None else None
         if record and item is not None:
-            refused = self._record(result, ctx, tol, item.nodeid, comp, reference, fingerprints, nodes)
+            refused = self._record(result, ctx, tol, item.nodeid, comp, reference, fingerprints, nodes, software)
             if refused is not None:
                 return refused
         if comp is not None and comp.status == "differs":
             return self._judge_other_hardware(result, ctx, tol, comp, reference, record, asked)
         return self._judge_entry(result, ctx, tol, reference, record, asked)
 
+    def tolerances(self, ctx: BaselineContext, item: pytest.Item | None) -> tuple[Tolerances, set[str]]:
+        """The case's tolerances in force (its file's, the command line's, its test marker's) and the metrics
+        whose tolerance the command line or the marker gave (judged even where not gated by default)."""
+        marked = marker_tolerances(item)
+        tol = resolve_tolerances(ctx.tolerances, self.options.tolerance, marked)
+        return tol, {name for name, v in {**self.options.tolerance, **marked}.items() if v is not None}
+
+    def recorded(self, result: CaseResult, nodes: list[Node], item: pytest.Item | None,
+                 context: BaselineContext | None) -> Recorded | None:
+        """What the case's baseline recorded, for the attribution of a screen failure (None: no entry)."""
+        ctx = self._with_entry(result, nodes, context)
+        if ctx is None or ctx.entry is None:
+            return None
+        tol, asked = self.tolerances(ctx, item)
+        return Recorded(ctx.entry, ctx.file.software_for(ctx.entry), tol, frozenset(asked), device_kind(ctx.profile))
+
     def _record(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances, nodeid: str,
                 comp: FingerprintComparison | None, reference: CaseResult | None,
-                fingerprints: Fingerprints | None, nodes: list[Node]) -> Judgement | None:
-        """Keep the entry this session records for the case (written at the end if its test passes);
-        a sitting that cannot be added fails the case (the Judgement returned)."""
+                fingerprints: Fingerprints | None, nodes: list[Node], software: Software | None) -> Judgement | None:
+        """Keep the entry this session records for the case (written at the end if its test passes), with
+        its software; a sitting that cannot be added fails the case (the Judgement returned)."""
         new = Entry.from_result(result, tol, _versions(result, self.git))
+        old_software = ctx.file.software_for(ctx.entry) if ctx.entry is not None else None
         try:
-            self.recorder.keep(nodeid, ctx.profile, result, new, ctx.entry, comp, reference, fingerprints, tol, nodes)
+            self.recorder.keep(nodeid, ctx.profile, result, new, ctx.entry, comp, reference, fingerprints, tol, nodes,
+                               software, old_software)
         except SittingsError as exc:
             return Judgement(Outcome.FAIL, f"{result.case.id}: not recorded: {exc}")
         return None

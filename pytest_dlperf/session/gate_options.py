@@ -11,6 +11,7 @@ import pytest
 from .. import metrics
 from ..baselines.rules import DEFAULT_ALPHA, DEFAULT_CV_BOUND
 from ..options import CONFIRM_LAUNCHES
+from ..optiontypes import count_or_env
 
 
 def in_ci() -> bool:
@@ -53,15 +54,7 @@ class GateOptions:
 
 def confirm_launches(given: int | None) -> int:
     """--dlperf-confirm, else DLPERF_CONFIRM (a CI image's own default), else CONFIRM_LAUNCHES."""
-    if given is not None:
-        return given
-    text = os.environ.get("DLPERF_CONFIRM", "").strip()
-    if not text:
-        return CONFIRM_LAUNCHES
-    if not text.isdigit():
-        raise pytest.UsageError(f"DLPERF_CONFIRM={text!r}: expected a whole number of launches >= 0 "
-                                "(or unset it for the default)")
-    return int(text)
+    return count_or_env(given, "DLPERF_CONFIRM", CONFIRM_LAUNCHES, "launches")
 
 
 def marker_tolerances(item: pytest.Item | None) -> dict[str, float]:

@@ -1,14 +1,13 @@
 """The dlperf session's hub: one object per pytest session, registered as a plugin.
 
-It wires the session's parts once (the engines, the cluster, the gate, the preflight, the mode:
-stored baselines or A/B, and the measuring order the mode gives), turns the options into
-parametrized cases, runs each test's case through the order and the gate, keeps the results, and at
-the end writes the report, the xdist parts (``xdist``) and the summary (``summary``). The orders and
-the A/B feature get a ``Bench`` (what they use of the session), never the session itself.
+It wires the session's parts once (the engines, the cluster, the gate, the preflight, the software
+identities, the mode: stored baselines or A/B, and the measuring order the mode gives), turns the
+options into parametrized cases, runs each test's case (measure, summarize, judge, conclude), keeps the
+results, and at the end writes the report, the xdist parts (``xdist``) and the summary (``summary``). The
+orders and the A/B feature get a ``Bench`` (what they use of the session), never the session itself.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
@@ -16,34 +15,41 @@ from typing import NoReturn
 import pytest
 
 from .. import environment, matrix, reporting
-from ..ab.options import ABOptions
+from ..ab.confirm import SideBySide
+from ..ab.options import ABOptions, ConfirmOptions
 from ..baselines import BaselineError
 from ..budget import Budget, session_seconds
 from ..clusters.base import Cluster
 from ..measure import Bench, Measured
-from ..measure.confirm import more_launches
+from ..measure.more import more_launches
 from ..mfu import utilisation
 from ..options import RunOptions
+from ..nodechecks import software as software_probe
+from ..provenance import reachable, run_versions
 from ..reporting.junit import junit_properties
 from ..reporting.live import LiveLine
 from ..results import CaseResult, ResultSet, summarize
 from ..runner import plan_run
+from ..software import NodeSoftware, Software
 from ..specs import CaseSpec, Measurement, Profile, Topology
-from ..verdict import Judgement, Outcome
-from . import confirm, summary, xdist
+from ..verdict import Judgement
+from . import record_modes, summary, xdist
 from .cluster import ClusterHolder
+from .confirm import Confirmation
 from .engines import Engines
 from .gate import Gate
 from .gate_options import GateOptions
 from .mode import Mode, Stored
-from .preflight import CasePreflight
+from .readiness import CaseReadiness
+from .software import SoftwareIdentities
 
 
 class DLPerfSession:
     """Registered as ``dlperf_session`` by the plugin's front when a test first needs it; the
     ``dlperf`` fixture binds it to each test."""
 
-    def __init__(self, config: pytest.Config, options: RunOptions, ab_options: ABOptions | None = None) -> None:
+    def __init__(self, config: pytest.Config, options: RunOptions, ab_options: ABOptions | None = None,
+                 confirm_options: ConfirmOptions | None = None) -> None:
         self.config = config
         self.options = options
         self.results = ResultSet()
@@ -57,17 +63,29 @@ class DLPerfSession:
         self.live = LiveLine(config)
         self._budget: Budget | None = None  # made with the first case's measurement
         self._paced: dict[str, bool] = {}  # case name -> whether --dlperf-pace-probe's default probes it
-        self.preflight = CasePreflight(lambda: self.cluster, self.engines, self.gate, self.failures, options)
+        self.software = SoftwareIdentities(lambda: self.cluster, Path(config.rootpath), self.gate.options.directory,
+                                           options.report_dir / "software", self.gate.note)
+        self.preflight = CaseReadiness(lambda: self.cluster, self.engines, self.gate, self.failures, options,
+                                       self.software)
         self.bench = Bench(cluster=lambda: self.cluster, launcher=self.engines.launcher, name=self.engines.name,
                            measurement=self.case_measurement, preflight=self.preflight.run, live=self.live,
                            budget=self.budget, report_dir=options.report_dir)
-        self.mode: Mode = self._make_mode(ab_options)
+        self.mode: Mode = self._make_mode(ab_options, confirm_options or ConfirmOptions.from_config(config))
         self.order = self.mode.order(self.bench, options)
 
-    def _make_mode(self, ab_options: ABOptions | None) -> Mode:
-        """Stored baselines, or an A/B session with --dlperf-candidate (its modules imported only then)."""
+    def _make_mode(self, ab_options: ABOptions | None, confirm_options: ConfirmOptions) -> Mode:
+        """Stored baselines (a screen failure attributed and confirmed side by side), or an A/B session with
+        --dlperf-candidate."""
         if ab_options is None:
-            return Stored()
+            go = self.gate.options
+            sides = SideBySide(self.bench, self.engines.entry_scripts(), self.preflight.probed_frameworks,
+                               confirm_options)
+            return Stored(Confirmation(
+                confirm_options, sides,
+                lambda result, item: self.gate.recorded(result, self.cluster.nodes(), item,
+                                                        self.preflight.contexts.get(self.case_name(result.case))),
+                self._interpreter, lambda commit: reachable(go.root, commit), self.software.same_tree,
+                go.hardware_fails, go.noisy_fails, self.live.said, self.gate.note))
         from ..ab.feature import ABSession
         from ..ab.mode import ABMode
 
@@ -117,6 +135,15 @@ class DLPerfSession:
             self._paced[name] = self.gate.contexts.paced_baseline(self.cluster.nodes(), case,
                                                                   self.preflight.probed_frameworks(case))
         return replace(m, pace_probe=self._paced[name])
+
+    def _interpreter(self, path: str, nodes: int) -> dict[int, NodeSoftware] | str:
+        """The software of interpreter ``path`` on the first ``nodes`` nodes (by node order), or why it cannot
+        run there: whether a recorded python still holds the recorded software."""
+        on = [replace(n, python=path) for n in self.cluster.nodes()[:nodes]]
+        got = software_probe.probe(self.cluster, on, self.options.report_dir / "software" / "recorded-python")
+        if got.errors:
+            return "; ".join(got.errors)
+        return {i: got.found[n.name] for i, n in enumerate(on)}
 
     def budget(self, m: Measurement) -> Budget:
         if self._budget is None:
@@ -198,29 +225,40 @@ class DLPerfSession:
         """How many launches each case takes, for the dry-run: the command runs that many times."""
         return self.mode.launches_text() or summary.launches_text(
             self.measurement(), self.options, bool(self.config.getoption("dlperf_update_baselines")),
-            self.gate.options.confirm if self.mode.confirms else 0)
+            self.gate.options.confirm if self.mode.records_modes else 0, self.mode.confirm_pairs)
 
     # ------------------------------------------------------------------ running
     def run(self, case: CaseSpec, item: pytest.Item | None = None) -> CaseResult:
-        """Measure the case over its repeats and gate it (with --dlperf-dryrun: print its commands)."""
+        """Measure the case over its repeats, summarize, judge (the screen against its baseline, then the
+        mode's settling: attribution and confirmation side by side) and conclude its test (with
+        --dlperf-dryrun: print its commands)."""
         m = self.measurement()
         if self.options.dryrun:
             self._dry_run(case, m)
-        got = self.order.measure(case, item, m)
-        if got.outcome is not None:  # its preflight's skip or fail, raised in its own test
-            raise got.outcome
-        self._stop_on_error(got)
-        result = self._summarized(got, m)
-        more = self.gate.options.confirm if self.mode.confirms else 0
-        if more and self.gate.options.update:
-            result = self._record_every_mode(got, m, result, more)
-        judgement = self._judge(got, item, result)
-        if more and not self.gate.options.update:
-            result, judgement = self._confirm(got, item, m, result, judgement, more)
+        got = self._measure(case, item, m)
+        result = self._summarize(got, m)
+        judgement = self._judge(got, item, result, m)
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         if item is not None:  # JUnit properties (--junitxml), as record_property writes them
             item.user_properties.extend(junit_properties(result))
         self.mode.conclude(got, item, result, judgement)
+        return result
+
+    def _measure(self, case: CaseSpec, item: pytest.Item | None, m: Measurement) -> Measured:
+        """The case's launches in the session's order; its preflight's skip or fail, or a launch's error,
+        ends its test here."""
+        got = self.order.measure(case, item, m)
+        if got.outcome is not None:  # its preflight's skip or fail, raised in its own test
+            raise got.outcome
+        self._stop_on_error(got)
+        return got
+
+    def _summarize(self, got: Measured, m: Measurement) -> CaseResult:
+        """The case's result; a recording whose launches fall into modes takes more first."""
+        result = self._summarized(got, m)
+        more = self.gate.options.confirm if self.mode.records_modes else 0
+        if more and self.gate.options.update:
+            result = self._record_every_mode(got, m, result, more)
         return result
 
     def _stop_on_error(self, got: Measured) -> None:
@@ -236,7 +274,7 @@ class DLPerfSession:
     def _record_every_mode(self, got: Measured, m: Measurement, result: CaseResult, n: int) -> CaseResult:
         """--update-baselines: a case whose launches split into modes (or spread beyond the gate's bound)
         takes ``n`` more before it is recorded, and the session says what they found (``confirm``)."""
-        why = confirm.unsettled(result, self.gate.options.cv_bound)
+        why = record_modes.unsettled(result, self.gate.options.cv_bound)
         if why is None or not result.throughputs:
             return result
         name = self.case_name(got.case)
@@ -244,41 +282,9 @@ class DLPerfSession:
         more_launches(self.bench, got, m, n, "m")
         self._stop_on_error(got)
         result = self._summarized(got, m)
-        self.gate.note(confirm.recorded_in_modes(got.case.id, got.case.unit, why, result, n,
+        self.gate.note(record_modes.recorded_in_modes(got.case.id, got.case.unit, why, result, n,
                                                  self.gate.options.cv_bound))
         return result
-
-    def _confirm(self, got: Measured, item: pytest.Item | None, m: Measurement, result: CaseResult,
-                 judgement: Judgement, n: int) -> tuple[CaseResult, Judgement]:
-        """A first look that fails on a tolerance takes ``n`` more launches and is judged again on all of
-        them; only that second look decides the test (``confirm``)."""
-        first = confirm.suspects(judgement, self.gate.options.noisy_fails)
-        if not first:
-            return result, judgement
-        name, before = self.case_name(got.case), len(got.runs)
-        self.live.said(f"dlperf {name}: looks like a regression after {before} launch(es) "
-                       f"({confirm.first_look(first)}): {n} more to confirm")
-        seconds = more_launches(self.bench, got, m, n, "c")
-        self._stop_on_error(got)
-        result = self._summarized(got, m)
-        alone = self._alone(got.case, m, got.runs[before:])
-        judgement = self._verdict_of(got, item, alone)
-        result.verdict = alone.verdict  # the test's verdicts are the second look's
-        text, fails = confirm.second_look(first, before, len(got.runs) - before, seconds, judgement,
-                                          self.gate.options.noisy_fails)
-        self.gate.note(f"{got.case.id}: {text}")
-        self.live.said(f"dlperf {name}: {text.split(':')[0].lower()} over {len(got.runs)} launches")
-        if judgement.outcome is Outcome.FAIL and not fails:
-            return result, Judgement(Outcome.PASS, f"{judgement.message}\n{text}", judgement.verdicts)
-        if judgement.outcome is Outcome.FAIL:
-            judgement.message += f"\n{text}"
-        return result, judgement
-
-    def _alone(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
-        """``runs`` of the case summarized on their own, its speedup and efficiency against this session's
-        other cases (copies: the session's results are left as they are)."""
-        others = ResultSet([copy.copy(r) for r in self.results.results if r.case != case])
-        return others.add(self.summarize(case, m, runs))
 
     def summarize(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
         """The case's runs summarized, with its MFU against the peak of the nodes it ran on."""
@@ -297,18 +303,23 @@ class DLPerfSession:
         self.dryrun_launches = self.launches_text()
         pytest.skip("dry-run: the per-node commands are printed in the summary")
 
-    def _judge(self, got: Measured, item: pytest.Item | None, result: CaseResult) -> Judgement:
-        """The gate's judgement of the case, after the preflight's second look at the hardware; what it
-        does to the test is the mode's (an A/B session adds the paired verdict)."""
-        self.preflight.second_look(got.case, result)
-        return self._verdict_of(got, item, result)
-
-    def _verdict_of(self, got: Measured, item: pytest.Item | None, result: CaseResult) -> Judgement:
-        """The gate's judgement, against the baseline context the case's preflight resolved."""
+    def _judge(self, got: Measured, item: pytest.Item | None, result: CaseResult, m: Measurement) -> Judgement:
+        """The gate's screen of the case against the baseline context its preflight resolved (after the
+        preflight's second look at the hardware), then the mode's settling of it: a stored session
+        attributes and confirms a screen failure side by side; an A/B session's pairs decide in ``conclude``."""
         case = got.case
-        return self.gate.judge(result, self.cluster.nodes(), item, self.preflight.fingerprints,
-                               reference=self.results.find(case, Topology(1, 1)),
-                               context=self.preflight.contexts.get(self.case_name(case)))
+        self.preflight.second_look(case, result)
+        software = self._software_of(case, item, result)
+        screen = self.gate.judge(result, self.cluster.nodes(), item, self.preflight.fingerprints,
+                                 reference=self.results.find(case, Topology(1, 1)),
+                                 context=self.preflight.contexts.get(self.case_name(case)), software=software)
+        return self.mode.settle(got, item, result, screen, software, m)
+
+    def _software_of(self, case: CaseSpec, item: pytest.Item | None, result: CaseResult) -> Software | None:
+        """What the case ran: its nodes' software, its files, the repository, the stack its runs report."""
+        return self.software.for_case(case, self.cluster.nodes(), self.engines.launcher(case).workload_paths(),
+                                      Path(str(item.path)) if item is not None and getattr(item, "path", None) else None,
+                                      result.runs, run_versions(result.runs[0].meta) if result.runs else {})
 
     def _frameworks_into(self, case: CaseSpec, runs: list) -> None:
         """A program the project did not write reports no versions (no meta line): the preflight
@@ -322,6 +333,7 @@ class DLPerfSession:
         pf = self.preflight
         env["hardware_fingerprints"] = pf.fingerprints.to_dict() if pf.fingerprints else None
         env["node_frameworks"] = pf.node_frameworks
+        env["software"] = dict(self.software.table)  # each case's "software" names one
         if self.gate.git:  # the repository under test, read once by the gate ("+dirty": uncommitted changes)
             env["git"] = {"commit": self.gate.git.removesuffix("+dirty"), "dirty": self.gate.git.endswith("+dirty")}
         if self._budget is not None and self._budget.seconds > 0:

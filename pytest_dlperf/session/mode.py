@@ -11,16 +11,23 @@ from ..measure import Bench, Measured, MeasuringOrder, make_order
 from ..options import RunOptions
 from ..results import CaseResult
 from ..runner import SideLike
+from ..software import Software
+from ..specs import Measurement
 from ..verdict import Judgement, Outcome
+from .confirm import Confirmation
 
 
 class Mode(Protocol):
     """A session's mode (``Stored``, or ``ab.mode.ABMode``)."""
 
     probes_by_default: bool  # --dlperf-pace-probe's default (auto) probes a case as its baseline was recorded
-    confirms: bool  # a first look's regression takes more launches before the test fails (--dlperf-confirm)
+    records_modes: bool  # a recording whose launches fall into modes takes more (--dlperf-confirm)
+    confirm_pairs: int  # the most pairs a screen failure takes side by side (0: none; A/B: its own pairs)
 
     def order(self, bench: Bench, options: RunOptions) -> MeasuringOrder: ...
+
+    def settle(self, got: Measured, item: pytest.Item | None, result: CaseResult, judgement: Judgement,
+               software: Software | None, m: Measurement) -> Judgement: ...
 
     def dry_run_sides(self, name: str) -> list[tuple[str, SideLike | None]]: ...
 
@@ -38,13 +45,22 @@ class Mode(Protocol):
 
 
 class Stored:
-    """Gated against the stored baselines: the session's order, and the gate's outcome is the test's."""
+    """Gated against the stored baselines: the session's order; the gate screens, a screen failure is
+    attributed and confirmed side by side (``confirm``), and the outcome is the test's."""
 
     probes_by_default = True
-    confirms = True
+    records_modes = True
+
+    def __init__(self, confirmation: Confirmation) -> None:
+        self.confirmation = confirmation
+        self.confirm_pairs = confirmation.options.max_pairs
 
     def order(self, bench: Bench, options: RunOptions) -> MeasuringOrder:
         return make_order(bench, options.order)
+
+    def settle(self, got: Measured, item: pytest.Item | None, result: CaseResult, judgement: Judgement,
+               software: Software | None, m: Measurement) -> Judgement:
+        return self.confirmation.settle(got, item, result, judgement, software, m)
 
     def dry_run_sides(self, name: str) -> list[tuple[str, SideLike | None]]:
         return [(name, None)]
@@ -68,4 +84,4 @@ class Stored:
         return ""
 
     def close(self) -> None:
-        pass
+        self.confirmation.side_by_side.close()

@@ -11,8 +11,9 @@ from ..baselines.fingerprint import FingerprintComparison, robust_cv
 from ..baselines.rules import catch_rate
 from ..baselines.store import SittingsError, add_sitting
 from ..clusters.base import Node
-from ..preflight.hardware import Fingerprints
+from ..nodechecks.hardware import Fingerprints
 from ..results import CaseResult, ResultSet
+from ..software import Software, differences
 from ..specs import Topology, profile_of
 
 CATCH_DROP = 0.10  # at recording, the slow-down a baseline should let a default session catch ...
@@ -24,32 +25,38 @@ class BaselineRecorder:
 
     def __init__(self, store: BaselineStore, sittings: int, cv_bound: float, note: Callable[[str], None]) -> None:
         self.store, self.sittings, self.cv_bound, self.note = store, sittings, cv_bound, note
-        # nodeid -> (profile, key, entry, the session's fingerprints)
-        self.pending: dict[str, tuple[str, str, Entry, Fingerprints | None]] = {}
+        # nodeid -> (profile, key, entry, the session's fingerprints, the entry's software)
+        self.pending: dict[str, tuple[str, str, Entry, Fingerprints | None, Software | None]] = {}
         self.written: dict[str, int] = {}
         self.recorded: dict[str, Entry] = {}  # case key -> the entry this session records for it
 
     def keep(self, nodeid: str, profile: str, result: CaseResult, new: Entry, old: Entry | None,
              comp: FingerprintComparison | None, reference: CaseResult | None, fingerprints: Fingerprints | None,
-             tol: Tolerances, nodes: list[Node]) -> None:
-        """Keep the case's new entry, to be written if its test passes (SittingsError: it cannot be)."""
+             tol: Tolerances, nodes: list[Node], software: Software | None = None,
+             old_software: Software | None = None) -> None:
+        """Keep the case's new entry, to be written if its test passes (SittingsError: it cannot be), with
+        the software it ran (``software``; ``old_software``: the recorded entry's, which a sitting must match)."""
+        new.software = software.id if software is not None else ""
         if self.sittings > 1 and old is not None:
-            new = self.add_sitting(old, new, comp, reference)
-        self.pending[nodeid] = (profile, result.case.key, new, fingerprints)
+            new = self.add_sitting(old, new, comp, reference, (old_software, software))
+            new.software = software.id if software is not None else ""
+        self.pending[nodeid] = (profile, result.case.key, new, fingerprints, software)
         self.recorded[result.case.key] = new
         self._noisy_recording(result, new, tol, nodes)
 
     def add_sitting(self, old: Entry, new: Entry, comp: FingerprintComparison | None,
-                    reference: CaseResult | None) -> Entry:
+                    reference: CaseResult | None, software: tuple[Software | None, Software | None] = (None, None)) -> Entry:
         """--dlperf-record-sittings K: this session's runs added to the recorded entry's last K-1 sittings,
         speedup and efficiency from the merged medians of the case and of its 1n1g recorded in this session
-        (else left to ``fill_scaling``). SittingsError where the runs would not be of one machine and software."""
+        (else left to ``fill_scaling``). SittingsError where the runs would not be of one machine and software
+        (``software``: the recorded entry's and this session's)."""
         if comp is not None and comp.status == "differs":
             slow = (" If this is the recording machine and only its probe figures differ, it probed at a slow "
                     "moment: record again at a quieter one." if comp.performance_only else "")
             raise SittingsError(f"the recorded runs were taken on other hardware ({comp.summary()}): adding this "
                                 "session's would mix two machines in one baseline. Record it without "
                                 f"--dlperf-record-sittings to start over on this machine.{slow}")
+        same_software(*software)
         merged = add_sitting(old, new, self.sittings)
         if merged.case.topology.world_size == 1:
             _set_scaling(merged, {m.name: new.figure(m.name) for m in _STORED_SCALING})
@@ -89,16 +96,19 @@ class BaselineRecorder:
         """Write what --update-baselines collected, one locked atomic update per profile."""
         by_profile: dict[str, dict[str, Entry]] = {}
         machines: dict[str, dict[str, dict[str, dict]]] = {}
-        for profile, key, entry, fingerprints in self.pending.values():
+        software: dict[str, dict[str, Software]] = {}
+        for profile, key, entry, fingerprints, sw in self.pending.values():
             if fingerprints is not None and fingerprints.nodes:
                 entry.machine = fingerprints.machine_id
                 machines.setdefault(profile, {})[entry.machine] = fingerprints.nodes
+            if sw is not None:
+                software.setdefault(profile, {})[sw.id] = sw
             by_profile.setdefault(profile, {})[key] = entry
         self.pending.clear()
         for profile, entries in by_profile.items():
             self.store.update(profile, entries, description=None if self.store.exists(profile) else
                               f"recorded with pytest-dlperf on profile {profile}",
-                              machines=machines.get(profile))
+                              machines=machines.get(profile), software=software.get(profile))
             self.written[profile] = len(entries)
 
     def fill_scaling(self, results: ResultSet) -> int:
@@ -128,6 +138,21 @@ class BaselineRecorder:
                 self.store.update(profile, add)
                 filled += len(add)
         return filled
+
+
+def same_software(recorded: Software | None, now: Software | None) -> None:
+    """SittingsError where this session's runs would join runs of other software (or of software not
+    recorded: nothing could then say the sittings ran one software)."""
+    if recorded is None or now is None:
+        which = "the recorded runs'" if recorded is None else "this session's"
+        raise SittingsError(f"{which} software is not recorded (recorded before pytest-dlperf recorded software, or "
+                            "a node's software probe failed), so the sittings cannot be shown to run one software. "
+                            "Record it without --dlperf-record-sittings to start over")
+    differ = differences(recorded, now)
+    if differ:
+        raise SittingsError(f"the recorded runs were taken with other software ({'; '.join(d.text for d in differ)}): "
+                            "adding this session's would mix two software versions in one baseline. Record it "
+                            "without --dlperf-record-sittings to start over with this software's runs")
 
 
 def _scale_sittings(entry: Entry, reference: Entry | None) -> bool:

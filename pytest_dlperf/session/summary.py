@@ -24,12 +24,15 @@ PACE_TEXT = {"on": "; the pace probe in front of each CPU node's command (--dlpe
                       "without it (--dlperf-no-pace-probe: never)")}
 
 
-def launches_text(m: Measurement, options: RunOptions, recording: bool, confirm: int = 0) -> str:
+def launches_text(m: Measurement, options: RunOptions, recording: bool, confirm: int = 0, pairs: int = 0) -> str:
     """How many launches each case takes, for the dry-run: the command runs that many times (and
-    ``confirm`` more for a case whose first look fails, or whose recording falls into modes)."""
-    more = "" if not confirm else (
-        f"; {confirm} more for a case whose launches fall into separate modes (--dlperf-confirm)" if recording else
-        f"; {confirm} more for a case whose first look is a regression, to confirm it (--dlperf-confirm)")
+    ``confirm`` more for a recording whose launches fall into modes; up to ``pairs`` pairs side by side
+    with the recorded software for a gated case that fails its stored baseline with a software difference)."""
+    more = (f"; {confirm} more for a case whose launches fall into separate modes (--dlperf-confirm)"
+            if recording and confirm else
+            f"; a case that fails its stored baseline while its software differs from the recording's runs again "
+            f"side by side with the recorded software, up to {pairs} pairs of launches (--dlperf-confirm-pairs)"
+            if not recording and pairs else "")
     if m.budget and m.min_repeats < m.repeats:
         spread = (f" where the first {m.settle_launches} spread beyond CV {m.settle_cv:.1%}"
                   if m.settle_launches else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import reporting
-from ..preflight import hardware
+from ..nodechecks import hardware
 from ..results import result_from_dict
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ def write_part(session: DLPerfSession, worker_id: str) -> None:
                              s.results, s.failures, s.dryrun,
                              {"notes": s.gate.notes, "written": s.gate.recorder.written,
                               "fingerprints": pf.fingerprints.to_dict() if pf.fingerprints else None,
-                              "node_frameworks": pf.node_frameworks})
+                              "node_frameworks": pf.node_frameworks, "software": s.software.table})
 
 
 def merge_parts(session: DLPerfSession) -> int:
@@ -37,6 +37,7 @@ def merge_parts(session: DLPerfSession) -> int:
         s.gate.notes.extend(n for n in extra.get("notes", []) if n not in s.gate.notes)
         for profile, n in extra.get("written", {}).items():
             s.gate.recorder.written[profile] = s.gate.recorder.written.get(profile, 0) + n
+        s.software.table.update(extra.get("software") or {})
         for node, fws in (extra.get("node_frameworks") or {}).items():
             pf.node_frameworks.setdefault(node, {}).update(fws)
         if extra.get("fingerprints"):  # each worker probed the nodes: keep each node's best

@@ -27,7 +27,7 @@ import ray
 from filelock import FileLock
 
 from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCommand, NodeProcess, cannot_sweep, swept
-from ..ssh.preflight import PROBE_SRC, check_nodes, make_node, parse_probe
+from ..ssh.agreement import PROBE_SRC, check_nodes, make_node, parse_probe
 from . import gang as gangs
 from .nodes import RayNode, Selection, choose, names, read_nodes
 from .options import RayOptions

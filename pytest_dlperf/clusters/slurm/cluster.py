@@ -34,7 +34,7 @@ from ..base import RUN_TAG_ENV, Cluster, ClusterError, ExecResult, Node, NodeCom
 from ..local import LOCALSH
 from ...node.localsh import SRUN_ENV
 from ..ssh.cluster import FREE_PORT_SRC, KILLTAG_SRC
-from ..ssh.preflight import PROBE_SRC, check_nodes, make_node, parse_probe
+from ..ssh.agreement import PROBE_SRC, check_nodes, make_node, parse_probe
 from . import commands
 from .allocation import Allocation
 from .commands import STEP_PREFIX, SlurmError, StepSpec

@@ -28,7 +28,7 @@ from ..hosts import HostSpec
 from .connect import DEFAULT_KNOWN_HOSTS, SSHSettings, load_config, resolve
 from .host import CHANNEL_ERRORS, Host
 from .options import DEFAULT_SSH_CONFIG
-from .preflight import PROBE_SRC, make_node, parse_probe, problems
+from .agreement import PROBE_SRC, make_node, parse_probe, problems
 from .remote import LOST, SSHProcess, watch_line
 
 KILLTAG_SRC = (Path(__file__).resolve().parents[2] / "node" / "killtag.py").read_text()

@@ -10,6 +10,9 @@ Three ways it is used:
   line: import name -> {"dist": distribution, "version": ...} or null (not importable);
 - ``python3 nodefacts.py --compiler cpu|gpu``: the preflight of a compiled case prints
   ``COMPILER_MARK`` and one JSON line: the compiler torch.compile's inductor runs on such a node;
+- ``python3 nodefacts.py --software``: the software probe prints ``SOFTWARE_MARK`` and one JSON line
+  (``software``, contract ``SOFTWARE_CONTRACT``): the interpreter, every installed distribution and the
+  variables that change training, as a node's launches will run with them;
 - ``from nodefacts import cpu_model``: the workloads name a CPU rank's device (copied beside them).
 """
 from __future__ import annotations
@@ -26,6 +29,17 @@ import sys
 
 MARK = "DLPERF-FRAMEWORKS "
 COMPILER_MARK = "DLPERF-COMPILER "
+SOFTWARE_MARK = "DLPERF-SOFTWARE "
+SOFTWARE_CONTRACT = 1
+
+# The environment variables that change training, by prefix (and the devices a process sees, by suffix):
+# what the software probe reports of a node's environment (docs/gate.md, "Software identity").
+TRAINING_ENV_PREFIXES = ("NCCL_", "OMP_", "MKL_", "KMP_", "CUDA_", "TORCH_", "PYTORCH_", "TF_", "FLAGS_",
+                         "HOROVOD_", "DLPERF_")
+TRAINING_ENV_SUFFIXES = ("_VISIBLE_DEVICES",)
+# DLPERF_ variables of the harness itself, which no training reads: each launch's tag, the options'
+# environment defaults and the project's test tier.
+HARNESS_ENV = frozenset({"DLPERF_RUN_TAG", "DLPERF_CONFIRM", "DLPERF_CONFIRM_PAIRS", "DLPERF_TESTS_TIER"})
 
 
 def cpu_model() -> str:
@@ -79,6 +93,40 @@ def compiler(kind: str) -> dict:
     return {"needs": " or ".join(names), "path": None, "version": None}
 
 
+def training_env(environ: dict[str, str]) -> dict[str, str]:
+    """The variables of ``environ`` that change training (``TRAINING_ENV_PREFIXES``), the harness's own left out."""
+    return {k: v for k, v in sorted(environ.items())
+            if (k.startswith(TRAINING_ENV_PREFIXES) or k.endswith(TRAINING_ENV_SUFFIXES)) and k not in HARNESS_ENV}
+
+
+def distribution_key(name: str) -> str:
+    """A distribution's name as PEP 503 compares them: ``Torch_Vision`` and ``torch-vision`` are one."""
+    out, dash = [], False
+    for ch in name.lower():
+        if ch in "-_.":
+            dash = True
+            continue
+        if dash and out:
+            out.append("-")
+        dash = False
+        out.append(ch)
+    return "".join(out)
+
+
+def software() -> dict:
+    """What this interpreter runs training with: its path and version, every distribution it can import
+    (name -> version; where two paths hold one, the first on sys.path, as an import finds it) and the
+    training variables of its environment."""
+    dists: dict[str, str] = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"] if dist.metadata else None
+        if name:
+            dists.setdefault(distribution_key(name), str(dist.version))
+    return {"contract": SOFTWARE_CONTRACT, "executable": sys.executable, "python": platform.python_version(),
+            "implementation": platform.python_implementation(), "distributions": dict(sorted(dists.items())),
+            "env": training_env(dict(os.environ))}
+
+
 def local_addresses() -> list[str]:
     """The node's own IPv4 addresses (/proc/net/fib_trie's local host routes)."""
     found, last = set(), None
@@ -120,6 +168,8 @@ def facts(names: list[str]) -> dict:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--frameworks"]:
         print(MARK + json.dumps(frameworks(sys.argv[2:])), flush=True)
+    elif sys.argv[1:2] == ["--software"]:
+        print(SOFTWARE_MARK + json.dumps(software()), flush=True)
     elif sys.argv[1:2] == ["--compiler"]:
         print(COMPILER_MARK + json.dumps(compiler(sys.argv[2])), flush=True)
     else:

@@ -872,6 +872,7 @@ def main(argv: list[str] | None = None) -> int:
                 frameworks={"torch": torch.__version__, **comm.versions}, python=platform.python_version(),
                 backend=comm.name, wrapper=comm.wrapper, cuda=torch.version.cuda if cuda else None,
                 nccl=".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
+                cudnn=str(torch.backends.cudnn.version()) if cuda and torch.backends.cudnn.is_available() else None,
                 parameters=sum(p.numel() for p in model.parameters()),
                 **({"flops_per_sample": counted.total / (args.batch_size * per_sample)} if counted.total else {}),
                 **({"allreduce": allreduce, "gradient_bytes": grad_bytes} if allreduce else {}),

@@ -1,6 +1,6 @@
-"""A case's preflight, just before its first launch: its framework on every node (and, for an
-engine that spans nodes, their reach), its baseline file and context, and a hardware probe; and
-the probes again, before a verdict on probe figures alone or a recording."""
+"""Whether a case is ready for its first launch (its preflight): its framework on every node (and, for
+an engine that spans nodes, their reach), its baseline file and context, a hardware probe and its
+nodes' software; and the probes again, before a verdict on probe figures alone or a recording."""
 from __future__ import annotations
 
 import contextlib
@@ -13,33 +13,37 @@ from ..baselines import BaselineError
 from ..baselines.store import SittingsError
 from ..clusters.base import Cluster, ClusterError
 from ..options import RunOptions
-from ..preflight import compiler, frameworks, hardware, reach
+from ..nodechecks import compiler, frameworks, hardware, reach
 from ..results import CaseResult
 from ..specs import COMPILED, CaseSpec
 from .contexts import BaselineContext
 from .engines import Engines
 from .gate import Gate
+from .software import SoftwareIdentities
 
 RECHECKS = 3  # more probes, --dlperf-reprobe-pause s apart, before a HARDWARE verdict on probe figures alone
 
 
-class CasePreflight:
+class CaseReadiness:
     """The session's preflights and what they found: each node's framework versions, each node's
     best hardware fingerprint, and each case's baseline context (resolved once, for the judge)."""
 
     def __init__(self, cluster: Callable[[], Cluster], engines: Engines, gate: Gate, failures: dict[str, str],
-                 options: RunOptions) -> None:
+                 options: RunOptions, software: SoftwareIdentities) -> None:
         self.cluster, self.engines, self.gate, self.failures, self.options = cluster, engines, gate, failures, options
+        self.software = software
         self.fingerprints: hardware.Fingerprints | None = None
         self.node_frameworks: dict[str, dict[str, str]] = {}  # node -> framework -> version
         self._framework_checked: dict[tuple[str, ...], tuple[str, str] | None] = {}
         self.contexts: dict[str, BaselineContext | None] = {}  # case name -> its baseline context
 
     def run(self, case: CaseSpec) -> None:
-        """Before the case's first launch: framework, baseline file, hardware probe (skip or fail raised)."""
+        """Before the case's first launch: framework, baseline file, hardware probe (skip or fail raised),
+        and its nodes' software (once per node set: what its verdicts compare with the recording's)."""
         self.framework_ready(case)
         self.baseline_ready(case)
         self.probe_hardware(self.engines.name(case))
+        self.software.probe(self.cluster().nodes()[:case.topology.nodes])
 
     def framework_ready(self, case: CaseSpec) -> None:
         """The backend's framework on every node of the case, in one version (and a compiled case's

@@ -1,4 +1,5 @@
-"""Preflight of SSH nodes: what each node has (Python, frameworks, CPUs, GPUs) and whether they agree.
+"""Whether SSH nodes agree: what each node has (Python, frameworks, CPUs, GPUs), asked before any
+training, and whether they agree (the preflight of the SSH, Slurm and Ray kinds).
 
 PROBE_SRC (``node/workloads/nodefacts.py``) runs on every node (``python3 -c PROBE_SRC torch ...``) and prints
 one JSON line (the frameworks are import names; none is imported); ``problems`` compares the nodes, so that a node

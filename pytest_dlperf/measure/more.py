@@ -1,6 +1,6 @@
-"""More launches of a case whose test has its launches already: to confirm a first look's regression
-before the test fails, or to let a recording whose launches fell into modes see them again. They run in
-the case's own test, after the rounds of every case, so they come minutes after the case's first ones."""
+"""More launches of a case whose test has its launches already: a recording whose launches fell into
+modes sees them again (--dlperf-confirm). They run in the case's own test, after the rounds of every
+case, so they come minutes after the case's first ones."""
 from __future__ import annotations
 
 from ..clusters.base import ClusterError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..clusters.base import Cluster, Node
-from ..preflight.frameworks import probe
+from ..nodechecks.frameworks import probe
 from .sides import Side
 
 

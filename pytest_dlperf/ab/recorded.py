@@ -1,0 +1,134 @@
+"""The recorded software as an A/B reference: which side spec runs again what a baseline was recorded
+with, found from the software identity it stored (``software.py``) and what differs now. In order: the
+recorded commit (``rev=``) for what lies in the repository, the recorded interpreter (``python=``) where
+it still holds the recorded distributions, the recorded variables (``env=``, ``unset=``). Where a part
+cannot be run again (a commit not in this clone, an interpreter upgraded in place, another driver), no
+reference is found, and the reason and the option that would confirm it are said instead."""
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..software import Change, Difference, NodeSoftware, Software
+from .sides import SideSpec, SpecError, parse_side
+
+OPTION = "--dlperf-confirm-reference"
+NAME = "recorded"  # the reference's label in the verdicts and the report
+
+# what the parts of a reference can run again; any other difference leaves the recorded software out of reach
+_BY_REV = {Change.REPOSITORY, Change.FILES}
+_BY_PYTHON = {Change.PYTHON, Change.DISTRIBUTIONS}
+
+
+@dataclass(frozen=True)
+class Found:
+    """A reference that runs the recorded software (``spec``), or why none does (``why``) and the option
+    that would confirm the case (``option``)."""
+
+    spec: SideSpec | None
+    why: str = ""
+    option: str = ""
+
+
+def option_for(words: Sequence[str]) -> str:
+    """The command-line option for a reference of these spec words (COMMIT, PATH: what the user fills in)."""
+    return f"{OPTION} {shlex.quote(shlex.join(words))}"
+
+
+def find(recorded: Software | None, now: Software, differences: Sequence[Difference], *,
+         reachable: Callable[[str], bool], interpreter: Callable[[str], Mapping[int, NodeSoftware] | str],
+         recorded_commit: str | None = None) -> Found:
+    """The reference for a case whose recording ran ``recorded`` and this session ``now``.
+    ``reachable(commit)``: whether the repository holds it; ``interpreter(path)``: that interpreter's software
+    on each of the case's nodes (by node order), or why it cannot run there; ``recorded_commit``: the commit an
+    entry recorded before software identities existed (its versions' ``git``), for the hint."""
+    if recorded is None:
+        hint = [f"rev={recorded_commit}"] if recorded_commit else ["rev=COMMIT"]
+        return Found(None, "the baseline was recorded before pytest-dlperf recorded software, so what differs "
+                           "cannot be known (record it again with --update-baselines to gate it side by side)",
+                     option_for(hint))
+    kinds = {d.kind for d in differences}
+    words: list[str] = []
+    problems: list[str] = []
+    placeholders: list[str] = []
+    if kinds & _BY_REV and (Change.REPOSITORY in kinds or not kinds & (_BY_PYTHON | {Change.HARNESS})):
+        word, problem = _by_rev(recorded, reachable)
+        words += [word] if word else []
+        problems += [problem] if problem else []
+        placeholders += [] if word else ["rev=COMMIT"]
+    if kinds & _BY_PYTHON or (Change.HARNESS in kinds and Change.REPOSITORY not in kinds):
+        word, problem = _by_python(recorded, interpreter)
+        words += [word] if word else []
+        problems += [problem] if problem else []
+        placeholders += [] if word else ["python=PATH"]
+    if Change.ENV in kinds:
+        got, problem = _by_env(recorded, now)
+        words += got
+        problems += [problem] if problem else []
+    if Change.NODES in kinds:
+        problems.append("the recording ran on another number of nodes")
+    for d in differences:  # the stack beneath the framework comes with the distributions, but for the driver
+        if d.kind is Change.STACK and (d.text.startswith("driver") or not kinds & _BY_PYTHON):
+            problems.append(f"the {d.text.split()[0]} changed ({d.text}), and no reference runs the old one beside "
+                            "this session's")
+    if problems:
+        return Found(None, "; ".join(problems), option_for(words + placeholders))
+    try:
+        spec = parse_side(shlex.join([*words, f"name={NAME}"]), "reference", OPTION)
+    except SpecError as exc:  # a recorded value the spec language cannot carry
+        return Found(None, f"the recorded software cannot be named as a reference: {exc}", option_for(words))
+    return Found(spec, "", option_for(words))
+
+
+def _by_rev(recorded: Software, reachable: Callable[[str], bool]) -> tuple[str | None, str | None]:
+    repo = recorded.repository
+    if repo is None:
+        return None, "the recording was not made in a git repository, so no commit holds its files"
+    if repo.changes:
+        return None, (f"the recording was made with uncommitted changes ({repo.changes}), so no commit holds "
+                      "its files")
+    if not reachable(repo.commit):
+        return None, (f"its commit {repo.commit[:12]} is not in this repository (a shallow clone?): fetch it "
+                      "(git fetch --unshallow)")
+    return f"rev={repo.commit}", None
+
+
+def _by_python(recorded: Software, interpreter: Callable[[str], Mapping[int, NodeSoftware] | str]
+               ) -> tuple[str | None, str | None]:
+    paths = {n.executable for n in recorded.nodes}
+    if len(paths) != 1:
+        return None, f"the recording ran other interpreters on its nodes ({', '.join(sorted(paths))})"
+    path = paths.pop()
+    got = interpreter(path)
+    if isinstance(got, str):
+        return None, f"the recorded python {path} cannot run: {got}"
+    for i, node in enumerate(recorded.nodes):
+        have = got.get(i)
+        if have is None:
+            return None, f"the recorded python {path} did not answer on node {i}"
+        if have.python != node.python or have.packages != node.packages:
+            changed = sorted(k for k in set(have.distributions) | set(node.distributions)
+                             if have.distributions.get(k) != node.distributions.get(k))
+            said = ", ".join(f"{k} {node.distributions.get(k, '(none)')} -> {have.distributions.get(k, '(removed)')}"
+                             for k in changed[:4]) + (" ..." if len(changed) > 4 else "")
+            return None, (f"the recorded python {path} no longer holds the recorded software on node {i} "
+                          f"({said or f'python {node.python} -> {have.python}'}): it was upgraded in place; keep "
+                          "the recorded environment beside the new one to confirm side by side")
+    return f"python={path}", None
+
+
+def _by_env(recorded: Software, now: Software) -> tuple[list[str], str | None]:
+    """env=/unset= words that bring this session's variables back to the recorded ones (the same on every node)."""
+    want = [dict(n.env) for n in recorded.nodes]
+    have = [dict(n.env) for n in now.nodes]
+    words: dict[str, str] = {}
+    for rec, cur in zip(want, have):
+        for k in sorted(set(rec) | set(cur)):
+            if rec.get(k) == cur.get(k):
+                continue
+            word = f"env={k}={rec[k]}" if k in rec else f"unset={k}"
+            if words.setdefault(k, word) != word:
+                return [], f"the recorded variable {k} differed between the recording's nodes"
+    return list(words.values()), None
+

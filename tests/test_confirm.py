@@ -1,0 +1,251 @@
+"""Screen, attribution, confirmation (issue #55): a stored-baseline failure with nothing recorded differing
+is the host's (HOST); one with a software difference is confirmed side by side with the recorded software.
+The rules on hand-made identities; the sessions on the tiny engine, against a real recording."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_dlperf.ab.recorded import find
+from pytest_dlperf.ab.sides import parse_side
+from pytest_dlperf.baselines.drift import sitting_drift
+from pytest_dlperf.baselines.entry import Entry
+from pytest_dlperf.clusters.base import Node, NodeCommand
+from pytest_dlperf.ab.sides import Side
+from pytest_dlperf.software import Change, NodeSoftware, Repository, Software, differences
+
+from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, python_over_this_one, run_suite
+
+# ---------------------------------------------------------------- the rules, on hand-made identities
+NODE = NodeSoftware("/usr/bin/python3", "3.11.7", {"torch": "2.12.0", "numpy": "2.1.0"}, {"OMP_NUM_THREADS": "1"})
+SW = Software((NODE, NODE), {"workload:torch_ddp.py": "aaaa", "suite:test_train.py": "bbbb"},
+              Repository("1" * 40), "0.1.0", {"backend": "gloo"})
+
+
+def kinds(old: Software, new: Software, **kw) -> list[Change]:
+    return [d.kind for d in differences(old, new, **kw)]
+
+
+def test_nothing_differs_between_equal_identities_and_each_change_is_named_once():
+    assert differences(SW, SW) == []
+    assert Software.from_dict(json.loads(json.dumps(SW.to_dict()))) == SW and Software.from_dict(SW.to_dict()).id == SW.id
+    upgraded = replace(NODE, distributions={"torch": "2.13.0", "numpy": "2.1.0", "triton": "3.0"})
+    new = replace(SW, nodes=(upgraded, upgraded))
+    (d,) = differences(SW, new)
+    assert d.kind is Change.DISTRIBUTIONS and "torch 2.12.0 -> 2.13.0" in d.text and "triton (none) -> 3.0" in d.text
+    assert d.text.endswith("on every node")
+    one = replace(SW, nodes=(NODE, replace(NODE, env={"OMP_NUM_THREADS": "1", "NCCL_ALGO": "Tree"})))
+    (d,) = differences(SW, one)
+    assert d.kind is Change.ENV and d.text == "env NCCL_ALGO: (unset) -> Tree on node 1"
+    moved = replace(SW, repository=Repository("2" * 40))
+    assert kinds(SW, moved) == [Change.REPOSITORY]
+    # a commit that only adds a recording changes no software
+    assert kinds(SW, moved, same_tree=lambda a, b: True) == []
+    dirty = replace(SW, repository=Repository("1" * 40, "cafe"))
+    assert kinds(SW, dirty) == [Change.REPOSITORY]
+    assert kinds(SW, replace(SW, files={**SW.files, "workload:torch_ddp.py": "cccc"})) == [Change.FILES]
+    assert kinds(SW, replace(SW, stack={"backend": "gloo", "cuda": "12.4"})) == [Change.STACK]
+    with pytest.raises(ValueError, match="nodes"):
+        Software.from_dict({**SW.to_dict(), "nodes": []})
+
+
+def finder(recorded: Software | None, now: Software, reachable: bool = True, python: dict | str | None = None,
+           **kw):
+    got = python if python is not None else {i: n for i, n in enumerate(recorded.nodes)} if recorded else "gone"
+    return find(recorded, now, differences(recorded, now) if recorded else [], reachable=lambda c: reachable,
+                interpreter=lambda path: got, **kw)
+
+
+def test_the_recorded_software_is_found_as_a_reference_where_it_can_run_again():
+    # a commit: rev= the recorded one, where the repository holds it
+    moved = replace(SW, repository=Repository("2" * 40))
+    found = finder(SW, moved)
+    assert found.spec is not None and found.spec.rev == "1" * 40 and found.spec.label == "recorded"
+    # ... not in a shallow clone: named, with the fetch
+    found = finder(SW, moved, reachable=False)
+    assert found.spec is None and "is not in this repository (a shallow clone?)" in found.why
+    assert found.option == "--dlperf-confirm-reference rev=COMMIT"
+    # a recording made with uncommitted changes: no commit holds its files
+    found = finder(replace(SW, repository=Repository("1" * 40, "cafe")), moved)
+    assert found.spec is None and "uncommitted changes (cafe)" in found.why
+    # another interpreter: python= the recorded one, where it still holds the recorded distributions
+    venv = replace(NODE, executable="/opt/new/bin/python")
+    other = replace(SW, nodes=(venv, venv))
+    found = finder(SW, other)
+    assert found.spec is not None and found.spec.python == "/usr/bin/python3" and found.spec.rev is None
+    # upgraded in place: the recorded path holds other distributions now
+    upgraded = replace(NODE, distributions={"torch": "2.13.0", "numpy": "2.1.0"})
+    found = finder(SW, replace(SW, nodes=(upgraded, upgraded)), python={0: upgraded, 1: upgraded})
+    assert found.spec is None and "upgraded in place" in found.why and "torch 2.12.0 -> 2.13.0" in found.why
+    found = finder(SW, other, python="no such file")
+    assert found.spec is None and "cannot run: no such file" in found.why
+    # variables: the recorded values back, and the ones the recording had unset removed
+    env = replace(NODE, env={"OMP_NUM_THREADS": "2", "DLPERF_PLANT_SLOWDOWN": "0.1"})
+    found = finder(SW, replace(SW, nodes=(env, env)))
+    assert found.spec is not None and found.spec.env == {"OMP_NUM_THREADS": "1"}
+    assert found.spec.unset == ("DLPERF_PLANT_SLOWDOWN",)
+    # a driver cannot run beside another
+    found = finder(replace(SW, stack={"backend": "nccl", "driver": "535"}), replace(SW, stack={"backend": "nccl", "driver": "550"}))
+    assert found.spec is None and "driver changed" in found.why
+    # a baseline recorded before software identities: nothing can be known, the recorded commit is the hint
+    found = finder(None, SW, recorded_commit="4e957a99146a")
+    assert found.spec is None and "recorded before pytest-dlperf recorded software" in found.why
+    assert found.option == "--dlperf-confirm-reference rev=4e957a99146a"
+
+
+def test_a_side_unsets_what_the_recording_had_unset_in_its_workers_command():
+    spec = parse_side("unset=DLPERF_PLANT_SLOWDOWN env=OMP_NUM_THREADS=1", "reference")
+    node = Node("n0", "127.0.0.1", slots=1, cpus=1)
+    (cmd,) = Side(spec).commands([NodeCommand(node, ["python3", "w.py"], {"DLPERF_PLANT_SLOWDOWN": "0.5", "X": "1"})])
+    assert cmd.argv == ["env", "-u", "DLPERF_PLANT_SLOWDOWN", "python3", "w.py"]
+    assert cmd.env == {"X": "1", "OMP_NUM_THREADS": "1"}
+    with pytest.raises(ValueError, match="both set"):
+        parse_side("unset=X env=X=1", "reference")
+
+
+def test_the_drift_between_sittings_is_stated_with_its_band():
+    e = Entry.from_samples(model="resnet50", precision="fp32", batch_size=8, image_size=64, backend="ddp",
+                           topology="1n1g", throughputs=[10, 10.2, 9.8, 9.0, 9.1, 8.9, 10.5, 10.4, 10.6],
+                           tolerance=0.05, versions={})
+    assert sitting_drift(e, "throughput") is None  # one sitting
+    e.sittings = [{"recorded_at": str(i), "runs": 3} for i in range(3)]
+    d = sitting_drift(e, "throughput")
+    assert d is not None and d.sittings == 3 and d.moved == pytest.approx(10.5 / 9.0 - 1)
+    assert d.within(-0.05) and not d.within(-0.30)
+    assert "moved by up to 16.7% between the recording's 3 sittings" in d.said("throughput", -0.05)
+
+
+# ---------------------------------------------------------------- sessions on the tiny engine
+TINY = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-iters", "3", "--dlperf-repeats", "3",
+        "--dlperf-timeout", "240", "-k", "1n1g"]
+CASE = "resnet50-fp32-bs2-32px-1n1g"
+KEY = f"tiny/{CASE}"
+SIDE = ("--dlperf-confirm-pairs", "6")  # side by side, at most 6 pairs
+
+
+def run(tmp: Path, store: Path, *args: str, env: dict | None = None, python: str | None = None):
+    return run_suite(f"--dlperf-report={tmp / 'report'}", f"--dlperf-baseline-dir={store}", *TINY, *args,
+                     env=env, python=python)
+
+
+def verdict_of(tmp: Path) -> dict:
+    return json.loads((tmp / "report" / "results.json").read_text())["cases"][0]["verdict"]["throughput"]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("recorded")
+    store = tmp / "store"
+    r = run(tmp, store, "--update-baselines", "--dlperf-repeats", "5")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(next(store.glob("*.json")).read_text())
+    sw = doc["software"][doc["entries"][KEY]["software"]]  # the recording's software identity, stored
+    assert sw["nodes"][0]["executable"] == sys.executable and sw["repository"]["commit"]
+    assert "workload:workload.py" in sw["files"] and "suite:test_train.py" in sw["files"]
+    return store
+
+
+@pytest.mark.exclusive
+def test_unchanged_software_that_fails_its_screen_is_the_host_skipped_here_and_failed_under_ci(recorded, tmp_path):
+    """A slow spell of the host over the case's launches, nothing else: the screen fails, nothing recorded
+    differs, so the verdict names the host; no launch is added, and the baseline is not written."""
+    before = next(recorded.glob("*.json")).read_bytes()
+    slow = {"TINY_SLOW_FIRST": f"{tmp_path / 'launches'}:99:0.5", "CI": "", "BUILD_NUMBER": ""}
+    r = run(tmp_path / "here", recorded, *SIDE, env=slow)
+    assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout + r.stderr
+    assert f"HOST {CASE} throughput: nothing recorded differs from the recording (commit " in r.stdout
+    assert "% slower than when it recorded (throughput -" in r.stdout and "REGRESSION" not in r.stdout
+    v = verdict_of(tmp_path / "here")
+    assert v["status"] == "host" and v["confirmation"]["outcome"] == "host" and v["confirmation"]["screen"] == "regression"
+    assert not (tmp_path / "here" / "report" / "runs" / CASE / "side-by-side").exists()  # nothing confirmed
+    r = run(tmp_path / "ci", recorded, *SIDE, env={**slow, "CI": "true"})
+    assert r.returncode == 1 and f"HOST {CASE} throughput" in r.stdout and "(--dlperf-hardware fail)" in r.stdout
+    assert next(recorded.glob("*.json")).read_bytes() == before
+
+
+@pytest.mark.exclusive
+def test_a_software_change_is_confirmed_side_by_side_with_the_recorded_software(recorded, tmp_path):
+    """The workers slowed by a variable the recording did not have: the reference unsets it, the pairs
+    show the drop, and the REGRESSION says so with its interval and pairs."""
+    r = run(tmp_path, recorded, *SIDE, env={"DLPERF_PLANT_SLOWDOWN": "0.5"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"REGRESSION {CASE} throughput: confirmed side by side: -" in r.stdout, r.stdout
+    assert "against the recorded software (unset=DLPERF_PLANT_SLOWDOWN name=recorded" in r.stdout
+    assert "changed since the recording: env DLPERF_PLANT_SLOWDOWN: (unset) -> 0.5" in r.stdout
+    v = verdict_of(tmp_path)
+    c = v["confirmation"]
+    assert v["status"] == "regression" and c["outcome"] == "confirmed" and c["side_by_side"]["verdict"] == "slower"
+    assert 3 <= c["pairs"]["pairs"] <= 6 and c["reference"].startswith("unset=DLPERF_PLANT_SLOWDOWN")
+    runs = tmp_path / "report" / "runs" / CASE / "side-by-side"
+    assert (runs / "p0-reference").is_dir() and (runs / "p0-candidate").is_dir()
+
+
+@pytest.mark.exclusive
+def test_a_harmless_change_that_met_a_slow_spell_is_cleared_side_by_side(recorded, tmp_path):
+    """A variable no training reads differs, and the host's slow spell covered the case's three launches:
+    the screen fails; side by side, the reference and this session run alike, and the case passes."""
+    env = {"TF_DLPERF_HARMLESS": "1", "TINY_SLOW_FIRST": f"{tmp_path / 'launches'}:3:0.5"}
+    r = run(tmp_path, recorded, *SIDE, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "REGRESSION" not in r.stdout, [ln for ln in r.stdout.splitlines() if "REGRESSION" in ln]
+    assert "against the stored baseline; side by side with the recorded software" in r.stdout
+    v = verdict_of(tmp_path)
+    assert v["confirmation"]["outcome"] in ("cleared", "undecided") and v["confirmation"]["screen"] == "regression"
+    assert v["confirmation"]["reference"] == "unset=TF_DLPERF_HARMLESS name=recorded"
+
+
+@pytest.mark.exclusive
+def test_a_second_python_is_confirmed_with_the_recorded_python_and_its_twin_is_cleared(recorded, tmp_path):
+    """Another interpreter over the same packages, whose workload processes pay a hidden cost (its
+    sitecustomize plants a slow-down in them alone): the reference is the recorded python, and the drop
+    is confirmed. Its twin without the cost, met by a slow spell at the screen, is cleared."""
+    slow = python_over_this_one(tmp_path / "slow")
+    (slow / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if sys.argv and sys.argv[0].endswith('workload.py'):\n"
+        "    os.environ['DLPERF_PLANT_SLOWDOWN'] = '0.5'\n")
+    r = run(tmp_path / "slow", recorded, *SIDE, python=str(tmp_path / "slow" / "bin" / "python"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"REGRESSION {CASE} throughput: confirmed side by side" in r.stdout, r.stdout
+    assert f"(python={sys.executable} name=recorded" in r.stdout
+    assert f"python {sys.executable} -> {tmp_path / 'slow'}/bin/python" in r.stdout
+    python_over_this_one(tmp_path / "twin")
+    r = run(tmp_path / "twin", recorded, *SIDE, python=str(tmp_path / "twin" / "bin" / "python"),
+            env={"TINY_SLOW_FIRST": f"{tmp_path / 'launches'}:3:0.5"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert verdict_of(tmp_path / "twin")["confirmation"]["outcome"] in ("cleared", "undecided")
+
+
+def test_a_bad_confirm_reference_is_one_line_before_any_launch(tmp_path):
+    for spec, said in (("bogus=1", "'bogus=1' is not a spec word"), ("current", "names no software")):
+        r = run(tmp_path, tmp_path / "store", "--dlperf-confirm-reference", spec)
+        assert r.returncode == 4, r.stdout + r.stderr
+        (line,) = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert "--dlperf-confirm-reference" in line and said in line
+    assert not (tmp_path / "report" / "runs").exists()
+    r = run(tmp_path, tmp_path / "store", "--dlperf-confirm-pairs", "2")
+    assert r.returncode == 4 and "need 3 <= min <= max" in r.stderr
+
+
+@pytest.mark.exclusive
+def test_a_baseline_without_software_is_not_confirmed_and_names_the_option(recorded, tmp_path):
+    """A baseline recorded before software was recorded: a screen failure is a REGRESSION not confirmed,
+    with what would confirm it (the commit its versions name)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    path = next(recorded.glob("*.json"))
+    doc = json.loads(path.read_text())
+    doc["entries"][KEY].pop("software")
+    doc.pop("software")
+    (store / path.name).write_text(json.dumps(doc))
+    r = run(tmp_path, store, *SIDE, env={"DLPERF_PLANT_SLOWDOWN": "0.5"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"REGRESSION {CASE} throughput (not confirmed side by side: the baseline was recorded before " in r.stdout
+    commit = doc["entries"][KEY]["versions"]["git"].removesuffix("+dirty")
+    assert f"To confirm it side by side with the recorded software: --dlperf-confirm-reference rev={commit}" in r.stdout
+    assert verdict_of(tmp_path)["confirmation"]["outcome"] == "not confirmed"
+    assert not (tmp_path / "report" / "runs" / CASE / "side-by-side").exists()
