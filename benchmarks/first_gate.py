@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A newcomer's record-then-gate path, repeated (issue #48 item 0): how many case verdicts of unchanged
-software are REGRESSION right after recording and an hour later, whether a planted slow-down is still
-caught, and what confirming a first look's regression (--dlperf-confirm) costs.
+"""A newcomer's record-then-gate path, repeated (issue #48 item 0, #55): how many case verdicts of unchanged
+software are REGRESSION right after recording and an hour later (and how many name the host: HOST), whether
+a planted slow-down is still caught, and what confirming a screen failure side by side costs.
 
 Phases (one work directory holds them all; run them in order):
   record  ``pytest suites/ --update-baselines`` into WORK/store
@@ -12,8 +12,10 @@ Phases (one work directory holds them all; run them in order):
   show    the table of every session so far (each phase prints it too)
 
 Every gate is the README's plain ``pytest suites/`` against the stored baselines, with the default
-confirmation; the first look of each confirmed case is read back from its verdict, so one session gives
-both figures: what would have failed without confirming, and what failed. Nothing is modelled.
+confirmation; what the screen said of each case is read back from its verdict's confirmation, so one
+session gives both figures: what the screen failed, and what failed. Nothing is modelled. (The planted
+sessions plant a variable, DLPERF_PLANT_SLOWDOWN, which the recording did not have: a software difference,
+confirmed side by side with the variable unset. benchmarks/side_by_side.py plants commits and environments.)
 
     python3 benchmarks/first_gate.py record --work /tmp/fg [-- EXTRA PYTEST ARGS]
     python3 benchmarks/first_gate.py now --work /tmp/fg --gates 3 --plant 0.10
@@ -25,7 +27,6 @@ import argparse
 import json
 import math
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -92,16 +93,16 @@ def cases_of(work: Path, label: str) -> list[dict]:
 
 
 def verdicts(cases: list[dict]) -> list[dict]:
-    """Per case: its tolerated verdicts, the first look's where it was confirmed, and its launches."""
+    """Per case: its tolerated verdicts, what the attribution and confirmation made of a screen failure
+    (host, confirmed, cleared, undecided, not confirmed), and the launches its side-by-side pairs added."""
     out = []
     for c in cases:
         v = c.get("verdict") or {}
         said = {m: v[m]["status"] for m in TOLERATED if m in v}
-        confirmation = next((v[m].get("confirmation", "") for m in v if v[m].get("confirmation")), "")
-        added = re.search(r"the (\d+) launch\(es\) taken to confirm", confirmation)
+        confirmation = next((v[m]["confirmation"] for m in v if isinstance(v[m].get("confirmation"), dict)), None)
+        pairs = (confirmation or {}).get("pairs") or {}
         out.append({"case": c["case"]["id"], "status": said, "launches": len(c["runs"]),
-                    "confirmation": confirmation.split(":")[0] if confirmation else "",
-                    "added": int(added.group(1)) if added else 0})
+                    "confirmation": (confirmation or {}).get("outcome", ""), "added": 2 * pairs.get("pairs", 0)})
     return out
 
 
@@ -111,14 +112,15 @@ def row(meta: dict, results: list[dict]) -> str:
     cases = verdicts(results)
     regression = [c["case"] for c in cases if "regression" in c["status"].values()]
     noisy = [c["case"] for c in cases if "noisy" in c["status"].values() and c["case"] not in regression]
-    confirmed = [c for c in cases if c["confirmation"]]
-    first_looks = len(confirmed)  # each was a REGRESSION (or NOISY) on its first look
-    extra = sum(c["added"] for c in confirmed)
+    screened = [c for c in cases if c["confirmation"]]  # each failed its screen (REGRESSION or NOISY)
+    extra = sum(c["added"] for c in screened)
+    outcome = {k: sum(c["confirmation"] == k for c in screened) for k in ("host", "confirmed", "cleared", "undecided")}
     when = time.strftime("%H:%M", time.localtime(meta["started"]))
     return (f"{label:10s} {when}  rc={meta['rc']}  {meta['wall']:6.0f} s  cases {len(cases):2d}  "
-            f"first-look fails {first_looks:2d}  confirmed {sum(c['confirmation'] == 'CONFIRMED' for c in confirmed):2d}  "
+            f"screen fails {len(screened):2d}  host {outcome['host']:2d}  confirmed {outcome['confirmed']:2d}  "
+            f"cleared {outcome['cleared']:2d}  undecided {outcome['undecided']:2d}  "
             f"REGRESSION {len(regression):2d} {','.join(regression) or '-'}  NOISY {len(noisy)}  "
-            f"confirm launches {extra}")
+            f"side-by-side launches {extra}")
 
 
 def case_medians(cases: list[dict]) -> dict[str, tuple[float, float | None]]:

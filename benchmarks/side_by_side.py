@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""The stored gate as screen, attribution and side-by-side confirmation (issue #55), measured on this
+machine with real torch training in a clone of this repository: how many verdicts of unchanged software
+are REGRESSION (none is the target) and how many name the host; whether a real commit that slows one
+model's workload is confirmed side by side, and a harmless commit is not; whether a second Python
+environment whose workers pay a hidden cost is confirmed and its identical twin is not; and what the
+confirmations cost.
+
+Phases (WORK holds them all; ``all`` runs them in order):
+  setup   clone this repository at HEAD into WORK/repo (C0); commit on branch ``slow`` a real change to
+          the workload (resnet50's step runs an extra no-grad forward over a quarter of its batch, as a
+          training-accuracy check would) and on branch ``docs`` a change to docs/ alone; make the second
+          environments WORK/slowenv (every 4th Conv2d forward computed twice: benchmarks/slowenv) and its
+          twin WORK/twinenv (the same packages, no slow-down)
+  record  ``pytest suites/ --update-baselines`` at C0 (the README's newcomer path), into WORK/store
+  now     --gates gated sessions of the suite at C0 right after the recording
+  envs    the slowed environment's and its twin's sessions at C0 (``-k resnet50``)
+  rounds  --rounds rounds, each a session at ``slow`` and one at ``docs`` (``-k resnet50``), a round
+          starting at least --spacing minutes after the one before; the ``later`` phase runs in between
+          once --after-minutes have passed since the recording ended
+  later   --gates gated sessions of the suite at C0 an hour after the recording
+  show    the table of every session so far
+
+Every session is a plain ``pytest suites/`` from WORK/repo with the default confirmation (up to 20 pairs).
+
+    python3 benchmarks/side_by_side.py all --work /tmp/sbs
+    python3 benchmarks/side_by_side.py show --work /tmp/sbs
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import host_check  # noqa: E402  (benchmarks/host_check.py: the host's speed per kind of work, around sessions)
+
+STEP_END = "        scaler.update()\n        return loss.detach()\n"
+SLOW_STEP = ("        scaler.update()\n"
+             "        if args.model == \"resnet50\":  # training accuracy on a quarter of the batch, for the logs\n"
+             "            with torch.no_grad():\n"
+             "                model(images[: max(1, images.shape[0] // 4)])\n"
+             "        return loss.detach()\n")
+WORKLOAD = "pytest_dlperf/node/workloads/torch_ddp.py"
+RESNET = ("-k", "resnet50")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def setup(work: Path) -> None:
+    """The clone, its two branches and the two environments (see the module doc)."""
+    repo = work / "repo"
+    if repo.exists():
+        sys.exit(f"side_by_side.py: {repo} exists: setup runs once per work directory (use another --work)")
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
+    for k, v in (("user.name", "side_by_side"), ("user.email", "bench@localhost")):
+        git(repo, "config", k, v)
+    base = git(repo, "rev-parse", "HEAD")
+    path = repo / WORKLOAD
+    text = path.read_text()
+    if text.count(STEP_END) != 1:
+        sys.exit(f"side_by_side.py: {WORKLOAD}'s step no longer ends as this benchmark expects: update STEP_END")
+    git(repo, "checkout", "-q", "-b", "slow")
+    path.write_text(text.replace(STEP_END, SLOW_STEP))
+    git(repo, "commit", "-q", "-am", "resnet50: log training accuracy on a quarter of each batch")
+    git(repo, "checkout", "-q", "-b", "docs", base)
+    with (repo / "docs" / "README.md").open("a") as fh:
+        fh.write("\n<!-- a harmless change, made by benchmarks/side_by_side.py -->\n")
+    git(repo, "commit", "-q", "-am", "docs: a harmless change")
+    git(repo, "checkout", "-q", base)
+    for env, twin in (("slowenv", []), ("twinenv", ["--twin"])):
+        subprocess.run(["bash", str(ROOT / "benchmarks" / "slowenv" / "make_env.sh"), str(work / env), *twin], check=True)
+    (work / "setup.json").write_text(json.dumps({"base": base, "slow": git(repo, "rev-parse", "slow"),
+                                                 "docs": git(repo, "rev-parse", "docs")}))
+
+
+def session(work: Path, label: str, commit: str, *args: str, python: str | None = None) -> dict:
+    """One session from WORK/repo at ``commit`` into WORK/label: wall time, exit code, host checks kept."""
+    repo, report = work / "repo", work / label
+    git(repo, "checkout", "-q", commit)
+    cmd = [python or sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:cacheprovider",
+           f"--dlperf-baseline-dir={work / 'store'}", f"--dlperf-report={report}", *args]
+    env = {k: v for k, v in os.environ.items() if k not in ("DLPERF_CONFIRM_PAIRS", "DLPERF_CONFIRM")}
+    before = host_check.check()
+    t0 = time.time()
+    r = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=env)
+    wall = time.time() - t0
+    report.mkdir(parents=True, exist_ok=True)
+    (report / "stdout.txt").write_text(r.stdout + r.stderr)
+    got = {"label": label, "started": t0, "wall": round(wall, 1), "rc": r.returncode, "commit": commit,
+           "python": python or sys.executable, "args": list(args), "host": {"before": before, "after": host_check.check()}}
+    (work / f"{label}.json").write_text(json.dumps(got))
+    print(row(work, got), flush=True)
+    return got
+
+
+def cases_of(work: Path, label: str) -> list[dict]:
+    path = work / label / "results.json"
+    return json.loads(path.read_text())["cases"] if path.exists() else []
+
+
+def row(work: Path, meta: dict) -> str:
+    """A session's line: its verdicts' statuses, what the confirmations made of the screen's failures, and
+    what they cost (pairs, seconds)."""
+    statuses: dict[str, int] = {}
+    outcomes: dict[str, int] = {}
+    regressions, pairs, seconds = [], 0, 0.0
+    for c in cases_of(work, meta["label"]):
+        seen = set()
+        for m, v in (c.get("verdict") or {}).items():
+            statuses[v["status"]] = statuses.get(v["status"], 0) + 1
+            if v["status"] == "regression":
+                regressions.append(f"{c['case']['id']}:{m}")
+            conf = v.get("confirmation") or {}
+            if conf:
+                outcomes[conf["outcome"]] = outcomes.get(conf["outcome"], 0) + 1
+                if conf.get("pairs") and c["case"]["id"] not in seen:  # one side-by-side run per case
+                    seen.add(c["case"]["id"])
+                    pairs += conf["pairs"]["pairs"]
+                    seconds += conf.get("seconds") or 0
+    when = time.strftime("%H:%M", time.localtime(meta["started"]))
+    said = " ".join(f"{k}={n}" for k, n in sorted(statuses.items()))
+    conf = " ".join(f"{k}={n}" for k, n in sorted(outcomes.items())) or "-"
+    return (f"{meta['label']:12s} {when} rc={meta['rc']} {meta['wall']:5.0f} s  [{said}]  confirmations [{conf}]  "
+            f"side by side {pairs} pairs {seconds:.0f} s  REGRESSION {','.join(regressions) or '-'}")
+
+
+def show(work: Path) -> None:
+    metas = sorted((json.loads(p.read_text()) for p in work.glob("*.json") if p.name != "setup.json"),
+                   key=lambda m: m["started"])
+    for meta in metas:
+        print(row(work, meta), flush=True)
+
+
+def later(work: Path, gates: int, base: str) -> None:
+    for k in range(gates):
+        session(work, f"later-{k}", base)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("phase", choices=["setup", "record", "now", "envs", "rounds", "later", "all", "show"])
+    p.add_argument("--work", type=Path, required=True)
+    p.add_argument("--gates", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--spacing", type=float, default=12.0, help="minutes from one round's start to the next's")
+    p.add_argument("--after-minutes", type=float, default=60.0)
+    a = p.parse_args()
+    a.work.mkdir(parents=True, exist_ok=True)
+    if a.phase in ("setup", "all"):
+        setup(a.work)
+    if a.phase == "show":
+        show(a.work)
+        return 0
+    if not (a.work / "setup.json").exists():
+        sys.exit(f"side_by_side.py: no setup in {a.work}: run the setup phase first")
+    commits = json.loads((a.work / "setup.json").read_text())
+    if a.phase in ("record", "all"):
+        shutil.rmtree(a.work / "store", ignore_errors=True)
+        session(a.work, "record", commits["base"], "--update-baselines")
+    if a.phase in ("now", "all"):
+        for k in range(a.gates):
+            session(a.work, f"now-{k}", commits["base"])
+    if a.phase in ("envs", "all"):
+        session(a.work, "slowenv", commits["base"], *RESNET, python=str(a.work / "slowenv" / "bin" / "python"))
+        session(a.work, "twinenv", commits["base"], *RESNET, python=str(a.work / "twinenv" / "bin" / "python"))
+    rec = json.loads((a.work / "record.json").read_text()) if (a.work / "record.json").exists() else None
+    later_done = a.phase not in ("all", "rounds") or any(a.work.glob("later-*.json"))
+    if a.phase in ("rounds", "all"):
+        for k in range(a.rounds):
+            t0 = time.time()
+            session(a.work, f"slow-{k}", commits["slow"], *RESNET)
+            session(a.work, f"docs-{k}", commits["docs"], *RESNET)
+            if not later_done and rec and time.time() >= rec["started"] + rec["wall"] + a.after_minutes * 60:
+                later(a.work, a.gates, commits["base"])
+                later_done = True
+            rest = t0 + a.spacing * 60 - time.time()
+            if rest > 0 and k + 1 < a.rounds:
+                time.sleep(rest)
+    if a.phase == "later" or (a.phase == "all" and not later_done):
+        if rec is None:
+            sys.exit("side_by_side.py: no recording: run the record phase first")
+        wait = rec["started"] + rec["wall"] + a.after_minutes * 60 - time.time()
+        if wait > 0:
+            print(f"waiting {wait / 60:.1f} min for the hour after the recording", flush=True)
+            time.sleep(wait)
+        later(a.work, a.gates, commits["base"])
+    git(a.work / "repo", "checkout", "-q", commits["base"])
+    show(a.work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
