@@ -10,10 +10,14 @@ Phases (WORK holds them all; ``all`` runs them in order):
   setup   clone this repository at HEAD into WORK/repo (C0); commit on branch ``slow`` a real change to
           the workload (resnet50's step runs an extra no-grad forward over a quarter of its batch, as a
           training-accuracy check would) and on branch ``docs`` a change to docs/ alone; make the second
-          environments WORK/slowenv (every 4th Conv2d forward computed twice: benchmarks/slowenv) and its
-          twin WORK/twinenv (the same packages, no slow-down)
+          environments WORK/slowenv (every 2nd Conv2d forward computed twice, set inside the environment:
+          benchmarks/slowenv) and its twin WORK/twinenv (the same packages, no slow-down)
   record  ``pytest suites/ --update-baselines`` at C0 (the README's newcomer path), into WORK/store
   now     --gates gated sessions of the suite at C0 right after the recording
+  sitting one sitting of a second recording of the resnet50 cases, WORK/sittings-store, kept over three
+          sittings (``--dlperf-record-sittings 3``): ``all`` takes one after the recording, one after the
+          ``now`` phase and one after ``envs``; it calibrates the band within which a change cannot be
+          told from the host (baselines/drift.py), against every session of unchanged workload
   envs    the slowed environment's and its twin's sessions at C0 (``-k resnet50``)
   rounds  --rounds rounds, each a session at ``slow`` and one at ``docs`` (``-k resnet50``), a round
           starting at least --spacing minutes after the one before; the ``later`` phase runs in between
@@ -76,18 +80,18 @@ def setup(work: Path) -> None:
         fh.write("\n<!-- a harmless change, made by benchmarks/side_by_side.py -->\n")
     git(repo, "commit", "-q", "-am", "docs: a harmless change")
     git(repo, "checkout", "-q", base)
-    for env, twin in (("slowenv", []), ("twinenv", ["--twin"])):
-        subprocess.run(["bash", str(ROOT / "benchmarks" / "slowenv" / "make_env.sh"), str(work / env), *twin], check=True)
+    for env, how in (("slowenv", ["--every", "2"]), ("twinenv", ["--twin"])):
+        subprocess.run(["bash", str(ROOT / "benchmarks" / "slowenv" / "make_env.sh"), str(work / env), *how], check=True)
     (work / "setup.json").write_text(json.dumps({"base": base, "slow": git(repo, "rev-parse", "slow"),
                                                  "docs": git(repo, "rev-parse", "docs")}))
 
 
-def session(work: Path, label: str, commit: str, *args: str, python: str | None = None) -> dict:
+def session(work: Path, label: str, commit: str, *args: str, python: str | None = None, store: str = "store") -> dict:
     """One session from WORK/repo at ``commit`` into WORK/label: wall time, exit code, host checks kept."""
     repo, report = work / "repo", work / label
     git(repo, "checkout", "-q", commit)
     cmd = [python or sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:cacheprovider",
-           f"--dlperf-baseline-dir={work / 'store'}", f"--dlperf-report={report}", *args]
+           f"--dlperf-baseline-dir={work / store}", f"--dlperf-report={report}", *args]
     env = {k: v for k, v in os.environ.items() if k not in ("DLPERF_CONFIRM_PAIRS", "DLPERF_CONFIRM")}
     before = host_check.check()
     t0 = time.time()
@@ -138,6 +142,50 @@ def show(work: Path) -> None:
                    key=lambda m: m["started"])
     for meta in metas:
         print(row(work, meta), flush=True)
+    calibrate(work, [m["label"] for m in metas if m["label"].startswith(UNCHANGED)])
+
+
+UNCHANGED = ("now-", "later-", "docs-", "twinenv")  # the sessions whose workload is the recorded one
+SIGMAS = (1.0, 2.0, 2.5, 3.0, 5.0)  # the bands tried: chromeperf's 2.5, Conbench's 5
+
+
+def sitting_step(k: int) -> tuple[str, tuple[str, ...]]:
+    return f"sitting-{k}", ("--update-baselines", "--dlperf-record-sittings", "3", *RESNET)
+
+
+def calibrate(work: Path, labels: list[str]) -> None:
+    """Against the 3-sitting recording of the resnet50 cases: each unchanged session's change, in units of
+    the sittings' spread (sd of their log medians), and how many fall within each band."""
+    path = next((work / "sittings-store").glob("*.json"), None) if (work / "sittings-store").is_dir() else None
+    if path is None:
+        return
+    sys.path.insert(0, str(ROOT))
+    import math
+
+    from pytest_dlperf.baselines.drift import FLOOR, sitting_drift
+    from pytest_dlperf.baselines.store import parse
+
+    entries = parse(path, path.read_text()).entries
+    z, moved = [], {}
+    for label in labels:
+        for c in cases_of(work, label):
+            e = entries.get(f"{c['case']['backend']}/{c['case']['id']}")
+            d = sitting_drift(e, "throughput") if e is not None else None
+            if d is None or d.sigma <= 0:
+                continue
+            moved[e.key] = d
+            change = math.log(sorted(c["throughputs"])[len(c["throughputs"]) // 2] / e.median)
+            z.append((label, c["case"]["id"], change, change / d.sigma, d))
+    if not z:
+        return
+    for key, d in moved.items():
+        print(f"sittings {key}: {d.sittings} sittings, medians moved by up to {d.moved:.1%}, sd {d.sigma:.2%}, "
+              f"band {d.band:.1%}")
+    print(f"unchanged sessions' changes against the sittings' recording ({len(z)} cases): "
+          + ", ".join(f"{label}:{case.split('-')[-1]} {math.expm1(ch):+.1%} ({zz:+.1f} sd)" for label, case, ch, zz, _ in z))
+    for k in SIGMAS:
+        within = sum(abs(ch) <= max(k * d.sigma, math.log1p(FLOOR)) for _, _, ch, _, d in z)
+        print(f"  within max({k:g} sd, {FLOOR:.0%}): {within} of {len(z)}")
 
 
 def later(work: Path, gates: int, base: str) -> None:
@@ -147,7 +195,7 @@ def later(work: Path, gates: int, base: str) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("phase", choices=["setup", "record", "now", "envs", "rounds", "later", "all", "show"])
+    p.add_argument("phase", choices=["setup", "record", "sitting", "now", "envs", "rounds", "later", "all", "show"])
     p.add_argument("--work", type=Path, required=True)
     p.add_argument("--gates", type=int, default=3)
     p.add_argument("--rounds", type=int, default=10)
@@ -166,12 +214,24 @@ def main() -> int:
     if a.phase in ("record", "all"):
         shutil.rmtree(a.work / "store", ignore_errors=True)
         session(a.work, "record", commits["base"], "--update-baselines")
+    if a.phase == "sitting":
+        label, args = sitting_step(len(list(a.work.glob("sitting-*.json"))))
+        session(a.work, label, commits["base"], *args, store="sittings-store")
+    if a.phase == "all":
+        label, args = sitting_step(0)
+        session(a.work, label, commits["base"], *args, store="sittings-store")
     if a.phase in ("now", "all"):
         for k in range(a.gates):
             session(a.work, f"now-{k}", commits["base"])
+    if a.phase == "all":
+        label, args = sitting_step(1)
+        session(a.work, label, commits["base"], *args, store="sittings-store")
     if a.phase in ("envs", "all"):
         session(a.work, "slowenv", commits["base"], *RESNET, python=str(a.work / "slowenv" / "bin" / "python"))
         session(a.work, "twinenv", commits["base"], *RESNET, python=str(a.work / "twinenv" / "bin" / "python"))
+    if a.phase == "all":
+        label, args = sitting_step(2)
+        session(a.work, label, commits["base"], *args, store="sittings-store")
     rec = json.loads((a.work / "record.json").read_text()) if (a.work / "record.json").exists() else None
     later_done = a.phase not in ("all", "rounds") or any(a.work.glob("later-*.json"))
     if a.phase in ("rounds", "all"):

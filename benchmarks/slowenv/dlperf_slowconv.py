@@ -1,6 +1,6 @@
 """A library slowed by a few percent, for benchmarks/ab_power.py's second environment: once torch is
 imported in a Python of that environment, every ``k``-th call of ``torch.nn.Conv2d.forward``
-(DLPERF_SLOWCONV_EVERY, default 4) computes its convolution twice. The project knows nothing of it:
+(DLPERF_SLOWCONV_EVERY, default ``EVERY``) computes its convolution twice. The project knows nothing of it:
 the candidate side is just another interpreter (``python=``). Loaded by a .pth file at start-up."""
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
+
+EVERY = "4"  # the default k; make_env.sh --every K writes another into the environment's copy
 
 
 class _PatchTorchAfterImport(importlib.abc.MetaPathFinder):
@@ -30,7 +32,7 @@ class _PatchTorchAfterImport(importlib.abc.MetaPathFinder):
 
 
 def _slow_conv(torch) -> None:  # noqa: ANN001
-    every = max(1, int(os.environ.get("DLPERF_SLOWCONV_EVERY", "4")))
+    every = max(1, int(os.environ.get("DLPERF_SLOWCONV_EVERY", EVERY)))
     forward = torch.nn.Conv2d.forward
     calls = [0]
 

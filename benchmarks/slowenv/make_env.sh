@@ -2,10 +2,12 @@
 # A second environment for the benchmarks (ab_power.py, side_by_side.py): a venv over the packages of the
 # python3 that makes it (the same torch; a .pth adds that interpreter's site directories, so it works from
 # inside a venv too, where --system-site-packages would see the base interpreter's packages instead) and
-# whose torch has Conv2d slowed (dlperf_slowconv.py). With --twin, the same environment without the slow-down.
-# Usage: bash benchmarks/slowenv/make_env.sh DIR [--twin]   -> DIR/bin/python
+# whose torch has Conv2d slowed (dlperf_slowconv.py: every K-th forward computed twice, K=4 unless --every K,
+# set inside the environment, so that nothing in the workers' variables shows it). With --twin, the same
+# environment without the slow-down.
+# Usage: bash benchmarks/slowenv/make_env.sh DIR [--twin | --every K]   -> DIR/bin/python
 set -euo pipefail
-dir=${1:?usage: make_env.sh DIR [--twin]}
+dir=${1:?usage: make_env.sh DIR [--twin | --every K]}
 here=$(cd "$(dirname "$0")" && pwd)
 python3 -m venv --without-pip "$dir"
 site=$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
@@ -16,7 +18,9 @@ ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) an
 Path(sys.argv[1], "_dlperf_parent.pth").write_text(f"import site; list(map(site.addsitedir, {ours!r}))\n")
 PY
 if [ "${2:-}" != "--twin" ]; then
-  cp "$here/dlperf_slowconv.py" "$site/"
+  every=4
+  if [ "${2:-}" = "--every" ]; then every=${3:?--every K}; fi
+  sed "s/^EVERY = \"4\"/EVERY = \"$every\"/" "$here/dlperf_slowconv.py" > "$site/dlperf_slowconv.py"
   echo "import dlperf_slowconv" > "$site/dlperf_slowconv.pth"
 fi
 "$dir/bin/python" -c 'import torch; print("Conv2d.forward:", torch.nn.Conv2d.forward.__name__)'
