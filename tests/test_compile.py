@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_dlperf import metrics
-from pytest_dlperf.ab.feature import count_verdict
+from pytest_dlperf.ab.judges import count_verdict
 from pytest_dlperf.baselines import BaselineError, Entry, Tolerances
 from pytest_dlperf.baselines.rules import judge_count
 from pytest_dlperf.clusters.base import Node

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_dlperf.ab.feature import assessment_dict
+from pytest_dlperf.ab.judges import assessment_dict
 from pytest_dlperf.ab.pairs import Launch, PairedCase, Pair
 from pytest_dlperf.ab.sequential import decide
 

@@ -8,7 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import metrics
 from ..measure import Bench
+from ..metrics import Judging, Metric
 from ..specs import CaseSpec, Measurement, Topology
 from .feature import ABSession
 from .options import ABOptions, ConfirmOptions
@@ -28,10 +30,14 @@ class SideBySideResult:
     ab: ABSession
     error: str | None = None
 
-    @property
-    def scaling(self) -> dict | None:
-        """The scaling efficiency's paired verdict, where the case's 1n1g was paired too."""
-        return self.ab.scaling(self.record)
+    def verdict_of(self, metric: Metric) -> dict | None:
+        """The metric's paired verdict: the primary metric's the pairs' own; a ratio's from both ladders, where
+        the case's 1n1g was paired too; another's from the same pairs (None: the pairs gave it none)."""
+        if metric is metrics.PRIMARY:
+            return self.record.verdict
+        if metric.judging is Judging.RATIO:
+            return self.ab.scaling(self.record)
+        return self.record.metrics.get(metric.name)
 
 
 class SideBySide:

@@ -10,16 +10,15 @@ from pathlib import Path
 from .. import metrics
 from ..provenance import changes, run_versions
 from ..measure import Bench
-from ..metrics import DeviceKind, Direction, Kind, Metric
+from ..metrics import DeviceKind, Metric
 from ..specs import CaseSpec, Topology
 from . import sequential, worktree
+from .judges import JUDGES, assessment_dict
 from .options import ABOptions
 from .pairs import PairedCase
 from .interpreter import SideNotReady, check_side
 from .sides import ROLES, Side
 
-# another metric's paired verdict says how the candidate's figure compares, whichever way is better
-OTHER_VERDICTS = {"slower": "worse", "faster": "better"}
 METHOD_TEXT = ("paired t on the log ratios, a repeated-significance confidence sequence calibrated by "
                "simulation (one nominal level at every look from the first to the cap)")
 
@@ -114,23 +113,16 @@ class ABSession:
             rec.differences = self.differences(rec)
 
     def _other_metrics(self, rec: PairedCase, final: bool) -> None:
-        """Each other gated per-launch metric (peak memory, ...) that both sides measured in every pair: its
-        paired verdict from the same pairs, on its own tolerance (the pairs stop when throughput decides)."""
+        """Each other gated metric's paired verdict from the same pairs (peak memory, graph breaks, ...), asked of
+        its judge (``judges``), on its own tolerance (the pairs stop when throughput decides); a ratio's comes
+        from both ladders (``scaling``)."""
         kind = self._device_kind()
-        for m in metrics.of_kind(Kind.LAUNCH, gated_only=True):
-            data = rec.figures(m.name) if m is not metrics.PRIMARY else []
-            if not data or not m.judged_on(kind, self.tolerances.get(m.name) is not None):
+        for m in metrics.gated():
+            if m is metrics.PRIMARY or m.judging is None or not m.judged_on(kind, self.tolerances.get(m.name) is not None):
                 continue
-            if m.counted:
-                rec.metrics[m.name] = count_verdict(m, data, rec.runs("candidate"))
-                continue
-            lower = m.direction is Direction.LOWER
-            got = sequential.decide(data, self._method_for(m), final=final, lower_is_better=lower,
-                                    subject=f"candidate {m.title}",
-                                    words=("lower", "higher") if lower else ("slower", "faster"))
-            verdict = assessment_dict(got)
-            verdict["verdict"] = OTHER_VERDICTS.get(verdict["verdict"], verdict["verdict"])
-            rec.metrics[m.name] = verdict
+            got = JUDGES[m.judging].verdict(m, rec, self._method_for, final)
+            if got is not None:
+                rec.metrics[m.name] = got
 
     def _method_for(self, metric: Metric) -> sequential.Method:
         """The paired test for another metric: the session's, at that metric's tolerance (its option, else
@@ -205,24 +197,3 @@ class ABSession:
             "cases": {name: rec.to_dict() for name, rec in self.records.items()},
             "scaling": {name: got for name, rec in self.records.items() if (got := self.scaling(rec)) is not None},
         }
-
-
-def count_verdict(metric: Metric, data: list[tuple[float, float]], candidate: list) -> dict:
-    """A count's verdict between the sides (``Rule.COUNT``): the most the candidate counted in any launch
-    against the most the reference did; more is WORSE whatever the size (a count, not a tolerance), and
-    the reason names what the tool said of the candidate's (a graph break's reason and place)."""
-    ref, cand = int(max(r for r, _ in data)), int(max(c for _, c in data))
-    verdict = "worse" if cand > ref else "better" if cand < ref else "same"
-    said = list(dict.fromkeys(x for run in candidate for x in (metric.said(run) if metric.said else [])))
-    reason = (f"candidate {cand} {metric.title} where the reference had {ref or 'none'} (the most in any launch of "
-              f"{len(data)} pair(s); a count, not a tolerance)")
-    if said and verdict == "worse":
-        reason += ": " + "; ".join(said)
-    return {"verdict": verdict, "ratio": None, "low": None, "high": None, "pairs": len(data), "nominal_level": None,
-            "reason": reason, "reference": ref, "candidate": cand, "said": said}
-
-
-def assessment_dict(got: sequential.Assessment) -> dict:
-    """An assessment as results.json shows it."""
-    return {"verdict": got.status.value, "ratio": got.ratio, "low": got.low, "high": got.high,
-            "pairs": got.pairs, "nominal_level": got.gamma, "reason": got.reason}

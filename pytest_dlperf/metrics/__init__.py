@@ -8,15 +8,15 @@ from __future__ import annotations
 from .catalog import (BUSBW, BUSY_SHARE, COMPILE_TIME, COMPILED_OVER_EAGER, DYNAMO_COMPILE_TIME, EFFICIENCY,
                       ENERGY_PER_SAMPLE, GRAPH_BREAKS, HOST_BOUND_BELOW, METRICS, MFU, MULTI_NODE_EFFICIENCY,
                       PEAK_MEMORY, PRIMARY, RECOMPILES, SPEEDUP, THROUGHPUT, TIME_TO_FIRST_STEP)
-from .declaration import (CASE_UNIT, DeviceKind, Direction, Flag, Kind, Metric, NotApplicable, NotMeasured, Rule,
-                          ScalingInputs, item_of)
+from .declaration import (CASE_UNIT, DeviceKind, Direction, Flag, Judging, Kind, Metric, NotApplicable, NotMeasured,
+                          Rule, ScalingInputs, item_of)
 from .formulas import (PERCENTILES, Step, acspeed_line, center, efficiency, multi_node_efficiency, percentiles,
                        speedup, steady_window, step_times, throughput)
 
 __all__ = ["BUSBW", "BUSY_SHARE", "CASE_UNIT", "COMPILE_TIME", "COMPILED_OVER_EAGER", "DYNAMO_COMPILE_TIME",
            "EFFICIENCY", "ENERGY_PER_SAMPLE", "GRAPH_BREAKS", "HOST_BOUND_BELOW", "METRICS", "MFU",
            "MULTI_NODE_EFFICIENCY", "PEAK_MEMORY", "PERCENTILES", "PRIMARY", "RECOMPILES", "SPEEDUP", "THROUGHPUT",
-           "TIME_TO_FIRST_STEP", "DeviceKind", "Direction", "Flag", "Kind", "Metric", "NotApplicable", "NotMeasured",
+           "TIME_TO_FIRST_STEP", "DeviceKind", "Direction", "Flag", "Judging", "Kind", "Metric", "NotApplicable", "NotMeasured",
            "Rule", "ScalingInputs", "Step", "acspeed_line", "center", "declared", "efficiency", "gated", "get",
            "item_of", "multi_node_efficiency", "names", "of_kind", "percentiles", "speedup", "steady_window",
            "step_times", "throughput", "tolerated"]

@@ -94,6 +94,19 @@ class Rule(str, Enum):
         return self.value
 
 
+class Judging(str, Enum):
+    """How a gated metric is judged against its reference, stored (the gate) or paired (an A/B session, a
+    confirmation side by side): what its declaration owns, and what the judges are registered under
+    (``session/judges.py``, ``ab/judges.py``), so that neither loop branches on a metric's kind."""
+
+    RUNS = "runs"  # per-launch figures: the rank test against the recorded runs; paired: the sequential test
+    COUNT = "count"  # a count per launch: more than the reference had is worse, whatever the size
+    RATIO = "ratio"  # a ratio within the case's group (case / 1n1g): its tolerance, and the runs behind it
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class DeviceKind(str, Enum):
     """The device kind a default tolerance is for."""
 
@@ -220,6 +233,15 @@ class Metric:
     @property
     def counted(self) -> bool:
         return self.rule is Rule.COUNT
+
+    @property
+    def judging(self) -> Judging | None:
+        """How it is judged (None: reported, not gated)."""
+        if not self.gated or self.kind is Kind.CASE:
+            return None
+        if self.counted:
+            return Judging.COUNT
+        return Judging.RATIO if self.kind is Kind.SCALING else Judging.RUNS
 
     def of_runs(self, values: list[float]) -> float | None:
         """The case's figure from its launches' figures: their median, a count's largest; None: none."""

@@ -10,14 +10,14 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from .. import metrics
-from ..baselines import BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, judge, judge_scalar
+from ..baselines import BaselineError, BaselineFile, BaselineStore, Entry, ScalingRuns, Tolerances, judge
 from ..baselines.fingerprint import FingerprintComparison, compare
 from ..baselines.profile import device_kind
-from ..baselines.rules import judge_count, pace_hides, resolve_tolerances
+from ..baselines.rules import pace_hides, resolve_tolerances
 from ..baselines.store import SittingsError
 from ..clusters.base import Node
 from ..comm import network_said
-from ..metrics import PRIMARY, Kind
+from ..metrics import PRIMARY
 from ..nodechecks.hardware import Fingerprints
 from ..provenance import changes, git_commit, run_versions
 from ..results import CaseResult
@@ -26,6 +26,7 @@ from ..specs import CaseSpec
 from ..verdict import Judgement, Outcome, Verdict, VerdictStatus  # noqa: F401 - the gate's answers
 from .contexts import BaselineContext, BaselineContexts, Recorded
 from .gate_options import GateOptions, marker_tolerances
+from .judges import JUDGES, Screened
 from .recording import BaselineRecorder
 
 
@@ -209,24 +210,17 @@ class Gate:
         if entry is None:
             reason = self.store.describe_missing(ctx.profile, case.key, named=self.options.profile is not None)
             return [judge(result.throughputs, None, tol, case=case.id, missing_reason=reason)]
-        verdicts, runs = [], None
-        for m in metrics.gated():
-            if not (m.has(case) and m.judged_on(kind, m.name in asked)):
-                continue
-            if m.counted and result.values(m.name):
-                verdicts.append(judge_count(result.values(m.name), entry, metric=m.name, case=case.id,
-                                            said=result.said(m.name)))
-            elif m.kind is Kind.LAUNCH and result.values(m.name):
-                verdicts.append(judge(result.values(m.name), entry, tol, metric=m.name, cv_bound=self.options.cv_bound,
-                                      alpha=self.options.alpha, case=case.id,
-                                      measured_paces=result.paces if m.paced else (),
-                                      measured_pace_contract=(result.pace_contract or None) if m.paced else None))
-            elif m.kind is Kind.SCALING and result.value(m.name) is not None and entry.figure(m.name) is not None:
-                runs = runs or _scaling_runs(result, entry, reference, ctx.file)
-                verdicts.append(judge_scalar(result.value(m.name), entry.figure(m.name), tol, metric=m.name,
-                                             case=case.id, baseline_source=entry.source, runs=runs,
-                                             alpha=self.options.alpha))
-        return verdicts
+        runs: list[ScalingRuns | None] = []  # found once, for the first ratio that asks
+
+        def scaling_runs() -> ScalingRuns | None:
+            if not runs:
+                runs.append(_scaling_runs(result, entry, reference, ctx.file))
+            return runs[0]
+
+        screened = Screened(result, entry, tol, self.options.cv_bound, self.options.alpha, scaling_runs)
+        judged = (JUDGES[m.judging].verdict(m, screened) for m in metrics.gated()
+                  if m.judging is not None and m.has(case) and m.judged_on(kind, m.name in asked))
+        return [v for v in judged if v is not None]
 
     def _pace_notes(self, result: CaseResult, throughput: Verdict) -> None:
         """The session's notes on the pace probe: a slow-down that may hide on a faster host, a probe that gave no figure."""
