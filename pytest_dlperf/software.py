@@ -161,6 +161,46 @@ class Software:
                    harness, _str_map(d.get("stack", {}), "stack"))
 
 
+def pack(identities: Mapping[str, Software]) -> tuple[dict[str, dict], dict[str, dict[str, str]]]:
+    """The identities as a baseline file keeps them: each node's distributions replaced by their digest
+    (``packages``), and the distributions once per digest (nodes and cases mostly share one environment)."""
+    table: dict[str, dict] = {}
+    packages: dict[str, dict[str, str]] = {}
+    for sid, sw in sorted(identities.items()):
+        d = sw.to_dict()
+        for node, n in zip(d["nodes"], sw.nodes):
+            packages[n.packages] = dict(node.pop("distributions"))
+        table[sid] = d
+    return table, dict(sorted(packages.items()))
+
+
+def unpack(table: Mapping[str, Any], packages: Mapping[str, Any]) -> dict[str, Software]:
+    """``pack``'s inverse; ValueError names the identity or the digest that is wrong."""
+    out = {}
+    for sid, d in table.items():
+        if not isinstance(d, dict) or not isinstance(d.get("nodes"), list):
+            raise ValueError(f"software[{sid!r}] must be an object with a 'nodes' list")
+        nodes = []
+        for node in d["nodes"]:
+            if isinstance(node, dict) and "distributions" in node:  # kept inline, as files before packing did
+                nodes.append(node)
+                continue
+            key = node.get("packages") if isinstance(node, dict) else None
+            if key not in packages:
+                raise ValueError(f"software[{sid!r}]: a node's packages {key!r} name no entry of 'distributions'")
+            nodes.append({**node, "distributions": packages[key]})
+        try:
+            sw = Software.from_dict({**d, "nodes": nodes})
+        except ValueError as exc:
+            raise ValueError(f"software[{sid!r}]: {exc}") from None
+        for node, n in zip(d["nodes"], sw.nodes):
+            if n.packages != node["packages"]:
+                raise ValueError(f"distributions[{node['packages']!r}] do not match their digest {n.packages!r} "
+                                 "(edited by hand?)")
+        out[sid] = sw
+    return out
+
+
 def _str_map(d: Any, name: str) -> dict[str, str]:
     if not (isinstance(d, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in d.items())):
         raise ValueError(f"'{name}' must map names to strings")

@@ -16,8 +16,8 @@ from .sides import SideSpec, SpecError, parse_side
 OPTION = "--dlperf-confirm-reference"
 NAME = "recorded"  # the reference's label in the verdicts and the report
 
-# what the parts of a reference can run again; any other difference leaves the recorded software out of reach
-_BY_REV = {Change.REPOSITORY, Change.FILES}
+# what an interpreter's side runs again (a package's files come with it); any difference no part of a reference
+# can run again leaves the recorded software out of reach
 _BY_PYTHON = {Change.PYTHON, Change.DISTRIBUTIONS}
 
 
@@ -52,11 +52,14 @@ def find(recorded: Software | None, now: Software, differences: Sequence[Differe
     words: list[str] = []
     problems: list[str] = []
     placeholders: list[str] = []
-    if kinds & _BY_REV and (Change.REPOSITORY in kinds or not kinds & (_BY_PYTHON | {Change.HARNESS})):
+    if Change.REPOSITORY in kinds:
         word, problem = _by_rev(recorded, reachable)
         words += [word] if word else []
         problems += [problem] if problem else []
         placeholders += [] if word else ["rev=COMMIT"]
+    elif Change.FILES in kinds and not kinds & (_BY_PYTHON | {Change.HARNESS}):  # not git's, not a package's
+        problems.append("the files that run changed where no commit or package keeps them (outside the repository, "
+                        "or not tracked by it)")
     if kinds & _BY_PYTHON or (Change.HARNESS in kinds and Change.REPOSITORY not in kinds):
         word, problem = _by_python(recorded, interpreter)
         words += [word] if word else []

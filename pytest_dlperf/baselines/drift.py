@@ -1,9 +1,11 @@
 """How far the host's level moved between a recording's sittings (``--dlperf-record-sittings``): each
 sitting's median of a metric, and the band within which a later change cannot be told from the host.
 
-The band is chromeperf's rule for a step (a change must exceed 2.5 times the spread and 1% to count),
-taken on the log medians of the sittings: ``max(SIGMAS x sd, FLOOR)``. Calibrated on this project's VM
-(docs/measurements.md, "Side by side"): unchanged software's sessions against a recording of 3 sittings.
+The band is where a next sitting's median would fall: the 95% prediction interval from the K sittings'
+log medians, ``t(0.975, K-1) x sd x sqrt(1 + 1/K)``, with chromeperf's 1% floor. At K = 3 that is 4.97
+sd (Conbench's 5 residual sigmas), at K = 10 2.37 sd (near chromeperf's 2.5): with few sittings the sd
+itself is uncertain, and a fixed 2.5 sd band held 19 of 24 unchanged sessions' changes on this project's
+VM where the prediction interval held 22 (docs/measurements.md, "Side by side (2026-11-28)").
 """
 from __future__ import annotations
 
@@ -11,11 +13,19 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from scipy.stats import t as student_t
+
 from .entry import Entry, run_groups
 
 MIN_SITTINGS = 3  # fewer sittings give no spread worth stating
-SIGMAS = 2.5  # chromeperf: a change >= 2.5 x the smaller side's standard deviation
-FLOOR = 0.01  # chromeperf: and a median change >= 1%
+LEVEL = 0.95  # the prediction interval's coverage, two-sided
+FLOOR = 0.01  # chromeperf: a median change under 1% is never a step
+
+
+def sigmas(sittings: int) -> float:
+    """The band's half-width in standard deviations of the sittings' log medians: a 95% prediction
+    interval for one more sitting (Student's t with K-1 degrees of freedom)."""
+    return float(student_t.ppf(0.5 + LEVEL / 2, sittings - 1)) * math.sqrt(1 + 1 / sittings)
 
 
 @dataclass(frozen=True)
@@ -26,7 +36,7 @@ class Drift:
     sittings: int
     moved: float  # largest sitting median / smallest - 1
     sigma: float  # standard deviation of the log sitting medians
-    band: float  # max(SIGMAS x sigma, FLOOR), as a fraction
+    band: float  # max(sigmas(sittings) x sigma, FLOOR), as a fraction
 
     def within(self, change: float) -> bool:
         """Whether ``change`` (measured / baseline - 1) lies within the band, either way."""
@@ -35,7 +45,8 @@ class Drift:
     def said(self, title: str, change: float) -> str:
         """The statement a verdict that cannot be confirmed carries."""
         head = (f"this host's {title} medians moved by up to {self.moved:.1%} between the recording's "
-                f"{self.sittings} sittings (band {SIGMAS:g} sd = {self.band:.1%})")
+                f"{self.sittings} sittings (band {sigmas(self.sittings):.1f} sd = {self.band:.1%}, where a next "
+                "sitting's median falls 95 times in 100)")
         if self.within(change):
             return f"{head}: a change of {change:+.1%} lies within it and cannot be told from the host"
         return f"{head}: a change of {change:+.1%} lies beyond it"
@@ -52,4 +63,5 @@ def sitting_drift(entry: Entry, metric: str) -> Drift | None:
     if min(medians) <= 0:
         return None
     sigma = statistics.stdev(math.log(x) for x in medians)
-    return Drift(len(medians), max(medians) / min(medians) - 1, sigma, max(math.expm1(SIGMAS * sigma), FLOOR))
+    k = len(medians)
+    return Drift(k, max(medians) / min(medians) - 1, sigma, max(math.expm1(sigmas(k) * sigma), FLOOR))

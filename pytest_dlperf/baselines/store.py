@@ -18,7 +18,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..files import atomic_write_text
-from ..software import Software
+from ..software import Software, pack, unpack
 from .entry import Entry, SittingsError, add_sitting, check_software, run_groups  # noqa: F401 - the store's entries
 from .profile import check_profile_name, default_tolerances
 from .schema import BaselineError, Tolerances, _Reader
@@ -75,9 +75,9 @@ class BaselineFile:
         if machines:
             d["machines"] = machines
         recorded = {e.software for e in self.entries.values() if e.software}
-        software = {k: v.to_dict() for k, v in sorted(self.software.items()) if k in recorded}
+        software, distributions = pack({k: v for k, v in self.software.items() if k in recorded})
         if software:
-            d["software"] = software
+            d["software"], d["distributions"] = software, distributions
         return d
 
     def to_json(self) -> str:
@@ -132,13 +132,11 @@ def parse(path: Path, text: str) -> BaselineFile:
     for mid, nodes in machines.items():
         if not isinstance(nodes, dict) or not all(isinstance(fp, dict) for fp in nodes.values()):
             raise BaselineError(path, f"machines[{mid!r}] must map node names to fingerprint objects")
-    software = {}
-    for sid, d in (r.get("software", "dict", required=False) or {}).items():
-        try:
-            software[sid] = Software.from_dict(d)
-        except ValueError as exc:
-            raise BaselineError(path, f"software[{sid!r}]: {exc}",
-                                "record the entries that name it again with --update-baselines") from None
+    try:
+        software = unpack(r.get("software", "dict", required=False) or {},
+                          r.get("distributions", "dict", required=False) or {})
+    except ValueError as exc:
+        raise BaselineError(path, str(exc), "record the entries that name it again with --update-baselines") from None
     for key, e in entries.items():
         if e.machine and e.machine not in machines:
             raise BaselineError(path, f"entries[{key!r}].machine {e.machine!r} names no entry of 'machines'")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import pytest
@@ -33,7 +33,7 @@ from ..ab.options import ConfirmOptions
 from ..ab.recorded import Found, find
 from ..baselines.drift import sitting_drift
 from ..measure import Measured
-from ..metrics import Direction, Kind
+from ..metrics import Direction, Judging
 from ..results import CaseResult
 from ..software import Difference, NodeSoftware, Software, differences
 from ..specs import Measurement
@@ -60,22 +60,27 @@ _PAIRED = {"slower": Settled.CONFIRMED, "worse": Settled.CONFIRMED, "same": Sett
            "faster": Settled.CLEARED, "better": Settled.CLEARED}
 
 
+@dataclass(frozen=True)
+class Lookups:
+    """What the attribution asks of the session: the case's baseline as the gate resolved it
+    (``recorded(result, item)``), whether the repository holds a commit (``reachable``) and whether two
+    commits hold the same files outside the baseline store (``same_tree``), and an interpreter's software
+    on the case's first nodes, or why it cannot run there (``interpreter(path, nodes)``)."""
+
+    recorded: Callable[[CaseResult, pytest.Item | None], Recorded | None]
+    reachable: Callable[[str], bool]
+    same_tree: Callable[[str, str], bool]
+    interpreter: Callable[[str, int], Mapping[int, NodeSoftware] | str]
+
+
 class Confirmation:
-    """Attribution and confirmation of the stored gate's screen failures (see the module doc).
+    """Attribution and confirmation of the stored gate's screen failures (see the module doc). ``say``: a
+    line for the live log; ``note``: the session's notes (a screen failure that passes side by side is said
+    there, as its test passes in silence)."""
 
-    ``recorded(result, item)``: the case's baseline as the gate resolved it; ``interpreter(path, nodes)``:
-    that interpreter's software on each node, or why it cannot run; ``reachable(commit)``,
-    ``same_tree(a, b)``: what the repository holds; ``say``: a line for the live log; ``note``: the session's
-    notes (a screen failure that passes side by side is said there, as its test passes in silence)."""
-
-    def __init__(self, options: ConfirmOptions, side_by_side: SideBySide,
-                 recorded: Callable[[CaseResult, pytest.Item | None], Recorded | None],
-                 interpreter: Callable[[str, int], Mapping[int, NodeSoftware] | str],
-                 reachable: Callable[[str], bool], same_tree: Callable[[str, str], bool],
-                 hardware_fails: bool, noisy_fails: bool, say: Callable[[str], None],
-                 note: Callable[[str], None]) -> None:
-        self.options, self.side_by_side, self.recorded = options, side_by_side, recorded
-        self.interpreter, self.reachable, self.same_tree = interpreter, reachable, same_tree
+    def __init__(self, options: ConfirmOptions, side_by_side: SideBySide, lookups: Lookups, hardware_fails: bool,
+                 noisy_fails: bool, say: Callable[[str], None], note: Callable[[str], None]) -> None:
+        self.options, self.side_by_side, self.lookups = options, side_by_side, lookups
         self.hardware_fails, self.noisy_fails, self.say, self.note = hardware_fails, noisy_fails, say, note
 
     def settle(self, got: Measured, item: pytest.Item | None, result: CaseResult, judgement: Judgement,
@@ -84,10 +89,10 @@ class Confirmation:
         suspects = [v for v in judgement.verdicts if v.fails(self.noisy_fails) and not metrics.get(v.metric).counted]
         if judgement.outcome is not Outcome.FAIL or not suspects:
             return judgement
-        base = self.recorded(result, item)
+        base = self.lookups.recorded(result, item)
         if base is None:  # no entry: the screen had nothing to fail against (cannot happen with suspects)
             return judgement
-        diffs = differences(base.software, software, self.same_tree) if base.software and software else None
+        diffs = differences(base.software, software, self.lookups.same_tree) if base.software and software else None
         if diffs == []:
             settled = {v.metric: host(v, base) for v in suspects}
         else:
@@ -107,8 +112,8 @@ class Confirmation:
             found = Found(None, "this session's software is not known (a node's software probe failed: see the notes)",
                           "--dlperf-confirm-reference SPEC")
         else:
-            found = find(base.software, software, diffs or [], reachable=self.reachable,
-                         interpreter=lambda path: self.interpreter(path, case.topology.nodes),
+            found = find(base.software, software, diffs or [], reachable=self.lookups.reachable,
+                         interpreter=lambda path: self.lookups.interpreter(path, case.topology.nodes),
                          recorded_commit=base.entry.versions.get("git", "").removesuffix("+dirty") or None)
         if found.spec is None:
             return {v.metric: not_confirmed(v, base, said, found) for v in suspects}
@@ -116,7 +121,7 @@ class Confirmation:
         self.say(f"dlperf {got.case.id}: failed its stored baseline ({first}) and the software differs "
                  f"({len(said) or 'not recorded'}): side by side with the recorded software ({found.spec.text})")
         t0 = time.monotonic()
-        scaling = any(metrics.get(v.metric).kind is Kind.SCALING for v in suspects)
+        scaling = any(metrics.get(v.metric).judging is Judging.RATIO for v in suspects)
         tols = {mm.name: (base.tolerances.get(mm.name) if mm.judged_on(base.device, mm.name in base.asked) else None)
                 for mm in metrics.tolerated() if mm is not metrics.PRIMARY}
         run = self.side_by_side.run(case, m, found.spec, base.tolerances.get(metrics.PRIMARY.name), tols, scaling)
@@ -170,7 +175,7 @@ def _screen(v: Verdict) -> str:
 def _drift(v: Verdict, base: Recorded) -> str:
     """How far the recording's sittings moved, for a verdict that cannot be confirmed ("" : not 3 sittings)."""
     m = metrics.get(v.metric)
-    if m.kind is not Kind.LAUNCH or v.change is None:
+    if m.judging is not Judging.RUNS or v.change is None:
         return ""
     d = sitting_drift(base.entry, v.metric)
     return f" {d.said(m.title, v.change)[:1].upper()}{d.said(m.title, v.change)[1:]}." if d is not None else ""
@@ -205,21 +210,11 @@ def not_confirmed(v: Verdict, base: Recorded, said: list[str], found: Found) -> 
                                  "drift": _drift(v, base).strip() or None})
 
 
-def paired_of(v: Verdict, run: SideBySideResult) -> dict | None:
-    """The metric's paired verdict from the side-by-side pairs (None: the pairs gave it none)."""
-    m = metrics.get(v.metric)
-    if m is metrics.PRIMARY:
-        return run.record.verdict
-    if m.kind is Kind.SCALING:
-        return run.scaling
-    return run.record.metrics.get(v.metric)
-
-
 def confirmed(v: Verdict, base: Recorded, said: list[str], found: Found, run: SideBySideResult,
               seconds: float) -> Verdict:
     """A screen failure settled side by side with the recorded software (``run``)."""
     assert found.spec is not None
-    paired = paired_of(v, run)
+    paired = run.verdict_of(metrics.get(v.metric))
     if paired is not None and "reason" in paired:  # the cap of a confirmation is its own option
         paired = {**paired, "reason": paired["reason"].replace("--dlperf-ab-max-pairs", "--dlperf-confirm-pairs")}
     word = (paired or {}).get("verdict") or "undecided"

@@ -35,7 +35,7 @@ from ..specs import CaseSpec, Measurement, Profile, Topology
 from ..verdict import Judgement
 from . import record_modes, summary, xdist
 from .cluster import ClusterHolder
-from .confirm import Confirmation
+from .confirm import Confirmation, Lookups
 from .engines import Engines
 from .gate import Gate
 from .gate_options import GateOptions
@@ -80,12 +80,13 @@ class DLPerfSession:
             go = self.gate.options
             sides = SideBySide(self.bench, self.engines.entry_scripts(), self.preflight.probed_frameworks,
                                confirm_options)
-            return Stored(Confirmation(
-                confirm_options, sides,
-                lambda result, item: self.gate.recorded(result, self.cluster.nodes(), item,
-                                                        self.preflight.contexts.get(self.case_name(result.case))),
-                self._interpreter, lambda commit: reachable(go.root, commit), self.software.same_tree,
-                go.hardware_fails, go.noisy_fails, self.live.said, self.gate.note))
+            lookups = Lookups(
+                recorded=lambda result, item: self.gate.recorded(result, self.cluster.nodes(), item,
+                                                                 self.preflight.contexts.get(self.case_name(result.case))),
+                reachable=lambda commit: reachable(go.root, commit), same_tree=self.software.same_tree,
+                interpreter=self._interpreter)
+            return Stored(Confirmation(confirm_options, sides, lookups, go.hardware_fails, go.noisy_fails,
+                                       self.live.said, self.gate.note))
         from ..ab.feature import ABSession
         from ..ab.mode import ABMode
 
