@@ -184,6 +184,7 @@ def test_each_backend_records_its_baseline_and_a_rerun_is_gated(tmp_path, backen
     # every recorded run set to twice the best one: in CI (2026-11-26) a recording with a run in one
     # of the host's slow spells, doubled, was not significantly above a rerun's runs
     best = 2 * max(entry["throughputs"])
+    entry.pop("software")  # doctored figures are no recording of any software: its failure is not confirmed
     entry["throughputs"] = [best] * len(entry["throughputs"])
     entry["median"] = entry["mean"] = best
     path.write_text(json.dumps(doc, indent=1))

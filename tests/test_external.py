@@ -5,6 +5,7 @@ own DDP/Horovod training script that prints DLLogger or Horovod-benchmark lines.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -87,12 +88,18 @@ def test_a_users_training_script_is_launched_measured_recorded_and_a_slower_vers
     entries = json.loads((store / written).read_text())["entries"]
     assert {"user-train/resnet18-fp32-bs8-32px-1n1g", "user-train/resnet18-fp32-bs8-32px-2n1g"} <= set(entries)
 
-    slow = run(EXAMPLE, tmp_path / "slow", "--backend", "user-train", f"--dlperf-baseline-dir={store}",
-               "--dlperf-repeats", "2", "-k", "1n1g", env={"USER_TRAIN_SLOWDOWN": "0.5"})
+    # a slower release of the script: its file changed, which the recording's software identity names
+    slower = tmp_path / "slower"
+    shutil.copytree(EXAMPLE, slower, ignore=shutil.ignore_patterns("__pycache__"))
+    script = slower / "user_train.py"
+    script.write_text(script.read_text().replace('os.environ.get("USER_TRAIN_SLOWDOWN", "0")',
+                                                 'os.environ.get("USER_TRAIN_SLOWDOWN", "0.5")'))
+    slow = run(slower, tmp_path / "slow", "--backend", "user-train", f"--dlperf-baseline-dir={store}",
+               "--dlperf-repeats", "2", "-k", "1n1g")
     assert slow.returncode == 1, slow.stdout + slow.stderr
     (case,) = cases(tmp_path / "slow").values()
     assert case["verdict"]["throughput"]["status"] == "regression", case["verdict"]
-    assert "REGRESSION" in slow.stdout
+    assert "REGRESSION" in slow.stdout and "file workload:user_train.py " in slow.stdout
     assert tagged_processes(str(tmp_path)) == []
 
 
