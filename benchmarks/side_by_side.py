@@ -23,6 +23,9 @@ Phases (WORK holds them all; ``all`` runs them in order):
           starting at least --spacing minutes after the one before; the ``later`` phase runs in between
           once --after-minutes have passed since the recording ended
   later   --gates gated sessions of the suite at C0 an hour after the recording
+  noisy   --noisy sessions at ``docs`` (``-k resnet50``) whose screen meets a noisy neighbour: a busy loop
+          on each core for the session's first --hog-seconds, so that the screen flags the harmless commit
+          and the confirmation side by side, after it, decides (not part of ``all``)
   show    the table of every session so far
 
 Every session is a plain ``pytest suites/`` from WORK/repo with the default confirmation (up to 20 pairs).
@@ -86,8 +89,10 @@ def setup(work: Path) -> None:
                                                  "docs": git(repo, "rev-parse", "docs")}))
 
 
-def session(work: Path, label: str, commit: str, *args: str, python: str | None = None, store: str = "store") -> dict:
-    """One session from WORK/repo at ``commit`` into WORK/label: wall time, exit code, host checks kept."""
+def session(work: Path, label: str, commit: str, *args: str, python: str | None = None, store: str = "store",
+            hog: float = 0.0) -> dict:
+    """One session from WORK/repo at ``commit`` into WORK/label: wall time, exit code, host checks kept;
+    ``hog``: seconds of a busy loop on every core from the session's start (a noisy neighbour)."""
     repo, report = work / "repo", work / label
     git(repo, "checkout", "-q", commit)
     cmd = [python or sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:cacheprovider",
@@ -95,7 +100,11 @@ def session(work: Path, label: str, commit: str, *args: str, python: str | None 
     env = {k: v for k, v in os.environ.items() if k not in ("DLPERF_CONFIRM_PAIRS", "DLPERF_CONFIRM")}
     before = host_check.check()
     t0 = time.time()
+    busy = f"import time\nend = time.time() + {hog}\nwhile time.time() < end:\n    pass\n"
+    hogs = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(os.cpu_count() or 1)] if hog else []
     r = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=env)
+    for h in hogs:
+        h.wait()
     wall = time.time() - t0
     report.mkdir(parents=True, exist_ok=True)
     (report / "stdout.txt").write_text(r.stdout + r.stderr)
@@ -162,7 +171,7 @@ def calibrate(work: Path, labels: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     import math
 
-    from pytest_dlperf.baselines.drift import FLOOR, sitting_drift
+    from pytest_dlperf.baselines.drift import FLOOR, sigmas, sitting_drift
     from pytest_dlperf.baselines.store import parse
 
     entries = parse(path, path.read_text()).entries
@@ -186,6 +195,8 @@ def calibrate(work: Path, labels: list[str]) -> None:
     for k in SIGMAS:
         within = sum(abs(ch) <= max(k * d.sigma, math.log1p(FLOOR)) for _, _, ch, _, d in z)
         print(f"  within max({k:g} sd, {FLOOR:.0%}): {within} of {len(z)}")
+    within = sum(d.within(math.expm1(ch)) for _, _, ch, _, d in z)
+    print(f"  within the gate's band (95% prediction interval, {sigmas(3):.2f} sd at 3 sittings): {within} of {len(z)}")
 
 
 def later(work: Path, gates: int, base: str) -> None:
@@ -195,12 +206,15 @@ def later(work: Path, gates: int, base: str) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("phase", choices=["setup", "record", "sitting", "now", "envs", "rounds", "later", "all", "show"])
+    p.add_argument("phase", choices=["setup", "record", "sitting", "now", "envs", "rounds", "later", "noisy", "all",
+                                     "show"])
     p.add_argument("--work", type=Path, required=True)
     p.add_argument("--gates", type=int, default=3)
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--spacing", type=float, default=12.0, help="minutes from one round's start to the next's")
     p.add_argument("--after-minutes", type=float, default=60.0)
+    p.add_argument("--noisy", type=int, default=3)
+    p.add_argument("--hog-seconds", type=float, default=50.0)
     a = p.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
     if a.phase in ("setup", "all"):
@@ -235,7 +249,8 @@ def main() -> int:
     rec = json.loads((a.work / "record.json").read_text()) if (a.work / "record.json").exists() else None
     later_done = a.phase not in ("all", "rounds") or any(a.work.glob("later-*.json"))
     if a.phase in ("rounds", "all"):
-        for k in range(a.rounds):
+        first = len(list(a.work.glob("slow-*.json")))  # a later call goes on where an earlier one stopped
+        for k in range(first, first + a.rounds):
             t0 = time.time()
             session(a.work, f"slow-{k}", commits["slow"], *RESNET)
             session(a.work, f"docs-{k}", commits["docs"], *RESNET)
@@ -243,7 +258,7 @@ def main() -> int:
                 later(a.work, a.gates, commits["base"])
                 later_done = True
             rest = t0 + a.spacing * 60 - time.time()
-            if rest > 0 and k + 1 < a.rounds:
+            if rest > 0 and k + 1 < first + a.rounds:
                 time.sleep(rest)
     if a.phase == "later" or (a.phase == "all" and not later_done):
         if rec is None:
@@ -253,6 +268,10 @@ def main() -> int:
             print(f"waiting {wait / 60:.1f} min for the hour after the recording", flush=True)
             time.sleep(wait)
         later(a.work, a.gates, commits["base"])
+    if a.phase == "noisy":
+        done = len(list(a.work.glob("noisy-*.json")))
+        for k in range(done, done + a.noisy):
+            session(a.work, f"noisy-{k}", commits["docs"], *RESNET, hog=a.hog_seconds)
     git(a.work / "repo", "checkout", "-q", commits["base"])
     show(a.work)
     return 0
