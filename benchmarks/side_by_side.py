@@ -146,11 +146,31 @@ def row(work: Path, meta: dict) -> str:
             f"side by side {pairs} pairs {seconds:.0f} s  REGRESSION {','.join(regressions) or '-'}")
 
 
+def confirmations(work: Path, meta: dict) -> list[str]:
+    """Each screen failure's line: the screen's change, what side by side said (ratio, interval, pairs) and
+    what it cost."""
+    out = []
+    for c in cases_of(work, meta["label"]):
+        for m, v in (c.get("verdict") or {}).items():
+            conf = v.get("confirmation") or {}
+            if not conf:
+                continue
+            sbs = conf.get("side_by_side") or {}
+            said = (f"{sbs['verdict'].upper()} {sbs['ratio'] - 1:+.1%} [{sbs['low'] - 1:+.1%}, {sbs['high'] - 1:+.1%}] "
+                    f"in {sbs['pairs']} pairs, {conf.get('seconds') or 0:.0f} s" if sbs.get("ratio") else "-")
+            out.append(f"  {meta['label']:10s} {c['case']['id'].split('-')[-1]} {m}: screen {conf['screen_change']:+.1%}"
+                       f" -> {conf['outcome']}; side by side {said}")
+    return out
+
+
 def show(work: Path) -> None:
     metas = sorted((json.loads(p.read_text()) for p in work.glob("*.json") if p.name != "setup.json"),
                    key=lambda m: m["started"])
     for meta in metas:
         print(row(work, meta), flush=True)
+    print("screen failures:")
+    for meta in metas:
+        print("\n".join(confirmations(work, meta)) or f"  {meta['label']:10s} none", flush=True)
     calibrate(work, [m["label"] for m in metas if m["label"].startswith(UNCHANGED)])
 
 

@@ -4,8 +4,8 @@ sitting's median of a metric, and the band within which a later change cannot be
 The band is where a next sitting's median would fall: the 95% prediction interval from the K sittings'
 log medians, ``t(0.975, K-1) x sd x sqrt(1 + 1/K)``, with chromeperf's 1% floor. At K = 3 that is 4.97
 sd (Conbench's 5 residual sigmas), at K = 10 2.37 sd (near chromeperf's 2.5): with few sittings the sd
-itself is uncertain, and a fixed 2.5 sd band held 19 of 24 unchanged sessions' changes on this project's
-VM where the prediction interval held 22 (docs/measurements.md, "Side by side (2026-11-28)").
+is itself uncertain, which a fixed multiple ignores. How often unchanged software's changes fell within
+each band on this project's VM: docs/measurements.md.
 """
 from __future__ import annotations
 
