@@ -99,7 +99,11 @@ def same_tree(root: Path | None, a: str, b: str, exclude: Path | None = None) ->
         return True
     if root is None:
         return False
-    res = _git(root, "diff", "--quiet", a, b, *_outside(root, exclude))
+    top = _git(root, "rev-parse", "--show-toplevel")  # the whole repository, not the rootdir's part of it
+    if top is None or top.returncode != 0:
+        return False
+    top_dir = Path(top.stdout.decode().strip())
+    res = _git(top_dir, "diff", "--quiet", a, b, *_outside(top_dir, exclude))
     return res is not None and res.returncode == 0
 
 

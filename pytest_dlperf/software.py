@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 CONTRACT = 1  # the stored form's version (``to_dict``); a stored identity of another is "not recorded"
+# A variable whose name says it holds a secret arrives from the node's probe as this mark and a digest of
+# its value (node/workloads/nodefacts.py, software contract 1): a change is seen, the value never kept.
+SECRET_MARK = "secret:sha256:"
 # what the workload's meta line reports of the stack beneath the framework (``stack_of``)
 STACK_KEYS = ("backend", "cuda", "cudnn", "nccl", "driver")
 
@@ -186,15 +189,15 @@ def unpack(table: Mapping[str, Any], packages: Mapping[str, Any]) -> dict[str, S
                 nodes.append(node)
                 continue
             key = node.get("packages") if isinstance(node, dict) else None
-            if key not in packages:
+            if not isinstance(key, str) or key not in packages:
                 raise ValueError(f"software[{sid!r}]: a node's packages {key!r} name no entry of 'distributions'")
             nodes.append({**node, "distributions": packages[key]})
         try:
             sw = Software.from_dict({**d, "nodes": nodes})
-        except ValueError as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ValueError(f"software[{sid!r}]: {exc}") from None
         for node, n in zip(d["nodes"], sw.nodes):
-            if n.packages != node["packages"]:
+            if "packages" in node and n.packages != node["packages"]:
                 raise ValueError(f"distributions[{node['packages']!r}] do not match their digest {n.packages!r} "
                                  "(edited by hand?)")
         out[sid] = sw

@@ -99,13 +99,18 @@ def screenshot(page: Path, proxy: Requests, profile: Path, out: Path, size: tupl
     return out
 
 
+# Google's account service, which chromium asks on its own at some starts and not others (on 2026-11-28 a
+# blank page's start did not, a later page's did): never a page's, whose own attempts DevTools sees anyway
+CHROMIUM_SERVICES = frozenset({"accounts.google.com"})
+
+
 def own_hosts(tmp: Path) -> set[str]:
-    """The hosts chromium asks on its own while it shows a blank page from disk."""
+    """The hosts chromium asks on its own while it shows a blank page from disk, and its account service."""
     blank = tmp / "blank.html"
     blank.write_text("<!DOCTYPE html><html><body>blank</body></html>", encoding="utf-8")
     with offline() as proxy:
         dom(blank, proxy, tmp / "blank-profile")
-    return {_host(line) for line in proxy.seen}
+    return {_host(line) for line in proxy.seen} | CHROMIUM_SERVICES
 
 
 # every chart of the site's pages drawn and fitted to its legend (site.js marks each so)

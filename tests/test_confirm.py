@@ -52,7 +52,7 @@ def test_nothing_differs_between_equal_identities_and_each_change_is_named_once(
     assert kinds(SW, replace(SW, files={**SW.files, "workload:torch_ddp.py": "cccc"})) == [Change.FILES]
     # ... and a file changed with no commit to hold it (outside the repository) cannot be run again
     found = finder(SW, replace(SW, files={**SW.files, "workload:torch_ddp.py": "cccc"}))
-    assert found.spec is None and "changed where no commit or package keeps them" in found.why
+    assert found.spec is None and "changed where no commit keeps them" in found.why
     assert kinds(SW, replace(SW, stack={"backend": "gloo", "cuda": "12.4"})) == [Change.STACK]
     with pytest.raises(ValueError, match="nodes"):
         Software.from_dict({**SW.to_dict(), "nodes": []})
@@ -290,3 +290,72 @@ def test_a_recorded_python_that_is_gone_or_a_commit_not_in_the_clone_is_named_no
         assert f"REGRESSION {CASE} throughput (not confirmed side by side: {why}" in r.stdout, r.stdout
         assert f"To confirm it side by side with the recorded software: {option}" in r.stdout
         assert not (tmp_path / what / "report" / "runs" / CASE / "side-by-side").exists()
+
+
+def test_secrets_are_kept_as_digests_and_terraforms_variables_are_not_trainings():
+    from pytest_dlperf.node.workloads.nodefacts import training_env
+    from pytest_dlperf.software import SECRET_MARK
+
+    env = training_env({"NCCL_ALGO": "Tree", "DLPERF_API_TOKEN": "hunter2", "TF_VAR_db_password": "hunter3",
+                        "TF_TOKEN_app_terraform_io": "hunter4", "TF_ENABLE_ONEDNN_OPTS": "0", "HOME": "/root"})
+    assert env["NCCL_ALGO"] == "Tree" and env["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    assert env["DLPERF_API_TOKEN"].startswith(SECRET_MARK) and "hunter" not in json.dumps(env)
+    assert set(env) == {"NCCL_ALGO", "DLPERF_API_TOKEN", "TF_ENABLE_ONEDNN_OPTS"}
+    # a changed secret is seen, but no reference can set it again, and its value is never said
+    token = replace(NODE, env={**NODE.env, **training_env({"DLPERF_API_TOKEN": "s3cr3t-one"})})
+    now = replace(NODE, env={**NODE.env, **training_env({"DLPERF_API_TOKEN": "s3cr3t-two"})})
+    found = finder(replace(SW, nodes=(token, token)), replace(SW, nodes=(now, now)))
+    assert found.spec is None and "holds a secret" in found.why
+    assert "s3cr3t" not in found.why + found.option
+    (d,) = differences(replace(SW, nodes=(token, token)), replace(SW, nodes=(now, now)))
+    assert d.kind is Change.ENV and "s3cr3t" not in d.text
+
+
+def test_a_variable_is_set_again_only_where_every_node_recorded_one_value():
+    same = replace(NODE, env={"OMP_NUM_THREADS": "1", "NCCL_ALGO": "Ring"})
+    other = replace(NODE, env={"OMP_NUM_THREADS": "1", "NCCL_ALGO": "Tree"})
+    # node 0 recorded Ring, node 1 Tree; now node 1 moved to Ring: env=NCCL_ALGO=Tree would change node 0 too
+    found = finder(replace(SW, nodes=(same, other)), replace(SW, nodes=(same, same)))
+    assert found.spec is None and "differed between the recording's nodes" in found.why
+    found = finder(replace(SW, nodes=(other, other)), replace(SW, nodes=(same, same)))
+    assert found.spec is not None and found.option.endswith("env=NCCL_ALGO=Tree")
+
+
+def test_changed_files_with_an_upgraded_harness_are_not_run_again_by_the_recorded_python():
+    new = replace(SW, harness="0.2.0", files={**SW.files, "workload:torch_ddp.py": "cccc"})
+    found = finder(SW, new)
+    assert found.spec is None and "changed where no commit keeps them" in found.why
+
+
+def test_a_malformed_software_table_is_one_error_not_a_traceback():
+    table, dists = pack({SW.id: SW})
+    for bad in ({**table[SW.id], "nodes": [{"packages": 7}]}, {**table[SW.id], "nodes": [{"distributions": 1}]}):
+        with pytest.raises(ValueError, match=SW.id):
+            unpack({SW.id: bad}, dists)
+
+
+def test_two_commits_are_compared_over_the_whole_repository_from_a_suite_in_a_subdirectory(tmp_path):
+    import subprocess
+
+    from pytest_dlperf.provenance import same_tree
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,
+                              text=True, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                              "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}).stdout.strip()
+    (tmp_path / "perf" / "baselines").mkdir(parents=True)
+    (tmp_path / "src.py").write_text("a = 1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "one", "--allow-empty")
+    a = git("rev-parse", "HEAD")
+    (tmp_path / "perf" / "baselines" / "b.json").write_text("{}")
+    git("add", "-A")
+    git("commit", "-qm", "a recording")
+    b = git("rev-parse", "HEAD")
+    (tmp_path / "src.py").write_text("a = 2\n")
+    git("commit", "-qam", "code outside the suite's directory")
+    c = git("rev-parse", "HEAD")
+    perf = tmp_path / "perf"
+    assert same_tree(perf, a, b, perf / "baselines")
+    assert not same_tree(perf, b, c, perf / "baselines")

@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..software import Change, Difference, NodeSoftware, Software
+from ..software import SECRET_MARK, Change, Difference, NodeSoftware, Software
 from .sides import SideSpec, SpecError, parse_side
 
 OPTION = "--dlperf-confirm-reference"
@@ -57,9 +57,9 @@ def find(recorded: Software | None, now: Software, differences: Sequence[Differe
         words += [word] if word else []
         problems += [problem] if problem else []
         placeholders += [] if word else ["rev=COMMIT"]
-    elif Change.FILES in kinds and not kinds & (_BY_PYTHON | {Change.HARNESS}):  # not git's, not a package's
-        problems.append("the files that run changed where no commit or package keeps them (outside the repository, "
-                        "or not tracked by it)")
+    elif Change.FILES in kinds:  # no commit holds the old files: an interpreter's side runs this session's
+        problems.append("the files that run changed where no commit keeps them (outside the repository, not "
+                        "tracked by it, or in an upgraded pytest-dlperf: a python= side runs this session's files)")
     if kinds & _BY_PYTHON or (Change.HARNESS in kinds and Change.REPOSITORY not in kinds):
         word, problem = _by_python(recorded, interpreter)
         words += [word] if word else []
@@ -122,16 +122,19 @@ def _by_python(recorded: Software, interpreter: Callable[[str], Mapping[int, Nod
 
 
 def _by_env(recorded: Software, now: Software) -> tuple[list[str], str | None]:
-    """env=/unset= words that bring this session's variables back to the recorded ones (the same on every node)."""
+    """env=/unset= words that bring this session's variables back to the recorded ones: one word a variable
+    for every node, so a variable that differs anywhere must have had one recorded value on every node; a
+    secret's (kept as its digest) cannot be set again."""
     want = [dict(n.env) for n in recorded.nodes]
     have = [dict(n.env) for n in now.nodes]
-    words: dict[str, str] = {}
-    for rec, cur in zip(want, have):
-        for k in sorted(set(rec) | set(cur)):
-            if rec.get(k) == cur.get(k):
-                continue
-            word = f"env={k}={rec[k]}" if k in rec else f"unset={k}"
-            if words.setdefault(k, word) != word:
-                return [], f"the recorded variable {k} differed between the recording's nodes"
-    return list(words.values()), None
-
+    words: list[str] = []
+    for k in sorted({k for rec, cur in zip(want, have) for k in set(rec) | set(cur) if rec.get(k) != cur.get(k)}):
+        recorded_values = {rec.get(k) for rec in want}
+        if len(recorded_values) != 1:
+            return [], f"the recorded variable {k} differed between the recording's nodes"
+        value = recorded_values.pop()
+        if value is not None and value.startswith(SECRET_MARK):
+            return [], (f"the variable {k} holds a secret, which the recording kept as a digest only, so no "
+                        "reference can set its recorded value")
+        words.append(f"env={k}={value}" if value is not None else f"unset={k}")
+    return words, None

@@ -17,6 +17,7 @@ Three ways it is used:
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -40,6 +41,12 @@ TRAINING_ENV_SUFFIXES = ("_VISIBLE_DEVICES",)
 # DLPERF_ variables of the harness itself, which no training reads: each launch's tag, the options'
 # environment defaults and the project's test tier.
 HARNESS_ENV = frozenset({"DLPERF_RUN_TAG", "DLPERF_CONFIRM", "DLPERF_CONFIRM_PAIRS", "DLPERF_TESTS_TIER"})
+# Terraform's variables share TensorFlow's prefix and carry tokens and passwords: not training's, left out.
+NOT_TRAINING_PREFIXES = ("TF_VAR_", "TF_TOKEN_", "TF_CLI_", "TF_WORKSPACE")
+# A variable whose name says it holds a secret is kept as a digest of its value (a change is still seen,
+# the value never written): SECRET_MARK + the first 16 hex digits of its sha256.
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSW", "PASSPHRASE", "KEY", "CRED", "AUTH", "COOKIE", "SESSION")
+SECRET_MARK = "secret:sha256:"
 
 
 def cpu_model() -> str:
@@ -94,9 +101,12 @@ def compiler(kind: str) -> dict:
 
 
 def training_env(environ: dict[str, str]) -> dict[str, str]:
-    """The variables of ``environ`` that change training (``TRAINING_ENV_PREFIXES``), the harness's own left out."""
-    return {k: v for k, v in sorted(environ.items())
-            if (k.startswith(TRAINING_ENV_PREFIXES) or k.endswith(TRAINING_ENV_SUFFIXES)) and k not in HARNESS_ENV}
+    """The variables of ``environ`` that change training (``TRAINING_ENV_PREFIXES``), the harness's own and
+    Terraform's left out, a secret's value as its digest."""
+    return {k: (SECRET_MARK + hashlib.sha256(v.encode()).hexdigest()[:16] if any(w in k for w in SECRET_WORDS) else v)
+            for k, v in sorted(environ.items())
+            if (k.startswith(TRAINING_ENV_PREFIXES) or k.endswith(TRAINING_ENV_SUFFIXES)) and k not in HARNESS_ENV
+            and not k.startswith(NOT_TRAINING_PREFIXES)}
 
 
 def distribution_key(name: str) -> str:
