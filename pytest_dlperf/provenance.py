@@ -64,6 +64,14 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess | None:
         return None
 
 
+def _toplevel(root: Path | None) -> Path | None:
+    """The top of the git repository that holds ``root`` (None: none, or git missing)."""
+    if root is None:
+        return None
+    top = _git(root, "rev-parse", "--show-toplevel")
+    return Path(top.stdout.decode().strip()) if top is not None and top.returncode == 0 else None
+
+
 def _outside(root: Path, exclude: Path | None) -> list[str]:
     """The pathspec of the whole tree but ``exclude`` (the baseline store) where it lies inside it."""
     if exclude is None:
@@ -79,13 +87,10 @@ def repository(root: Path | None, exclude: Path | None = None) -> Repository | N
     """The repository under test: its full commit and a digest of its uncommitted changes to tracked
     files outside ``exclude`` (the baseline store: a new recording is not a software change); None
     outside git."""
-    if root is None:
+    top_dir = _toplevel(root)
+    head = _git(top_dir, "rev-parse", "--verify", "HEAD") if top_dir is not None else None
+    if top_dir is None or head is None or head.returncode != 0:
         return None
-    top = _git(root, "rev-parse", "--show-toplevel")
-    head = _git(root, "rev-parse", "--verify", "HEAD")
-    if top is None or head is None or top.returncode != 0 or head.returncode != 0:
-        return None
-    top_dir = Path(top.stdout.decode().strip())
     diff = _git(top_dir, "diff", "HEAD", "--binary", *_outside(top_dir, exclude))
     if diff is None or diff.returncode != 0:
         return None
@@ -97,12 +102,9 @@ def same_tree(root: Path | None, a: str, b: str, exclude: Path | None = None) ->
     not in the repository: nothing can be proven equal)."""
     if a == b:
         return True
-    if root is None:
+    top_dir = _toplevel(root)  # the whole repository, not the rootdir's part of it
+    if top_dir is None:
         return False
-    top = _git(root, "rev-parse", "--show-toplevel")  # the whole repository, not the rootdir's part of it
-    if top is None or top.returncode != 0:
-        return False
-    top_dir = Path(top.stdout.decode().strip())
     res = _git(top_dir, "diff", "--quiet", a, b, *_outside(top_dir, exclude))
     return res is not None and res.returncode == 0
 

@@ -178,7 +178,10 @@ def _drift(v: Verdict, base: Recorded) -> str:
     if m.judging is not Judging.RUNS or v.change is None:
         return ""
     d = sitting_drift(base.entry, v.metric)
-    return f" {d.said(m.title, v.change)[:1].upper()}{d.said(m.title, v.change)[1:]}." if d is not None else ""
+    if d is None:
+        return ""
+    said = d.said(m.title, v.change)
+    return f" {said[:1].upper()}{said[1:]}."
 
 
 def host(v: Verdict, base: Recorded) -> Verdict:

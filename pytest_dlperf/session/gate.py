@@ -5,6 +5,7 @@ at the end, under the file lock). The statistics live in ``baselines.rules``, th
 ``baselines.store``."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -210,13 +211,7 @@ class Gate:
         if entry is None:
             reason = self.store.describe_missing(ctx.profile, case.key, named=self.options.profile is not None)
             return [judge(result.throughputs, None, tol, case=case.id, missing_reason=reason)]
-        runs: list[ScalingRuns | None] = []  # found once, for the first ratio that asks
-
-        def scaling_runs() -> ScalingRuns | None:
-            if not runs:
-                runs.append(_scaling_runs(result, entry, reference, ctx.file))
-            return runs[0]
-
+        scaling_runs = functools.cache(lambda: _scaling_runs(result, entry, reference, ctx.file))  # once, if asked
         screened = Screened(result, entry, tol, self.options.cv_bound, self.options.alpha, scaling_runs)
         judged = (JUDGES[m.judging].verdict(m, screened) for m in metrics.gated()
                   if m.judging is not None and m.has(case) and m.judged_on(kind, m.name in asked))
