@@ -79,7 +79,7 @@ def compile_modes(launcher: Launcher, options: RunOptions, profile: Profile, mod
 
 
 def cases(launchers: Iterable[Launcher], options: RunOptions, shape: ClusterShape) -> list[CaseSpec]:
-    """model x precision x variant x topology x compile mode for each engine, the ladder cut to the shape's
+    """model x precision x variant x topology x data x compile mode for each engine, the ladder cut to the shape's
     nodes and slots (a model's precisions: the options', else its default sizes', else the profile's)."""
     profile = profile_of_shape(shape)
     out = []
@@ -97,5 +97,7 @@ def cases(launchers: Iterable[Launcher], options: RunOptions, shape: ClusterShap
                 case = CaseSpec(model=model, precision=precision, batch_size=options.batch_size or d.batch_size,
                                 image_size=options.image_size or d.image_size, topology=topo,
                                 backend=launcher.name, variant=variant)
-                out += [case.as_mode(mode) for mode in compile_modes(launcher, options, profile, model, topo)]
+                for data in options.data:
+                    out += [replace(case, data=data).as_mode(mode)
+                            for mode in compile_modes(launcher, options, profile, model, topo)]
     return out

@@ -13,7 +13,7 @@ import pytest
 from .metrics import DeviceKind, tolerated
 from .optiongroups import OptionGroup, add_short_names, value_options
 from .optiontypes import csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
-from .specs import COMPILE_MODES, PRECISIONS
+from .specs import COMPILE_MODES, DATA_SOURCES, PRECISIONS, SYNTHETIC
 
 __all__ = ["RunOptions", "add_options", "add_short_names", "from_config", "value_options"]
 
@@ -44,6 +44,7 @@ def _profile_name(text: str) -> str:
 def add_options(parser: pytest.Parser) -> None:
     """The core's options, feature by feature, each in its group; dests are ``dlperf_*`` (never a conftest's)."""
     add_workload_options(parser)
+    add_data_options(parser)
     add_measurement_options(parser)
     add_pace_probe_options(parser)
     add_report_options(parser)
@@ -90,6 +91,21 @@ def add_workload_options(parser: pytest.Parser) -> None:
       help="a compiled case's inductor caches in DIR on every node, shared by its launches and kept for later "
            "sessions (compile time is then measured only where DIR was empty). Default: each launch compiles "
            "into an empty cache of its own, removed after it")
+
+
+def add_data_options(parser: pytest.Parser) -> None:
+    """What the cases train on: synthetic batches, a real dataset through the engine's loader, or DALI."""
+    a = OptionGroup(parser, "dlperf-data", "pytest-dlperf: the training data", after="dlperf")
+    a("--dlperf-data", type=csv, default=None, metavar="SRC[,SRC]",
+      help=f"what each case trains on, comma-separated from {', '.join(DATA_SOURCES)}: batches made once on the "
+           "device (synthetic, default), the dataset of --dlperf-data-dir read by the engine's own loader (real; "
+           "the case id gains -real), or by an NVIDIA DALI pipeline (dali)")
+    a("--dlperf-data-dir", default=None, metavar="DIR",
+      help="the real dataset, at this path on every node: ImageNet as class folders of JPEGs, or TFRecord "
+           "shards (train-NNNNN-of-MMMMM); `dlperf data make imagenet DIR` writes one")
+    a("--dlperf-data-workers", type=non_negative_int, default=None, metavar="N",
+      help="loader worker processes per rank (default: the node's cores over its ranks, at most 8; 0: load "
+           "in the training process)")
 
 
 def add_measurement_options(parser: pytest.Parser) -> None:
@@ -205,6 +221,9 @@ class RunOptions:
     devices: str | None = None  # --dlperf-devices: "gpu" or "cpu" (DEVICES); None: the cluster kind's answer
     compile: list[str] | None = None  # --dlperf-compile: "eager", "compiled" (COMPILE_MODES); None: the profile's
     compile_cache: str = ""  # --dlperf-compile-cache: a directory on every node; "": an empty cache per launch
+    data: tuple[str, ...] = (SYNTHETIC,)  # --dlperf-data: what the cases train on (DATA_SOURCES)
+    data_dir: str = ""  # --dlperf-data-dir: the dataset's absolute path on every node ("": none given)
+    data_workers: int | None = None  # --dlperf-data-workers (None: from each node's cores and devices)
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -234,6 +253,20 @@ def _pace_mode(config: pytest.Config) -> str:
     return "on" if on else "off" if off else "auto"
 
 
+def _data(sources: list[str] | None, directory: str | None) -> tuple[tuple[str, ...], str]:
+    """--dlperf-data and --dlperf-data-dir, checked: known sources, and a dataset for a real one."""
+    data = tuple(dict.fromkeys(sources or [SYNTHETIC]))
+    bad = [d for d in data if d not in DATA_SOURCES]
+    if bad:
+        raise pytest.UsageError(f"--dlperf-data: unknown {', '.join(bad)}; allowed: {', '.join(DATA_SOURCES)}")
+    where = str(Path(directory).expanduser().resolve()) if directory else ""
+    if any(d != SYNTHETIC for d in data) and not where:
+        raise pytest.UsageError(f"--dlperf-data {','.join(data)}: give the dataset with --dlperf-data-dir DIR; make "
+                                "one with `dlperf data make imagenet DIR` (on every node: `dlperf data make "
+                                "imagenet DIR --cluster ...`)")
+    return data, where
+
+
 def from_config(config: pytest.Config) -> RunOptions:
     """Read and validate; a bad value raises pytest.UsageError (exit 4) naming the option."""
     get = config.getoption
@@ -250,6 +283,7 @@ def from_config(config: pytest.Config) -> RunOptions:
     if cache and not Path(cache).is_absolute():
         raise pytest.UsageError(f"--dlperf-compile-cache {cache}: give an absolute path (a directory on every node, "
                                 f"e.g. --dlperf-compile-cache={Path(cache).resolve()})")
+    data, data_dir = _data(get("dlperf_data"), get("dlperf_data_dir"))
     if not [b for b in get("dlperf_backend").split(",") if b.strip()]:
         raise pytest.UsageError("--backend: give an engine (ddp, tf, paddle, horovod, perseus, acspeed) or a "
                                 "comma-separated list of them")
@@ -276,5 +310,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         probe_seconds=get("dlperf_probe_seconds"), reprobe_pause=get("dlperf_reprobe_pause"),
         devices=get("dlperf_devices"),
         compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=cache,
+        data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

@@ -16,6 +16,11 @@ TOKEN_MODELS = ("llama",)  # their throughput counts tokens (batch x sequence pe
 # (``llama-fp32-bs2-seq64-d256l4-compiled-1n1g``); an eager case's id is as it always was.
 COMPILE_MODES = ("eager", "compiled")
 COMPILED = "compiled"
+# What a case trains on (--dlperf-data): batches made on the device once (synthetic, as every seed's default),
+# a real dataset read by the engine's own loader (real), or by an NVIDIA DALI pipeline (dali). A real or
+# dali case's id carries it before the topology (``resnet50-fp32-bs8-64px-real-1n1g``).
+SYNTHETIC = "synthetic"
+DATA_SOURCES = (SYNTHETIC, "real", "dali")
 
 _TOPO_RE = re.compile(r"^(\d+)n(\d+)g$")
 
@@ -75,6 +80,7 @@ class CaseSpec:
     topology: Topology
     backend: str = "ddp"
     variant: str = ""  # a backend's own case dimension: "xla"/"noxla" (tf), "cls4096" (ArcFace classes)
+    data: str = SYNTHETIC  # what it trains on (DATA_SOURCES)
 
     @property
     def size_label(self) -> str:
@@ -82,9 +88,17 @@ class CaseSpec:
 
     @property
     def id(self) -> str:
-        """The pytest id, e.g. ``resnet50-fp32-bs8-64px-2n1g``, ``resnet50-fp32-bs8-64px-noxla-2n1g``."""
+        """The pytest id, e.g. ``resnet50-fp32-bs8-64px-2n1g``, ``resnet50-fp32-bs8-64px-noxla-2n1g``,
+        ``resnet50-fp32-bs8-64px-real-2n1g`` (a synthetic case's id names no data)."""
         variant = f"-{self.variant}" if self.variant else ""
-        return f"{self.model}-{self.precision}-bs{self.batch_size}-{self.size_label}{variant}-{self.topology.name}"
+        data = f"-{self.data}" if self.data != SYNTHETIC else ""
+        return (f"{self.model}-{self.precision}-bs{self.batch_size}-{self.size_label}{variant}{data}"
+                f"-{self.topology.name}")
+
+    @property
+    def real_data(self) -> bool:
+        """Whether it reads a dataset (real or dali), not batches made on the device."""
+        return self.data != SYNTHETIC
 
     @property
     def compiled(self) -> bool:
@@ -111,9 +125,9 @@ class CaseSpec:
         return self.image_size if self.model in TOKEN_MODELS else 1
 
     @property
-    def group(self) -> tuple[str, str, int, int, str, str]:
+    def group(self) -> tuple[str, str, int, int, str, str, str]:
         """Cases that share everything but the topology; speedup is taken within a group."""
-        return (self.model, self.precision, self.batch_size, self.image_size, self.backend, self.variant)
+        return (self.model, self.precision, self.batch_size, self.image_size, self.backend, self.variant, self.data)
 
     @property
     def key(self) -> str:
@@ -149,6 +163,10 @@ class Measurement:
     # a compiled case's inductor caches: "" (each launch compiles into an empty cache of its own, removed
     # after it), else a directory on every node that the launches share and keep (--dlperf-compile-cache)
     compile_cache: str = ""
+    # a real-data case's dataset: its directory on every node (--dlperf-data-dir) and the loader's worker
+    # processes per rank (None: from the node's cores and devices; --dlperf-data-workers)
+    data_dir: str = ""
+    data_workers: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

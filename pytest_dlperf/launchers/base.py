@@ -80,6 +80,9 @@ class Launcher(ABC):
     # reads node 0's output (a program the project did not write, launchers/external.py).
     output_format: str | None = None
     defaults: dict[str, dict[str, ModelDefaults]] = {}  # profile ("cpu", "gpu") -> model -> sizes
+    # The models it trains on a real dataset (--dlperf-data real) and the format each reads
+    # (node/workloads/dataset.py FORMATS); the others train on synthetic batches only.
+    data_formats: dict[str, str] = {}
 
     def ports_needed(self, topology) -> int:  # noqa: ANN001 - Topology
         """Ports the plan carries for every node, chosen on that node (0: only node 0's master port)."""
@@ -104,6 +107,30 @@ class Launcher(ABC):
             elif part == COMPILED:
                 flags.append("--compile")
         return flags
+
+    def data_format(self, case: CaseSpec) -> str | None:
+        """The dataset format a real-data case reads (None: synthetic, or this engine does not read it)."""
+        return self.data_formats.get(case.model) if case.real_data else None
+
+    def no_data_reason(self, case: CaseSpec) -> str | None:
+        """Why this engine cannot train the case's data (None: it can): said when the case is skipped."""
+        if not case.real_data or (case.data == "real" and case.model in self.data_formats):
+            return None
+        if case.data == "real":
+            models = ", ".join(self.data_formats) or "none of its models"
+            return f"--backend {self.name} reads no real dataset for {case.model} (it does for {models})"
+        return f"--backend {self.name}: no DALI pipeline yet (--dlperf-data {case.data})"
+
+    @staticmethod
+    def data_flags(plan: RunPlan, node: Node) -> list[str]:
+        """A real-data case's workload flags: the dataset and the loader's worker processes per rank on ``node``
+        (--dlperf-data-workers, else the node's cores over its ranks, 1 to 8)."""
+        case, m = plan.case, plan.measurement
+        if not case.real_data:
+            return []
+        workers = m.data_workers if m.data_workers is not None else \
+            max(1, min(8, node.cpus // max(1, case.topology.devices_per_node)))
+        return ["--data", case.data, "--data-dir", m.data_dir, "--data-workers", str(workers)]
 
     def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
         """Packages (import names) every node of the case needs, in one version on all of them."""

@@ -136,6 +136,52 @@ def _said(key: str) -> Any:
     return of
 
 
+def _real_data(case: CaseSpec) -> bool:
+    return case.real_data
+
+
+def _input(run: RunRecord) -> Mapping:
+    """The launch's ``input`` meta (a real-data case's workload writes it); NotMeasured where it has none."""
+    got = run.meta.get("input")
+    if not isinstance(got, Mapping):
+        raise NotMeasured("its workload reports nothing of its input pipeline")
+    return got
+
+
+def _rank_waits(run: RunRecord) -> list[list[float]]:
+    waits = _input(run).get("wait_seconds")
+    if not isinstance(waits, list) or not waits or not all(isinstance(w, list) and w for w in waits):
+        raise NotMeasured("its workload reports no input wait per step")
+    return waits
+
+
+def _input_wait(q: int) -> Any:
+    """The window's input wait per step at percentile ``q`` on the rank that waited most (the collectives
+    make every rank wait for the slowest one's batch)."""
+
+    def of(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+        return max(formulas.percentiles(w, (q,))[f"p{q}"] for w in _rank_waits(run))
+
+    return of
+
+
+def _input_share(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+    """The share of the window the rank that waited most spent waiting for its batches."""
+    window = run.meta.get("window") or {}
+    seconds = (window.get("end") or 0) - (window.get("start") or 0)
+    if seconds <= 0:
+        raise NotMeasured("its workload reports no window to take the input wait's share of")
+    return max(sum(w) for w in _rank_waits(run)) / seconds
+
+
+def _loader_throughput(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+    """The loaders alone before training (every rank's at once): decoded samples/s, summed over the ranks."""
+    rates = _input(run).get("loader_samples_per_s")
+    if not isinstance(rates, list) or not rates or not all(isinstance(r, (int, float)) and r > 0 for r in rates):
+        raise NotMeasured("its workload did not time its loader alone")
+    return float(sum(rates))
+
+
 def _compiled_over_eager(s: ScalingInputs) -> float | None:
     if s.case is None or not s.case.compiled or s.median_of is None:
         return None
@@ -243,9 +289,35 @@ RECOMPILES = Metric(
                 "than the reference had fails, naming the guard",
     per_launch=_count("recompiles"), said=_said("recompile_reasons"), digits=".0f", applies_to=_compiled)
 
+# Over a tenth of the window waiting for batches, a case is data-bound: its throughput follows the input
+# pipeline (decode, augmentation, the loader's workers), not the model's step.
+DATA_BOUND_ABOVE = 0.10
+INPUT_WAIT = Metric(
+    "input_wait", "input wait", "input wait ms", "ms", Direction.LOWER, Kind.LAUNCH, gated=True,
+    description="a real-data case's wait for its next batch per step, the median of the window's steps on the rank "
+                "that waited most",
+    tolerances={CPU: 0.90, GPU: 0.50}, per_launch=_input_wait(50), scale=1e-3, stored_unit="s", digits=".3g",
+    cv_bound=1.00, gated_on=frozenset({GPU}), applies_to=_real_data)
+INPUT_WAIT_P95 = Metric(
+    "input_wait_p95", "input wait p95", "wait p95 ms", "ms", Direction.LOWER, Kind.LAUNCH, gated=False,
+    description="a real-data case's wait for its next batch per step, the window's 95th percentile on the rank "
+                "that waited most", per_launch=_input_wait(95), scale=1e-3, stored_unit="s", digits=".3g",
+    in_table=False, applies_to=_real_data)
+INPUT_SHARE = Metric(
+    "input_share", "input wait share", "input wait", "", Direction.LOWER, Kind.LAUNCH, gated=False,
+    description="the share of the window the rank that waited most spent waiting for its batches",
+    per_launch=_input_share, digits=".1%", applies_to=_real_data,
+    flag=Flag(DATA_BOUND_ABOVE, "data-bound", "this figure follows the input pipeline, not the model's step"))
+LOADER_THROUGHPUT = Metric(
+    "loader_throughput", "loader throughput", f"loader {ITEM}s/s", f"{ITEM}s/s", Direction.HIGHER, Kind.LAUNCH,
+    gated=False, description="the data loaders alone before training, every rank's at once: decoded samples/s "
+                             "summed over the ranks", per_launch=_loader_throughput, digits=".4g",
+    applies_to=_real_data)
+
 METRICS: tuple[Metric, ...] = (THROUGHPUT, SPEEDUP, EFFICIENCY, MULTI_NODE_EFFICIENCY, COMPILED_OVER_EAGER, MFU, BUSBW,
                                PEAK_MEMORY, TIME_TO_FIRST_STEP, COMPILE_TIME, DYNAMO_COMPILE_TIME, GRAPH_BREAKS,
-                               RECOMPILES, BUSY_SHARE, ENERGY_PER_SAMPLE)
+                               RECOMPILES, BUSY_SHARE, ENERGY_PER_SAMPLE, INPUT_WAIT, INPUT_WAIT_P95, INPUT_SHARE,
+                               LOADER_THROUGHPUT)
 PRIMARY = THROUGHPUT  # what speedup, MFU, the pace probe and A/B's stopping rule are taken from
 
 __all__ = ["METRICS", "PRIMARY", "NotApplicable", "NotMeasured"]

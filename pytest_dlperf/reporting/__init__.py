@@ -14,7 +14,7 @@ from rich.table import Table
 from .. import metrics
 from ..files import atomic_write_text
 from ..results import CONTRACT, ResultSet
-from . import cells, compiled
+from . import cells, compiled, data
 
 SCHEMA = CONTRACT  # results.json's "schema": its contract version (results.py)
 
@@ -28,9 +28,11 @@ def summary_tables(results: ResultSet, width: int = 200) -> str:
     """One table per model, precision, batch and image size, as DLPerf and AIACC print them."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    for (model, precision, batch, _image, backend, variant), rows in results.groups().items():
-        size = rows[0].case.size_label
-        table = Table(title=f"{model} {precision} bs{batch}/device {size}{' ' + variant if variant else ''} ({backend})",
+    for (model, precision, batch, _image, backend, variant, _data), rows in results.groups().items():
+        size, c = rows[0].case.size_label, rows[0].case
+        data = f" {c.data} data" if c.real_data else ""
+        table = Table(title=f"{model} {precision} bs{batch}/device {size}{' ' + variant if variant else ''}{data} "
+                            f"({backend})",
                       title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
         columns = cells.shown(rows)  # the declared metrics these rows have, in declaration order
         unit = rows[0].case.unit
@@ -81,6 +83,12 @@ def compiled_table(results: ResultSet, width: int = 200) -> str:
     return _text_table("torch.compile: compiled against eager (throughput in each case's unit; compile time, "
                        "graph breaks and recompilations as dynamo counted them)", compiled.HEADER,
                        compiled.grid(results), 3, width)
+
+
+def data_table(results: ResultSet, width: int = 200) -> str:
+    """Synthetic, real and DALI side by side (``data.grid``); "" where no case read a dataset."""
+    return _text_table("data: synthetic, real and DALI throughput (speedup), real over synthetic; the real case's "
+                       "input wait and its loaders alone", data.HEADER, data.grid(results), 3, width)
 
 
 def engine_grid(results: ResultSet) -> tuple[list[str], list[list[str]]]:

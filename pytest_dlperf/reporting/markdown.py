@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import metrics
 from ..metrics import Metric
 from ..results import CaseResult, ResultSet
-from . import _fmt, cells, compiled, engine_grid
+from . import _fmt, cells, compiled, data, engine_grid
 
 # Worst first: a group's rank in the file is its worst case's.
 SEVERITY = ("regression", "hardware", "host", "noisy", "failed", "undecided", "missing", "unjudged", "improvement", "pass",
@@ -21,7 +21,8 @@ def case_verdict(result: CaseResult) -> str:
 def _group_title(r: CaseResult) -> str:
     c = r.case
     variant = f" {c.variant}" if c.variant else ""
-    return f"{c.backend}: {c.model} {c.precision}, batch {c.batch_size}/device, {c.size_label}{variant}"
+    data = f", {c.data} data" if c.real_data else ""
+    return f"{c.backend}: {c.model} {c.precision}, batch {c.batch_size}/device, {c.size_label}{variant}{data}"
 
 
 def render(results: ResultSet, failures: dict[str, str] | None = None, plots: list[str] = (),
@@ -33,7 +34,7 @@ def render(results: ResultSet, failures: dict[str, str] | None = None, plots: li
     lines = [f"# {title}", "",
              f"{len(results.results)} case(s) measured, {len(regressions)} regression(s), {len(failures)} failed", ""]
     lines += _budget_lines(budget) + _failure_lines(failures) + _case_tables(results) + _engine_lines(results)
-    lines += _compiled_lines(results)
+    lines += _compiled_lines(results) + _data_lines(results)
     lines += _gate_notes(results)
     if plots:
         lines += ["## Plots", ""] + [f"![{p}](plots/{p})" for p in plots] + [""]
@@ -109,6 +110,17 @@ def _compiled_lines(results: ResultSet) -> list[str]:
             "torch.compile: each compiled case's throughput against its eager twin's (samples/s, tokens/s for a "
             "decoder), its compile time (s) and the graph breaks and recompilations dynamo counted.", "",
             "| " + " | ".join(compiled.HEADER) + " |", "|---|---|---|" + "--:|" * (len(compiled.HEADER) - 3),
+            *("| " + " | ".join(row) + " |" for row in body), ""]
+
+
+def _data_lines(results: ResultSet) -> list[str]:
+    body = data.grid(results)
+    if not body:
+        return []
+    return ["## Synthetic and real data", "",
+            "Throughput (samples/s, tokens/s for a decoder) per data source with its speedup, real over synthetic, "
+            "and the real case's input wait per step and its loaders alone (decoded samples/s).", "",
+            "| " + " | ".join(data.HEADER) + " |", "|---|---|---|" + "--:|" * (len(data.HEADER) - 3),
             *("| " + " | ".join(row) + " |" for row in body), ""]
 
 

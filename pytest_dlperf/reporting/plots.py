@@ -17,13 +17,15 @@ from ..specs import CaseSpec
 
 def group_slug(case: CaseSpec) -> str:
     """A file-name-safe name of the case's group (everything but the topology)."""
-    parts = [case.backend, case.model, case.precision, f"bs{case.batch_size}", case.size_label, case.variant]
+    parts = [case.backend, case.model, case.precision, f"bs{case.batch_size}", case.size_label, case.variant,
+             case.data if case.real_data else ""]
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(p for p in parts if p))
 
 
 def _title(c: CaseSpec) -> str:
     variant = f" {c.variant}" if c.variant else ""
-    return f"{c.model} {c.precision}, batch {c.batch_size}/device, {c.size_label}{variant} ({c.backend})"
+    data = f", {c.data} data" if c.real_data else ""
+    return f"{c.model} {c.precision}, batch {c.batch_size}/device, {c.size_label}{variant}{data} ({c.backend})"
 
 
 def _unit(rows: list[CaseResult]) -> str:

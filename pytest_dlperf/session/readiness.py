@@ -1,5 +1,5 @@
 """Whether a case is ready for its first launch (its preflight): its framework on every node (and, for
-an engine that spans nodes, their reach), its baseline file and context, a hardware probe and its
+an engine that spans nodes, their reach), a real-data case's dataset on every node, its baseline file and context, a hardware probe and its
 nodes' software; and the probes again, before a verdict on probe figures alone or a recording."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..baselines import BaselineError
 from ..baselines.store import SittingsError
 from ..clusters.base import Cluster, ClusterError
 from ..options import RunOptions
-from ..nodechecks import compiler, frameworks, hardware, reach
+from ..nodechecks import compiler, dataset, frameworks, hardware, reach
 from ..results import CaseResult
 from ..specs import COMPILED, CaseSpec
 from .contexts import BaselineContext
@@ -36,11 +36,13 @@ class CaseReadiness:
         self.node_frameworks: dict[str, dict[str, str]] = {}  # node -> framework -> version
         self._framework_checked: dict[tuple[str, ...], tuple[str, str] | None] = {}
         self.contexts: dict[str, BaselineContext | None] = {}  # case name -> its baseline context
+        self._data_checked: dict[tuple[str, ...], str | None] = {}  # (format, nodes) -> the problem, if any
 
     def run(self, case: CaseSpec) -> None:
         """Before the case's first launch: framework, baseline file, hardware probe (skip or fail raised),
         and its nodes' software (once per node set: what its verdicts compare with the recording's)."""
         self.framework_ready(case)
+        self.data_ready(case)
         self.baseline_ready(case)
         self.probe_hardware(self.engines.name(case))
         self.software.probe(self.cluster().nodes()[:case.topology.nodes])
@@ -73,6 +75,27 @@ class CaseReadiness:
                 pytest.skip(f"--backend {case.backend}: {why}")
             self.failures[name] = f"--backend {case.backend}: {why}"  # in results.json too
             pytest.fail(f"--backend {case.backend}: {why}", pytrace=False)
+
+    def data_ready(self, case: CaseSpec) -> None:
+        """A real-data case: skipped where its engine reads no such data for its model; else the same dataset
+        of its format on every node (``nodechecks.dataset``), or the case fails naming the nodes and the fix.
+        Asked once per format and node set."""
+        launcher = self.engines.launcher(case)
+        reason = launcher.no_data_reason(case)
+        if reason is not None:
+            pytest.skip(f"{reason}: its cases train on synthetic data")
+        fmt = launcher.data_format(case)
+        if fmt is None:
+            return
+        nodes = self.cluster().nodes()[:case.topology.nodes]
+        key = (fmt, *(n.name for n in nodes))
+        if key not in self._data_checked:
+            self._data_checked[key] = dataset.check(self.cluster(), nodes, self.options.data_dir, fmt,
+                                                    self.options.report_dir / "dataset" / "-".join(key))
+        problem = self._data_checked[key]
+        if problem is not None:
+            self.failures[self.engines.name(case)] = problem
+            pytest.fail(problem, pytrace=False)
 
     def baseline_ready(self, case: CaseSpec) -> None:
         """The case's baseline file reads cleanly, else the case fails before its first launch,

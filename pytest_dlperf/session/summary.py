@@ -65,6 +65,8 @@ def write_summary(session: DLPerfSession, tr) -> None:  # noqa: ANN001 - pytest'
             tr.write_line(line)
         for line in reporting.compiled_table(s.results).splitlines():
             tr.write_line(line)
+        for line in reporting.data_table(s.results).splitlines():
+            tr.write_line(line)
     _gate_summary(s, tr)
     table = s.mode.terminal()
     if table:

@@ -287,6 +287,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--drop-compile-cache", action="store_true",
                    help="with --compile: remove inductor's cache directory (TORCHINDUCTOR_CACHE_DIR) at the end")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic",
+                   help="synthetic: one batch made on the device, trained on every step; real: --data-dir read by a "
+                        "DataLoader (torch_data.py)")
+    p.add_argument("--data-dir", default="", help="real: the dataset (class folders of JPEGs; a token file for llama)")
+    p.add_argument("--data-workers", type=int, default=0, help="real: the DataLoader's worker processes per rank")
     p.add_argument("--output", required=True, help="JSON lines written by rank 0")
     return p.parse_args(argv)
 
@@ -556,8 +561,9 @@ def compile_cache() -> dict:
 
 
 def make_step(args: argparse.Namespace, model: nn.Module, wrap: Callable, device: torch.device,
-              cuda: bool) -> Callable[[], torch.Tensor]:
-    """One training step on the rank's batch: the model wrapped by the engine (``wrap``: DDP,
+              cuda: bool, batches: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], torch.Tensor]:
+    """One training step on the rank's next batch (``batches``: the same synthetic one, or the loader's
+    next): the model wrapped by the engine (``wrap``: DDP,
     FSDP, Horovod's optimizer), forward under autocast with amp, loss, backward, optimizer step.
     fp16 with a loss scaler on GPUs, as the seeds' AMP; bf16 for the decoder, as LLMs train, and on CPUs."""
     use_amp = args.precision == "amp"
@@ -566,12 +572,12 @@ def make_step(args: argparse.Namespace, model: nn.Module, wrap: Callable, device
     net, opt, no_sync = wrap(model, steplog.no_sync_fault(), optimizer_for(args.model), mixed=mixed,
                              compiled=args.compile)
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)
-    images, labels = synthetic_batch(args, device, cuda)
     arcface = args.model == "arcface"
     # Horovod's optimizer all-reduces in step(); with a loss scaler, finish that before unscaling.
     hvd_scaled = scaler.is_enabled() and hasattr(opt, "skip_synchronize")
 
     def step() -> torch.Tensor:
+        images, labels = batches()
         net.zero_grad(set_to_none=True)  # (Horovod's optimizer has no set_to_none)
         with no_sync():
             with torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
@@ -590,6 +596,22 @@ def make_step(args: argparse.Namespace, model: nn.Module, wrap: Callable, device
         return loss.detach()
 
     return step
+
+
+def feed(args: argparse.Namespace, comm, device: torch.device, cuda: bool):  # noqa: ANN001, ANN201
+    """The rank's batches and, for real data, what the meta line says of its input (None for synthetic):
+    the loader, timed alone first on every rank at once (decoded samples/s per rank)."""
+    if args.data == "synthetic":
+        batch = synthetic_batch(args, device, cuda)
+        return (lambda: batch), None
+    from torch_data import real_batches  # copied beside this file; imports dataset.py, Pillow and numpy
+
+    batches, data = real_batches(args, comm.rank, comm.world, device, cuda, steplog.fail)
+    comm.barrier()
+    alone = batches.alone(args.batch_size)
+    data["loader_samples_per_s"] = [float(t.item()) for t in comm.all_gather(
+        torch.tensor([alone], dtype=torch.float64, device=device))]
+    return batches, data
 
 
 def synthetic_batch(args: argparse.Namespace, device: torch.device, cuda: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -842,7 +864,8 @@ def main(argv: list[str] | None = None) -> int:
                         (args.llm_dim, args.llm_layers, args.vocab)).to(device)
     if cuda and args.model not in ("bert-base", *TOKEN_MODELS):
         model = model.to(memory_format=torch.channels_last)
-    step = make_step(args, model, comm.wrap, device, cuda)
+    batches, data = feed(args, comm, device, cuda)
+    step = make_step(args, model, comm.wrap, device, cuda, batches)
     KEPT.append(step)  # (its DDP and its reducer) alive until os._exit: see KEPT
     START.mark("model")
 
@@ -854,6 +877,9 @@ def main(argv: list[str] | None = None) -> int:
     dynamo = Dynamo(cache) if args.compile else None
     timed, counted = run_steps(args, step, comm, device, sync, args.batch_size * per_sample * world, dynamo)
     compiles = comm.all_gather_object(dynamo.record(timed)) if dynamo else None
+    if data is not None:
+        data["wait_seconds"] = [w.tolist() for w in comm.all_gather(torch.tensor(
+            batches.waits[timed.warmup:timed.warmup + timed.iters], dtype=torch.float64, device=device))]
     gathered = comm.all_gather(torch.tensor(timed.seconds, dtype=torch.float64, device=device))
     ranks = every_rank(comm, timed, device)
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -881,6 +907,7 @@ def main(argv: list[str] | None = None) -> int:
                 **({"cudnn_benchmark": torch.backends.cudnn.benchmark} if cuda else {}),
                 memory=steplog.peak_memory(ranks["peaks"]), first_step=steplog.first_step(ranks["starts"]),
                 **({"compile": steplog.compile_figures(compiles)} if compiles else {}),
+                **({"input": data} if data is not None else {}),
             )
             log.steps(timed, gathered, args.batch_size * per_sample * world)
             log.end([d.tolist() for d in digests])

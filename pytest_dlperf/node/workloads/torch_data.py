@@ -1,0 +1,173 @@
+"""Real batches for the torch workloads, read the way PyTorch users read them: a ``DataLoader`` with worker
+processes (pinned memory on GPU nodes) and a ``DistributedSampler`` per rank over ImageNet's class folders
+(decode, RandomResizedCrop, flip: ``dataset.train_image``; normalised on the device, as NVIDIA's
+DeepLearningExamples ResNet-50 does without DALI) or over a token file's windows (a decoder). Each step's
+wait for its batch is kept (the input wait), and the loader alone is timed before training (decoded
+samples/s), so a verdict can tell a slower loader from slower training. Runs on the nodes; imports nothing
+from the harness (``dataset.py`` is copied beside it)."""
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable
+
+import torch
+
+import dataset  # copied beside this file
+
+LOADER_SECONDS = 1.0  # the loader alone is timed over about this long (3 batches at least) before training
+LOADER_BATCHES = 3
+
+
+class ImageFolderSet(torch.utils.data.Dataset):
+    """(uint8 HWC image, label) of each JPEG of the class folders, transformed for training at ``size``."""
+
+    def __init__(self, root: str, size: int) -> None:
+        self.samples, self.size = dataset.image_samples(root), size
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        path, label = self.samples[i]
+        # (the DataLoader seeds ``random`` in each worker: every worker draws its own crops)
+        return torch.from_numpy(dataset.train_image(path, self.size, random)), label
+
+    def bytes(self) -> int:
+        return sum(os.path.getsize(p) for p, _ in self.samples)
+
+
+class TokenWindows(torch.utils.data.Dataset):
+    """Windows of ``seq + 1`` tokens of a uint16 token file, memory-mapped (inputs and next-token labels)."""
+
+    def __init__(self, root: str, seq: int, vocab: int) -> None:
+        import numpy as np
+
+        dataset.require(root, "tokens")
+        self.path = os.path.join(root, dataset.TOKENS_FILE)
+        self.tokens = np.memmap(self.path, dtype=np.uint16, mode="r")
+        self.seq = seq
+        if len(self.tokens) <= seq:
+            raise dataset.DatasetError(f"{self.path}: {len(self.tokens)} tokens, fewer than one window of {seq + 1}; "
+                                       "make it again with more (`dlperf data make imagenet DIR --tokens N`)")
+        self.vocab = vocab
+
+    def __len__(self) -> int:
+        return (len(self.tokens) - 1) // self.seq
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        import numpy as np
+
+        w = torch.from_numpy(np.asarray(self.tokens[i * self.seq:(i + 1) * self.seq + 1], dtype=np.int64))
+        if int(w.max()) >= self.vocab:
+            raise dataset.DatasetError(f"{self.path}: token {int(w.max())} at window {i} is beyond the decoder's "
+                                       f"vocabulary of {self.vocab}; make the file with --vocab {self.vocab}")
+        return w[:-1], w[1:]
+
+    def bytes(self) -> int:
+        return os.path.getsize(self.path)
+
+
+class Batches:
+    """The rank's batches from its loader, epoch after epoch, on the device: each call's wait for the
+    loader (``waits``, seconds) is kept; a file that does not read stops the rank naming it."""
+
+    def __init__(self, loader: torch.utils.data.DataLoader, to_device: Callable, fail: Callable[[str], None]) -> None:
+        self.loader, self.to_device, self.fail = loader, to_device, fail
+        self.epoch, self.waits = 0, []
+        self.it = iter(loader)
+
+    def _next(self):  # noqa: ANN202 - the collated batch
+        try:
+            return next(self.it)
+        except StopIteration:
+            self.epoch += 1
+            self.loader.sampler.set_epoch(self.epoch)
+            self.it = iter(self.loader)
+            return next(self.it)
+
+    def fetch(self):  # noqa: ANN201 - the collated batch, on the host
+        t0 = time.perf_counter()
+        try:
+            batch = self._next()
+        except dataset.DatasetError as exc:  # from a worker: its message ends with ours
+            self.fail(str(exc).strip().splitlines()[-1].split(": ", 1)[-1] if "\n" in str(exc) else str(exc))
+            raise
+        self.waits.append(time.perf_counter() - t0)
+        return batch
+
+    def __call__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.to_device(self.fetch())
+
+    def alone(self, batch_size: int, seconds: float = LOADER_SECONDS) -> float:
+        """Decoded samples/s of this rank's loader with nothing training beside it, after its first batch
+        (the workers' start): the loader's own speed."""
+        self.fetch()
+        n, t0 = 0, time.perf_counter()
+        while n < LOADER_BATCHES or time.perf_counter() - t0 < seconds:
+            self.fetch()
+            n += 1
+        rate = n * batch_size / (time.perf_counter() - t0)
+        self.waits.clear()
+        return rate
+
+
+def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool,  # noqa: ANN001 - argparse.Namespace
+                 fail: Callable[[str], None]) -> tuple[Batches, dict]:
+    """The rank's loader over ``args.data_dir`` and what the meta line says of it (source, format, workers,
+    samples, bytes, whether it fits in the page cache)."""
+    try:
+        if args.model == "llama":
+            data, fmt = TokenWindows(args.data_dir, args.image_size, args.vocab), "tokens"
+        else:
+            data, fmt = ImageFolderSet(args.data_dir, args.image_size), "jpeg"
+    except dataset.DatasetError as exc:
+        fail(str(exc))
+        raise
+    if len(data) < args.batch_size * world:
+        fail(f"{args.data_dir}: {len(data)} samples, fewer than one global batch ({args.batch_size} x {world}); "
+             "make a larger dataset (`dlperf data make imagenet DIR --images N`)")
+    sampler = torch.utils.data.DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=args.seed,
+                                                  drop_last=True)
+    workers = max(0, args.data_workers)  # as the harness derived it from the node's cores and devices
+    loader = torch.utils.data.DataLoader(data, batch_size=args.batch_size, sampler=sampler, num_workers=workers,
+                                         pin_memory=cuda, drop_last=True, persistent_workers=workers > 0,
+                                         **({"prefetch_factor": 2} if workers else {}))
+    to_device = _tokens_to(device) if fmt == "tokens" else _images_to(device, cuda)
+    size = data.bytes()
+    facts = {"source": "real", "format": fmt, "dir": args.data_dir, "workers": workers, "samples": len(data),
+             "bytes": size, "page_cache": _page_cache(size)}
+    return Batches(loader, to_device, fail), facts
+
+
+def _images_to(device: torch.device, cuda: bool) -> Callable:
+    """uint8 NHWC on the host -> normalised float NCHW on the device (channels-last on GPUs, as the model)."""
+    mean = torch.tensor(dataset.MEAN, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(dataset.STD, device=device).view(1, 3, 1, 1)
+
+    def to(batch):  # noqa: ANN001, ANN202
+        images, labels = batch
+        x = images.to(device, non_blocking=cuda).permute(0, 3, 1, 2).float().sub_(mean).div_(std)
+        return (x if cuda else x.contiguous()), labels.to(device, non_blocking=cuda)
+
+    return to
+
+
+def _tokens_to(device: torch.device) -> Callable:
+    def to(batch):  # noqa: ANN001, ANN202
+        inputs, labels = batch
+        return inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+
+    return to
+
+
+def _page_cache(size: int) -> dict:
+    """Whether the dataset fits in this node's available memory, so that after its first epoch it is read
+    from the page cache rather than the disk (MemAvailable of /proc/meminfo)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            avail = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return {"fits": None}
+    return {"fits": size <= avail, "available_bytes": avail}
