@@ -6,6 +6,8 @@
     dlperf history RESULTS... -o SITE/      # a static site of every run: lines over time, ladders, run pages
     dlperf bisect --repo PATH --good REF --bad REF -- <pytest args>   # the first slower commit (A/B probes)
     dlperf cluster ls|create|ssh|tmux|scp|stop|start|kill|addip|rename ...   # ECS instances (FastGPU's ecluster)
+    dlperf data make imagenet DIR [--images N] [--classes C] [--shards S] [--tokens T] [--vocab V] [--seed K]
+    dlperf data index DIR        # a deterministic ImageNet-shaped dataset (JPEG, TFRecord, tokens); its index
 """
 from __future__ import annotations
 
@@ -210,6 +212,60 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     return run(request)
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line naming the problem and the fix, exit 2 (no usage block)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{self.prog}: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    """``data make``: the node-side builder (node/workloads/datamake.py) run here; ``data index``: its index."""
+    import subprocess
+
+    from .node.workloads import dataset
+
+    if args.data_command is None:
+        print("dlperf data: give a command: make (build a dataset) or index (print one's index)", file=sys.stderr)
+        return 2
+    if args.data_command == "index":
+        if not args.dir.is_dir():
+            print(f"dlperf data index: {args.dir}: no such directory: give a dataset's directory (or make one with "
+                  f"`dlperf data make imagenet {args.dir}`)", file=sys.stderr)
+            return 2
+        print(json.dumps(dataset.index(str(args.dir))))
+        return 0
+    builder = Path(__file__).parent / "node" / "workloads" / "datamake.py"
+    opts = [f"--{k}={getattr(args, k)}" for k in ("images", "classes", "shards", "tokens", "vocab", "seed")
+            if getattr(args, k) is not None]
+    with subprocess.Popen([sys.executable, str(builder), args.kind, str(args.dir), *opts], stderr=subprocess.PIPE,
+                          text=True) as p:
+        try:
+            err = p.communicate()[1]
+        except KeyboardInterrupt:  # the builder, interrupted too, removes its partial directory: wait for it
+            err = p.communicate()[1]
+    for line in err.splitlines():  # the builder's one-line problems, said as this command's
+        print(f"dlperf data make: {line.removeprefix('datamake.py: ')}", file=sys.stderr)
+    return p.returncode
+
+
+def _add_data_parser(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("data", help="a deterministic ImageNet-shaped dataset (JPEG, TFRecord, tokens): make, index")
+    dsub = d.add_subparsers(dest="data_command", parser_class=_OneLineParser)
+    m = dsub.add_parser("make", help="build DIR atomically (nothing to do where it is already built)")
+    m.add_argument("kind", choices=["imagenet"])
+    m.add_argument("dir", type=Path, metavar="DIR")
+    for name, least, what in (("images", 1, "default 512"), ("classes", 1, "default 16"), ("shards", 1, "default 4"),
+                              ("tokens", 1, "default 1048576"), ("vocab", 2, "default 32000"),
+                              ("seed", 0, "default 0")):
+        m.add_argument(f"--{name}", type=_whole_number(least, f"give {least} or more"), default=None,
+                       help=what)
+    x = dsub.add_parser("index", help="print DIR's index as JSON (formats, files, bytes, digest)")
+    x.add_argument("dir", type=Path, metavar="DIR")
+    d.set_defaults(fn=cmd_data)
+
+
 def main(argv: list[str] | None = None) -> int:
     from .formats import FORMATS
 
@@ -255,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_bisect_parser(sub).set_defaults(fn=cmd_bisect)
     ecluster.add_parser(sub)
+    _add_data_parser(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     remote: list[str] = []
     # dlperf cluster ssh TASK ... -- a command to run there; dlperf bisect ... -- pytest's arguments

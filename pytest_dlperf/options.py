@@ -103,6 +103,9 @@ def add_data_options(parser: pytest.Parser) -> None:
     a("--dlperf-data-dir", default=None, metavar="DIR",
       help="the real dataset, at this path on every node: ImageNet as class folders of JPEGs, or TFRecord "
            "shards (train-NNNNN-of-MMMMM); `dlperf data make imagenet DIR` writes one")
+    a("--dlperf-data-make", action="store_true", default=False,
+      help="before the first real-data case, make --dlperf-data-dir on every node that lacks it (`dlperf data make "
+           "imagenet DIR`, run there through the cluster's own channel: the same deterministic dataset on each)")
     a("--dlperf-data-workers", type=non_negative_int, default=None, metavar="N",
       help="loader worker processes per rank (default: the node's cores over its ranks, at most 8; 0: load "
            "in the training process)")
@@ -224,6 +227,7 @@ class RunOptions:
     data: tuple[str, ...] = (SYNTHETIC,)  # --dlperf-data: what the cases train on (DATA_SOURCES)
     data_dir: str = ""  # --dlperf-data-dir: the dataset's absolute path on every node ("": none given)
     data_workers: int | None = None  # --dlperf-data-workers (None: from each node's cores and devices)
+    data_make: bool = False  # --dlperf-data-make: build the dataset on the nodes that lack it
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -262,8 +266,7 @@ def _data(sources: list[str] | None, directory: str | None) -> tuple[tuple[str, 
     where = str(Path(directory).expanduser().resolve()) if directory else ""
     if any(d != SYNTHETIC for d in data) and not where:
         raise pytest.UsageError(f"--dlperf-data {','.join(data)}: give the dataset with --dlperf-data-dir DIR; make "
-                                "one with `dlperf data make imagenet DIR` (on every node: `dlperf data make "
-                                "imagenet DIR --cluster ...`)")
+                                "one with `dlperf data make imagenet DIR`, or with --dlperf-data-make on every node that lacks it")
     return data, where
 
 
@@ -310,6 +313,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         probe_seconds=get("dlperf_probe_seconds"), reprobe_pause=get("dlperf_reprobe_pause"),
         devices=get("dlperf_devices"),
         compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=cache,
-        data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"),
+        data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"), data_make=get("dlperf_data_make"),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

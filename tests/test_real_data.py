@@ -165,3 +165,46 @@ def test_input_figures_belong_to_real_data_cases_and_are_never_invented():
         metrics.get("input_wait").per_launch(run_with({"wait_seconds": []}), CASE, M)
     gated = metrics.get("input_wait")
     assert gated.gated and gated.judging is not None
+
+
+# ---------------------------------------------------------------- real training (CI's real tier)
+SMALL_REAL = ("--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2",
+              "--dlperf-image-size", "32", "--dlperf-repeats", "1", "--dlperf-budget", "0", *QUICK_PROBES)
+
+
+@pytest.mark.real
+def test_resnet50_trains_on_a_dataset_made_on_its_node_beside_synthetic_with_the_seeds_table(tmp_path):
+    """--dlperf-data-make builds the dataset on the node (through the cluster's own channel), the real case
+    reads it through a DataLoader with a worker, and the report has its input wait, its loader alone and
+    the synthetic/real table."""
+    data, report = tmp_path / "imagenet", tmp_path / "r"
+    r = run_suite(*SMALL_REAL, "-k", "1n1g and not compiled", "--dlperf-data", "synthetic,real",
+                  f"--dlperf-data-dir={data}", "--dlperf-data-make", f"--dlperf-report={report}", timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert json.loads((data / dataset.MANIFEST).read_text())["index"]["digest"] == dataset.index(str(data))["digest"]
+    doc = json.loads((report / "results.json").read_text())
+    real = next(c for c in doc["cases"] if c["case"]["data"] == "real")
+    assert real["case"]["id"] == "resnet50-fp32-bs2-32px-real-1n1g"
+    run = real["runs"][0]["meta"]["input"]
+    assert run["format"] == "jpeg" and run["workers"] == 1 and run["samples"] == 512 and run["page_cache"]["fits"]
+    assert len(run["wait_seconds"]) == 1 and len(run["wait_seconds"][0]) == real["runs"][0]["meta"]["iters"]
+    assert real["metrics"]["input_wait"]["value"] > 0 and real["metrics"]["loader_throughput"]["value"] > 0
+    assert "input_wait" not in next(c for c in doc["cases"] if c["case"]["data"] == "synthetic")["metrics"]
+    table = r.stdout[r.stdout.index("data: synthetic, real and DALI"):]
+    row = next(line for line in table.splitlines() if "resnet50 fp32 bs2 32px" in line)
+    assert row.split()[:2] == ["ddp", "resnet50"] and "1n1g" in row and "(1.00)" in row
+    assert "## Synthetic and real data" in (report / "summary.md").read_text()
+
+
+@pytest.mark.real
+def test_a_corrupt_jpeg_fails_its_case_naming_the_file(tmp_path):
+    data = tmp_path / "imagenet"
+    from pytest_dlperf.cli import main
+
+    assert main(["data", "make", "imagenet", str(data), "--images", "8", "--classes", "2", "--tokens", "64"]) == 0
+    victim = sorted((data / "train").glob("*/*.JPEG"))[3]
+    victim.write_bytes(victim.read_bytes()[:200])  # truncated: Pillow cannot decode it
+    r = run_suite(*SMALL_REAL, "-k", "real-1n1g and not compiled", "--dlperf-data", "real", f"--dlperf-data-dir={data}",
+                  "--dlperf-data-workers=1", f"--dlperf-report={tmp_path / 'r'}", timeout=600)
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert f"{victim}: cannot decode this JPEG" in r.stdout and "replace or remove the file" in r.stdout

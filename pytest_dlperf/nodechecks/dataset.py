@@ -12,12 +12,47 @@ from ..node.workloads.dataset import INDEX_MARK
 from .frameworks import TIMEOUT
 
 PROBE = Path(__file__).resolve().parents[1] / "node" / "workloads" / "dataset.py"
+BUILDER = PROBE.with_name("datamake.py")
 MAKE = "dlperf data make imagenet {dir}"
+MAKE_TIMEOUT = 1800.0  # the default dataset builds in seconds; a large --images in minutes
 
 
-def check(cluster: Cluster, nodes: list[Node], directory: str, fmt: str, log_dir: Path) -> str | None:
+def check(cluster: Cluster, nodes: list[Node], directory: str, fmt: str, log_dir: Path,
+          make: bool = False) -> str | None:
     """One line naming each node without the dataset (or without ``fmt`` in it) or whose index differs from
-    node 0's, with the fix; None when every node holds the same dataset of that format."""
+    node 0's, with the fix; None when every node holds the same dataset of that format. With ``make``, the
+    nodes that lack the directory build it first (``datamake.py``, deterministic: the same dataset on each)."""
+    found = _indexes(cluster, nodes, directory, log_dir)
+    if isinstance(found, str):
+        return found
+    lacking = [n for n in nodes if found[n.name].get("missing")]
+    if make and lacking:
+        problem = build(cluster, lacking, directory, log_dir / "make")
+        if problem is not None:
+            return problem
+        found = _indexes(cluster, nodes, directory, log_dir / "again")
+        if isinstance(found, str):
+            return found
+    return judge(found, [n.name for n in nodes], directory, fmt)
+
+
+def build(cluster: Cluster, nodes: list[Node], directory: str, log_dir: Path) -> str | None:
+    """``datamake.py imagenet DIR`` on every node of ``nodes`` at once, through the cluster's own channel
+    (dataset.py uploaded beside it); a line naming each node where it failed, None when all built."""
+
+    def command(node: Node, run_dir: str, script: str) -> NodeCommand:
+        cluster.upload(node, PROBE, run_dir)  # the builder imports it
+        return NodeCommand(node, [node.python, script, "imagenet", directory], cwd=run_dir)
+
+    runs = cluster.run_everywhere(nodes, command, log_dir, MAKE_TIMEOUT, name="datamake", tag="dlperf-datamake",
+                                  script=BUILDER)
+    broken = [runs.error] if runs.error else []
+    broken += [f"{node}: {got.tail(3)}" for node, got in runs.outputs.items() if got.returncode != 0]
+    return f"making --dlperf-data-dir {directory} failed: " + "; ".join(broken) if broken else None
+
+
+def _indexes(cluster: Cluster, nodes: list[Node], directory: str, log_dir: Path) -> dict[str, dict] | str:
+    """Every node's ``dataset.index`` of ``directory``, or the line saying where the probe failed."""
     runs = cluster.run_everywhere(nodes, lambda node, run_dir, script: NodeCommand(
         node, [node.python, script, "index", directory], cwd=run_dir), log_dir, TIMEOUT, name="dataset",
         tag="dlperf-data", script=PROBE, expect=INDEX_MARK)
@@ -30,7 +65,7 @@ def check(cluster: Cluster, nodes: list[Node], directory: str, fmt: str, log_dir
         found[node] = json.loads(lines[-1][len(INDEX_MARK):])
     if broken:
         return "the dataset check failed: " + "; ".join(broken)
-    return judge(found, [n.name for n in nodes], directory, fmt)
+    return found
 
 
 def judge(found: dict[str, dict], nodes: list[str], directory: str, fmt: str) -> str | None:
@@ -39,7 +74,8 @@ def judge(found: dict[str, dict], nodes: list[str], directory: str, fmt: str) ->
     missing = [n for n in nodes if found[n].get("missing")]
     if missing:
         return (f"--dlperf-data-dir {directory} does not exist on {', '.join(missing)}: make it there "
-                f"(`{make}`, the same command on every node gives the same dataset) or copy it")
+                f"(`{make}`, the same command on every node gives the same dataset; --dlperf-data-make makes it on "
+                "every node that lacks it) or copy it")
     lacking = [n for n in nodes if fmt not in found[n].get("formats", [])]
     if lacking:
         return (f"--dlperf-data-dir {directory} on {', '.join(lacking)} holds no {fmt} data (found: "

@@ -91,7 +91,8 @@ class CaseReadiness:
         key = (fmt, *(n.name for n in nodes))
         if key not in self._data_checked:
             self._data_checked[key] = dataset.check(self.cluster(), nodes, self.options.data_dir, fmt,
-                                                    self.options.report_dir / "dataset" / "-".join(key))
+                                                    self.options.report_dir / "dataset" / "-".join(key),
+                                                    make=self.options.data_make)
         problem = self._data_checked[key]
         if problem is not None:
             self.failures[self.engines.name(case)] = problem

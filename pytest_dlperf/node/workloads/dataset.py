@@ -123,7 +123,9 @@ def image_samples(root: str) -> list[tuple[str, int]]:
     top = _class_root(root)
     if top is None:
         require(root, "jpeg")
-    classes = sorted(e.name for e in os.scandir(top) if e.is_dir())
+    # only folders that hold JPEGs are classes: a stray folder must not shift the labels
+    classes = sorted(e.name for e in os.scandir(top)
+                     if e.is_dir() and any(n.lower().endswith(IMAGE_SUFFIXES) for n in os.listdir(e.path)))
     out = []
     for label, name in enumerate(classes):
         folder = os.path.join(top, name)
@@ -182,7 +184,7 @@ def train_image(path: str, size: int, rng):  # noqa: ANN001, ANN201 - random.Ran
     img = img.resize((size, size), Image.BILINEAR, box=box)
     if rng.random() < 0.5:
         img = img.transpose(Image.FLIP_LEFT_RIGHT)
-    return np.asarray(img, dtype=np.uint8)
+    return np.array(img, dtype=np.uint8)  # a writable copy: torch.from_numpy warns of a read-only one
 
 
 if __name__ == "__main__":
