@@ -122,10 +122,12 @@ class RayTestCluster:
         tmp.mkdir(parents=True, exist_ok=True)
         tmp.chmod(0o1777)
         hold = Path(tempfile.mkdtemp(prefix=f"env{i}-", dir=self.base))  # a fresh one when a node starts again
-        # the node's own hostname, resolving to its address (/etc/hosts bound in its mount namespace) as a
-        # cluster's DNS would (gloo finds its address from it), and its own /tmp
+        # the node's own hostname and /etc/hosts (bound in its mount namespace) as Debian's installer writes it:
+        # its own name on 127.0.1.1, the others' on their addresses (as DNS would give them); gloo, which takes
+        # its address from the hostname, would advertise loopback there unless the harness names the interface
+        # (nodechecks/interfaces.py); and its own /tmp
         script = 'mount --bind "$2" /etc/hosts && hostname "$3" && ' + private_tmp_script(hold) + 'shift 3 && exec "$@"'
-        argv = [*DIE_WITH_PARENT, *node_argv(self.namespace(i), script, str(tmp), str(self.base / "hosts"),
+        argv = [*DIE_WITH_PARENT, *node_argv(self.namespace(i), script, str(tmp), str(self.base / f"hosts{i}"),
                                              self.hostname(i), ray_bin, "start", *ray_args)]
         log = open(self.base / f"node{i}.log", "ab")
         try:
@@ -193,7 +195,9 @@ def start(workers: int = 3) -> RayTestCluster:
     cluster = RayTestCluster(base, block, [NET.address(block, i) for i in range(workers + 1)])
     try:
         NET.build(block, dict(enumerate(cluster.addresses)))
-        hosts_file(base / "hosts", {cluster.hostname(i): ip for i, ip in enumerate(cluster.addresses)})
+        for i in range(workers + 1):
+            hosts_file(base / f"hosts{i}", {cluster.hostname(k): "127.0.1.1" if k == i else ip
+                                            for k, ip in enumerate(cluster.addresses)})
         cluster._start_node(0)
         cluster.wait_alive(1)
         for i in range(1, workers + 1):

@@ -39,14 +39,21 @@ def test_tf_trains_two_workers_each_with_its_tf_config(tmp_path):
     ensure("tensorflow", "tf")
     report, tmp = tmp_path / "report", tmp_path / "tmp"
     tmp.mkdir()
-    r = run_suite(report, "--backend", "tf", "--dlperf-model", "resnet50", "-k", "2n1g", env={"TMPDIR": str(tmp)})
+    # beside synthetic data, the TFRecord shards of a dataset --dlperf-data-make builds, read through tf.data
+    r = run_suite(report, "--backend", "tf", "--dlperf-model", "resnet50", "-k", "2n1g", "--dlperf-data", "synthetic,real",
+                  f"--dlperf-data-dir={tmp_path / 'imagenet'}", "--dlperf-data-make", env={"TMPDIR": str(tmp)})
     assert r.returncode == 0, r.stdout + r.stderr
+    real = cases(report).pop("resnet50-fp32-bs2-32px-noxla-real-2n1g")
+    got = real["runs"][0]["meta"]["input"]
+    assert got["format"] == "tfrecord" and got["shards"] == 4 and len(got["wait_seconds"]) == 2
+    assert len(got["loader_samples_per_s"]) == 2 and real["metrics"]["loader_throughput"]["value"] > 0
+    assert "tf       resnet50 fp32 bs2 32px noxla   2n1g" in r.stdout  # the synthetic/real table
     # autograph's generated modules (removed only at an exit the workload skips) go to each worker's
     # own temporary directory, which the worker removes: none are left in the node's /tmp
     assert sorted(p.name for p in tmp.rglob("__autograph_generated_file*")) == []
     assert sorted(p.name for p in tmp_path.rglob("tmp-*") if p.is_dir()) == []
-    (case,) = cases(report).values()
-    assert case["case"]["id"] == "resnet50-fp32-bs2-32px-noxla-2n1g" and case["world_size_seen"] == 2
+    case = cases(report)["resnet50-fp32-bs2-32px-noxla-2n1g"]
+    assert case["world_size_seen"] == 2
     (run,) = case["runs"]
     assert run["meta"]["frameworks"]["tensorflow"].startswith("2.") and run["meta"]["xla"] == "off"
     assert len(run["commands"]) == 2 and all('"127.0.0.2:' in c and "TF_CONFIG" in c for c in run["commands"])
@@ -69,9 +76,15 @@ def test_tf_workers_that_stop_synchronising_fail(tmp_path):
 def test_paddle_trains_resnet50_and_plsc_arcface_over_two_nodes(tmp_path):
     ensure("paddle", "paddle")
     report = tmp_path / "report"
-    r = run_suite(report, "--backend", "paddle", "--dlperf-model", "resnet50,arcface", "-k", "2n1g")
+    # ResNet-50 on real data too: PaddleClas' list of the dataset --dlperf-data-make builds, a paddle.io.DataLoader
+    r = run_suite(report, "--backend", "paddle", "--dlperf-model", "resnet50,arcface", "-k", "2n1g and not arcface-fp32-bs2-32px-cls4096-real",
+                  "--dlperf-data", "synthetic,real", f"--dlperf-data-dir={tmp_path / 'imagenet'}", "--dlperf-data-make")
     assert r.returncode == 0, r.stdout + r.stderr
     found = cases(report)
+    real = found.pop("resnet50-fp32-bs2-32px-real-2n1g")
+    got = real["runs"][0]["meta"]["input"]
+    assert got["format"] == "jpeg" and got["workers"] == 1 and got["samples"] == 512 and len(got["wait_seconds"]) == 2
+    assert real["metrics"]["input_wait"]["value"] > 0 and real["world_size_seen"] == 2
     assert set(found) == {"resnet50-fp32-bs2-32px-2n1g", "arcface-fp32-bs2-32px-cls4096-2n1g"}
     for case in found.values():
         (run,) = case["runs"]

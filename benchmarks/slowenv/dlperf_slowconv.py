@@ -4,31 +4,11 @@ imported in a Python of that environment, every ``k``-th call of ``torch.nn.Conv
 the candidate side is just another interpreter (``python=``). Loaded by a .pth file at start-up."""
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import os
-import sys
+
+from dlperf_afterimport import install  # copied beside this file
 
 EVERY = "4"  # the default k; make_env.sh --every K writes another into the environment's copy
-
-
-class _PatchTorchAfterImport(importlib.abc.MetaPathFinder):
-    """Finds ``torch`` as usual, and patches it right after its module runs."""
-
-    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201
-        if name != "torch":
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):  # noqa: ANN001, ANN202
-            run(module)
-            _slow_conv(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
 
 
 def _slow_conv(torch) -> None:  # noqa: ANN001
@@ -45,5 +25,4 @@ def _slow_conv(torch) -> None:  # noqa: ANN001
     torch.nn.Conv2d.forward = slower
 
 
-if not any(isinstance(f, _PatchTorchAfterImport) for f in sys.meta_path):
-    sys.meta_path.insert(0, _PatchTorchAfterImport())
+install("torch", _slow_conv)

@@ -5,7 +5,8 @@
 # whose torch has Conv2d slowed (dlperf_slowconv.py: every K-th forward computed twice, K=4 unless --every K,
 # set inside the environment, so that nothing in the workers' variables shows it). With --twin, the same
 # environment without the slow-down.
-# Usage: bash benchmarks/slowenv/make_env.sh DIR [--twin | --every K]   -> DIR/bin/python
+# With --slow-jpeg, Pillow's JPEG decoding is slowed instead (dlperf_slowjpeg.py: every JPEG decoded twice).
+# Usage: bash benchmarks/slowenv/make_env.sh DIR [--twin | --every K | --slow-jpeg]   -> DIR/bin/python
 set -euo pipefail
 dir=${1:?usage: make_env.sh DIR [--twin | --every K]}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +18,11 @@ from pathlib import Path
 ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
 Path(sys.argv[1], "_dlperf_parent.pth").write_text(f"import site; list(map(site.addsitedir, {ours!r}))\n")
 PY
-if [ "${2:-}" != "--twin" ]; then
+cp "$here/dlperf_afterimport.py" "$site/dlperf_afterimport.py"
+if [ "${2:-}" = "--slow-jpeg" ]; then
+  cp "$here/dlperf_slowjpeg.py" "$site/dlperf_slowjpeg.py"
+  echo "import dlperf_slowjpeg" > "$site/dlperf_slowjpeg.pth"
+elif [ "${2:-}" != "--twin" ]; then
   every=4
   if [ "${2:-}" = "--every" ]; then every=${3:?--every K}; fi
   sed "s/^EVERY = \"4\"/EVERY = \"$every\"/" "$here/dlperf_slowconv.py" > "$site/dlperf_slowconv.py"

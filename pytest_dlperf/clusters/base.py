@@ -161,6 +161,20 @@ class NodeRuns:
     error: str = ""
     sweep_errors: list[str] = field(default_factory=list)
 
+    def marked(self, mark: str, what: str) -> tuple[dict[str, dict], list[str]]:
+        """Each node's last line behind ``mark`` read as JSON, and a line per node where the ``what`` probe failed
+        (no such line, or a non-zero exit; ``error`` first)."""
+        import json
+
+        found, broken = {}, [self.error] if self.error else []
+        for node, got in self.outputs.items():
+            lines = [ln for ln in got.text.splitlines() if ln.startswith(mark)]
+            if got.returncode != 0 or not lines:
+                broken.append(f"{node}: the {what} probe failed ({got.tail(5)})")
+                continue
+            found[node] = json.loads(lines[-1][len(mark):])
+        return found, broken
+
 
 # A node's command for a node script: (node, its run directory, the script's path there or "") -> the
 # command, or None when nothing is to run on that node.
@@ -199,6 +213,11 @@ class Cluster(ABC):
     @abstractmethod
     def nodes(self) -> list[Node]:
         """All nodes, node 0 first."""
+
+    def socket_interfaces(self) -> dict[str, dict]:
+        """Per node name, the interface holding its address and the socket variables its environment sets
+        (``nodechecks.interfaces``, found once before the first multi-node case); filled in place."""
+        return self.__dict__.setdefault("_socket_interfaces", {})
 
     @abstractmethod
     def make_run_dir(self, node: Node, run_id: str) -> str:

@@ -38,6 +38,9 @@ class RunPlan:
     ports: dict[str, list[int]] = field(default_factory=dict)  # node name -> ports free on that node
     hostfile: str | None = None  # on node 0, MPI style "address slots=N" per node (spanning launchers)
     span: SpanAccess | None = None  # spanning launchers: how node 0 reaches the other nodes
+    # node name -> the interface holding its address and the socket variables its environment sets
+    # (nodechecks/interfaces.py; multi-node cases only)
+    interfaces: dict[str, dict] = field(default_factory=dict)
 
     @property
     def output_name(self) -> str:
@@ -179,12 +182,23 @@ class Launcher(ABC):
         """What every node command carries: the run tag (the sweep finds the run's processes by it),
         OpenMP threads per worker when given, and on CPU nodes the allocator settings that keep
         launches steady (CPU_MALLOC_ENV)."""
-        env = {RUN_TAG_ENV: plan.tag}
+        env = {RUN_TAG_ENV: plan.tag, **Launcher.socket_env(plan, node)}
         if threads:
             env["OMP_NUM_THREADS"] = str(threads)
         if node.gpus == 0:
             env.update(CPU_MALLOC_ENV)
         return env
+
+    @staticmethod
+    def socket_env(plan: RunPlan, node: Node) -> dict[str, str]:
+        """A multi-node case's sockets on the interface that holds the node's address, not wherever its hostname
+        resolves (a loopback address on many hosts): GLOO_SOCKET_IFNAME, and NCCL_SOCKET_IFNAME on GPU nodes,
+        each where the node's environment sets none."""
+        found = plan.interfaces.get(node.name) or {}
+        if plan.case.topology.nodes < 2 or not found.get("interface"):
+            return {}
+        names = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if node.gpus else ("GLOO_SOCKET_IFNAME",)
+        return {k: found["interface"] for k in names if k not in found.get("set", {})}
 
     @staticmethod
     def threads_per_worker(node: Node, workers: int) -> int:

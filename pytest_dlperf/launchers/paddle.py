@@ -14,7 +14,8 @@ class PaddleLauncher(Launcher):
     name = "paddle"
     framework = "paddle"
     models = ("resnet50", "vgg16", "arcface")
-    workload_files = ("paddle_dp.py",)
+    workload_files = ("paddle_dp.py", "paddle_data.py", "dataset.py")
+    data_formats = {"resnet50": "jpeg", "vgg16": "jpeg", "arcface": "jpeg"}  # PaddleClas' list, a DataLoader
     defaults = {
         "cpu": {"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32), "arcface": ModelDefaults(8, 64)},
         "gpu": {"resnet50": ModelDefaults(128, 224), "vgg16": ModelDefaults(64, 224),
@@ -39,7 +40,7 @@ class PaddleLauncher(Launcher):
                       "--nnodes", str(topo.nodes), "--rank", str(rank),
                       "--nproc_per_node", str(topo.devices_per_node), "--log_dir", logs,
                       plan.workload[node.name], *self.workload_flags(case, m, threads, plan.output_path(node))]
-            launch += self.variant_flags(case)
+            launch += self.variant_flags(case) + self.data_flags(plan, node)
             # The ranks write to workerlog.N: show their last lines in the node's log when one fails.
             script = (f"{shlex.join(launch)}; rc=$?; if [ $rc -ne 0 ]; then tail -n 40 {shlex.quote(logs)}/workerlog.*; "
                       "fi; exit $rc")

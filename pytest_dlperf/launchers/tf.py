@@ -22,7 +22,8 @@ class TFLauncher(Launcher):
     name = "tf"
     framework = "tensorflow"
     models = ("resnet50", "vgg16", "bert-base")
-    workload_files = ("tf_mwms.py",)
+    workload_files = ("tf_mwms.py", "tf_data.py", "dataset.py")
+    data_formats = {"resnet50": "tfrecord", "vgg16": "tfrecord"}  # the NGC recipe's shards, through tf.data
     # CPU: TensorFlow pays more per small step than PyTorch here; sized for the 6-minute budget.
     defaults = {
         "cpu": {"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32), "bert-base": ModelDefaults(2, 32)},
@@ -57,7 +58,7 @@ class TFLauncher(Launcher):
                 argv = [node.python, plan.workload[node.name],
                         *self.workload_flags(case, m, threads, plan.output_path(node)),
                         "--xla", "on" if case.variant == "xla" else "off", "--bytes-per-pack", str(BYTES_PER_PACK),
-                        "--local-worker", str(k)]
+                        "--local-worker", str(k), *self.data_flags(plan, node)]
                 per_worker.append(({"TF_CONFIG": tf_config}, argv))
             if g == 1:
                 (wenv, argv), = per_worker

@@ -4,7 +4,6 @@ asked of the nodes by a probe (``node/workloads/nodefacts.py --compiler``), befo
 so that a node without one is named with the line that installs it, not found by a failed compile."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..clusters.base import Cluster, Node, NodeCommand
@@ -24,13 +23,7 @@ def check(cluster: Cluster, nodes: list[Node], log_dir: Path) -> tuple[str, str]
     runs = cluster.run_everywhere(nodes, lambda node, run_dir, script: NodeCommand(
         node, [node.python, script, "--compiler", kind], cwd=run_dir), log_dir, TIMEOUT, name="compiler",
         tag="dlperf-cc", script=PROBE, expect=COMPILER_MARK)
-    found, broken = {}, [runs.error] if runs.error else []
-    for node, got in runs.outputs.items():
-        lines = [ln for ln in got.text.splitlines() if ln.startswith(COMPILER_MARK)]
-        if got.returncode != 0 or not lines:
-            broken.append(f"{node}: the compiler probe failed ({got.tail(5)})")
-            continue
-        found[node] = json.loads(lines[-1][len(COMPILER_MARK):])
+    found, broken = runs.marked(COMPILER_MARK, "compiler")
     if broken:
         return "fail", "torch.compile's compiler check failed: " + "; ".join(broken)
     missing = [node for node, f in found.items() if not f.get("path")]

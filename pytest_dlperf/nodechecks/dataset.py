@@ -4,7 +4,6 @@ before the case's first launch: a node that lacks it, lacks the case's format, o
 with the fix, instead of a launch that fails or measures different data on one node."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..clusters.base import Cluster, Node, NodeCommand
@@ -56,13 +55,7 @@ def _indexes(cluster: Cluster, nodes: list[Node], directory: str, log_dir: Path)
     runs = cluster.run_everywhere(nodes, lambda node, run_dir, script: NodeCommand(
         node, [node.python, script, "index", directory], cwd=run_dir), log_dir, TIMEOUT, name="dataset",
         tag="dlperf-data", script=PROBE, expect=INDEX_MARK)
-    found, broken = {}, [runs.error] if runs.error else []
-    for node, got in runs.outputs.items():
-        lines = [ln for ln in got.text.splitlines() if ln.startswith(INDEX_MARK)]
-        if got.returncode != 0 or not lines:
-            broken.append(f"{node}: the dataset probe failed ({got.tail(5)})")
-            continue
-        found[node] = json.loads(lines[-1][len(INDEX_MARK):])
+    found, broken = runs.marked(INDEX_MARK, "dataset")
     if broken:
         return "the dataset check failed: " + "; ".join(broken)
     return found

@@ -13,7 +13,7 @@ from ..baselines import BaselineError
 from ..baselines.store import SittingsError
 from ..clusters.base import Cluster, ClusterError
 from ..options import RunOptions
-from ..nodechecks import compiler, dataset, frameworks, hardware, reach
+from ..nodechecks import compiler, dataset, frameworks, hardware, interfaces, reach
 from ..results import CaseResult
 from ..specs import COMPILED, CaseSpec
 from .contexts import BaselineContext
@@ -37,11 +37,13 @@ class CaseReadiness:
         self._framework_checked: dict[tuple[str, ...], tuple[str, str] | None] = {}
         self.contexts: dict[str, BaselineContext | None] = {}  # case name -> its baseline context
         self._data_checked: dict[tuple[str, ...], str | None] = {}  # (format, nodes) -> the problem, if any
+        self._interfaces_checked: dict[tuple[str, ...], str | None] = {}  # nodes -> the problem, if any
 
     def run(self, case: CaseSpec) -> None:
         """Before the case's first launch: framework, baseline file, hardware probe (skip or fail raised),
         and its nodes' software (once per node set: what its verdicts compare with the recording's)."""
         self.framework_ready(case)
+        self.interfaces_ready(case)
         self.data_ready(case)
         self.baseline_ready(case)
         self.probe_hardware(self.engines.name(case))
@@ -75,6 +77,21 @@ class CaseReadiness:
                 pytest.skip(f"--backend {case.backend}: {why}")
             self.failures[name] = f"--backend {case.backend}: {why}"  # in results.json too
             pytest.fail(f"--backend {case.backend}: {why}", pytrace=False)
+
+    def interfaces_ready(self, case: CaseSpec) -> None:
+        """A multi-node case: each node's network interface for its sockets found (once per node set; kept on
+        the cluster for the launches), or the case fails naming the nodes where Gloo would use loopback."""
+        nodes = self.cluster().nodes()[:case.topology.nodes]
+        if len(nodes) < 2:
+            return
+        key = tuple(n.name for n in nodes)
+        if key not in self._interfaces_checked:
+            self._interfaces_checked[key] = interfaces.check(self.cluster(), nodes,
+                                                             self.options.report_dir / "interfaces" / "-".join(key))
+        problem = self._interfaces_checked[key]
+        if problem is not None:
+            self.failures[self.engines.name(case)] = problem
+            pytest.fail(problem, pytrace=False)
 
     def data_ready(self, case: CaseSpec) -> None:
         """A real-data case: skipped where its engine reads no such data for its model; else the same dataset

@@ -187,6 +187,41 @@ def train_image(path: str, size: int, rng):  # noqa: ANN001, ANN201 - random.Ran
     return np.array(img, dtype=np.uint8)  # a writable copy: torch.from_numpy warns of a read-only one
 
 
+def enough(root: str, samples: int, batch_size: int, world: int) -> None:
+    """Raise DatasetError unless ``samples`` fill one global batch (each rank's ``batch_size``)."""
+    if samples < batch_size * world:
+        raise DatasetError(f"{root}: {samples} samples, fewer than one global batch ({batch_size} x {world}); make a "
+                           "larger dataset (`dlperf data make imagenet DIR --images N`)")
+
+
+LOADER_SECONDS = 1.0  # a loader alone is timed over about this long (LOADER_BATCHES at least) before training
+LOADER_BATCHES = 3
+
+
+def loader_alone(fetch, batch_size: int, seconds: float = LOADER_SECONDS) -> float:  # noqa: ANN001 - () -> batch
+    """Decoded samples/s of a loader with nothing training beside it (``fetch`` takes its next batch), after
+    its first batch (its workers' start): the loader's own speed, whatever engine reads it."""
+    import time
+
+    fetch()
+    n, t0 = 0, time.perf_counter()
+    while n < LOADER_BATCHES or time.perf_counter() - t0 < seconds:
+        fetch()
+        n += 1
+    return n * batch_size / (time.perf_counter() - t0)
+
+
+def page_cache(size: int) -> dict:
+    """Whether a dataset of ``size`` bytes fits in this node's available memory, so that after its first epoch
+    it is read from the page cache rather than the disk (MemAvailable of /proc/meminfo)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            avail = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return {"fits": None}
+    return {"fits": size <= avail, "available_bytes": avail}
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["index"] and len(sys.argv) == 3:
         print(INDEX_MARK + json.dumps(index(sys.argv[2])), flush=True)

@@ -13,6 +13,9 @@ Three ways it is used:
 - ``python3 nodefacts.py --software``: the software probe prints ``SOFTWARE_MARK`` and one JSON line
   (``software``, contract ``SOFTWARE_CONTRACT``): the interpreter, every installed distribution and the
   variables that change training, as a node's launches will run with them;
+- ``python3 nodefacts.py --interface ADDRESS``: before a multi-node case, prints ``INTERFACE_MARK`` and one
+  JSON line: the network interface that holds ADDRESS (the node's address as the others reach it), for
+  GLOO_SOCKET_IFNAME, and the socket variables the node's environment already sets;
 - ``from nodefacts import cpu_model``: the workloads name a CPU rank's device (copied beside them).
 """
 from __future__ import annotations
@@ -32,6 +35,8 @@ MARK = "DLPERF-FRAMEWORKS "
 COMPILER_MARK = "DLPERF-COMPILER "
 SOFTWARE_MARK = "DLPERF-SOFTWARE "
 SOFTWARE_CONTRACT = 1
+INTERFACE_MARK = "DLPERF-INTERFACE "
+SOCKET_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")  # where Gloo and NCCL open their sockets
 
 # The environment variables that change training, by prefix (and the devices a process sees, by suffix):
 # what the software probe reports of a node's environment (docs/gate.md, "Software identity").
@@ -153,6 +158,37 @@ def local_addresses() -> list[str]:
     return sorted(found)
 
 
+def interface_of(address: str) -> str | None:
+    """The network interface whose address is ``address`` (each interface's primary IPv4 address, SIOCGIFADDR),
+    loopback for any 127.0.0.0/8 address; None where none holds it."""
+    import fcntl
+    import struct
+
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                got = fcntl.ioctl(s.fileno(), siocgifaddr, struct.pack("256s", name[:15].encode()))
+            except OSError:  # no IPv4 address
+                continue
+            if socket.inet_ntoa(got[20:24]) == address:
+                return name
+            if address.startswith("127.") and socket.inet_ntoa(got[20:24]).startswith("127."):
+                return name
+    return None
+
+
+def interface(address: str) -> dict:
+    """What a multi-node case needs of the node's sockets: the interface holding ``address``, what the
+    node's hostname resolves to (Gloo's default address), and the socket variables already set."""
+    try:
+        resolved = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        resolved = None
+    return {"address": address, "interface": interface_of(address), "hostname": socket.gethostname(),
+            "resolves_to": resolved, "set": {k: os.environ[k] for k in SOCKET_ENV if os.environ.get(k)}}
+
+
 def gpu_names() -> list[str]:
     """GPU names from nvidia-smi, or [] when there is none (or it fails): the preflight's and the
     local cluster's."""
@@ -180,6 +216,8 @@ if __name__ == "__main__":
         print(MARK + json.dumps(frameworks(sys.argv[2:])), flush=True)
     elif sys.argv[1:2] == ["--software"]:
         print(SOFTWARE_MARK + json.dumps(software()), flush=True)
+    elif sys.argv[1:2] == ["--interface"]:
+        print(INTERFACE_MARK + json.dumps(interface(sys.argv[2])), flush=True)
     elif sys.argv[1:2] == ["--compiler"]:
         print(COMPILER_MARK + json.dumps(compiler(sys.argv[2])), flush=True)
     else:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PaddlePaddle data-parallel training benchmark on synthetic data, launched by
+"""PaddlePaddle data-parallel training benchmark on synthetic data (or a real dataset, --data real), launched by
 ``python -m paddle.distributed.launch`` on every node (one process per device, per slot on CPU).
 
 Runs on the nodes and imports nothing from the harness. Models: ResNet-50 and VGG-16 from
@@ -58,6 +58,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-iters", type=int, default=0)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic",
+                   help="synthetic: one batch made once, trained on every step; real: --data-dir through "
+                        "paddle.io.DataLoader (paddle_data.py)")
+    p.add_argument("--data-dir", default="", help="real: the dataset (PaddleClas' train_list.txt, or class folders)")
+    p.add_argument("--data-workers", type=int, default=0, help="real: the DataLoader's worker processes per rank")
     p.add_argument("--output", required=True, help="step log, written by rank 0")
     return p.parse_args(argv)
 
@@ -118,9 +123,9 @@ class Group:
         return [json.loads(text) for text in steplog.gather_text(self.gather, json.dumps(info))]
 
 
-def make_step(args: argparse.Namespace, model: nn.Layer, rank: int, cuda: bool):
-    """One training step of DataParallel(model) on this rank's own synthetic batch, under AMP with
-    --precision amp; with the no-sync fault each rank keeps its own gradients."""
+def make_step(args: argparse.Namespace, model: nn.Layer, rank: int, cuda: bool, batches=None):  # noqa: ANN001
+    """One training step of DataParallel(model) on this rank's own synthetic batch (or the loader's next,
+    ``batches``), under AMP with --precision amp; with the no-sync fault each rank keeps its own gradients."""
     dp = paddle.DataParallel(model)
     opt = paddle.optimizer.Momentum(0.01, momentum=0.9, parameters=model.parameters(), weight_decay=1e-4)
     use_amp = args.precision == "amp"
@@ -132,6 +137,9 @@ def make_step(args: argparse.Namespace, model: nn.Layer, rank: int, cuda: bool):
     nosync = steplog.no_sync_fault()
 
     def step() -> paddle.Tensor:
+        nonlocal images, labels
+        if batches is not None:
+            images, labels = batches()
         opt.clear_grad()
         with paddle.amp.auto_cast(enable=use_amp, dtype=amp_dtype, level="O1"):
             if nosync:
@@ -179,7 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     rank, world = group.rank, group.world
     paddle.seed(args.seed)  # the same initial parameters on every rank
     model = build_model(args)
-    step = make_step(args, model, rank, cuda)
+    batches, data = None, None
+    if args.data == "real":
+        from paddle_data import real_batches  # copied beside this file; imports dataset.py
+
+        batches, data = real_batches(args, rank, world, steplog.fail)
+        data["loader_samples_per_s"] = [r[0] for r in group.gather([batches.alone(args.batch_size)])]
+    step = make_step(args, model, rank, cuda, batches)
     START.mark("model")
 
     def sync() -> None:
@@ -190,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                                barrier=group.barrier, sync=sync, memory=PaddleGpuMemory() if cuda else None)
     started = steplog.start_and_memory(group.gather, START, timed)
     gathered = group.gather(timed.seconds)
+    if data is not None:
+        data["wait_seconds"] = group.gather(batches.waits[timed.warmup:timed.warmup + timed.iters])
     digests = group.gather(parameter_digest(model))
     ranks = group.gather_json({"host": socket.gethostname(),
                                "device": paddle.device.get_device() if cuda else cpu_model(), "threads": args.threads})
@@ -202,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
                      nnodes=int(os.environ.get("PADDLE_NNODES", "1") or 1),
                      frameworks={"paddle": paddle.__version__}, python=platform.python_version(),
                      backend="nccl" if cuda else "gloo",
-                     parameters=int(sum(int(p.numel()) for p in model.parameters())), **started)
+                     parameters=int(sum(int(p.numel()) for p in model.parameters())), **started,
+                     **({"input": data} if data is not None else {}))
             log.steps(timed, gathered, args.batch_size * world)
             log.end(digests)
     group.barrier()

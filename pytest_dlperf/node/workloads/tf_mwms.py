@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""TensorFlow 2 data-parallel training benchmark on synthetic data, one process per worker.
+"""TensorFlow 2 data-parallel training benchmark on synthetic data (or TFRecord shards, --data real), one
+process per worker.
 
 Runs on the nodes and imports nothing from the harness. ``--engine mwms`` (default):
 MultiWorkerMirroredStrategy; each worker gets its ``TF_CONFIG`` (the cluster's worker addresses and
@@ -81,6 +82,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="all-reduce gradients in packs of about this many bytes (0: one all-reduce per variable)")
     p.add_argument("--local-worker", type=int, default=0, help="this worker's index on its node (its GPU)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic",
+                   help="synthetic: one batch made once, trained on every step; real: --data-dir's TFRecord shards "
+                        "through tf.data (tf_data.py)")
+    p.add_argument("--data-dir", default="", help="real: the dataset (TFRecord shards train-NNNNN-of-MMMMM)")
+    p.add_argument("--data-workers", type=int, default=0, help="real: 0 reads serially; more: tf.data's autotuned "
+                                                               "parallelism")
     p.add_argument("--output", required=True, help="step log, written by worker 0")
     return p.parse_args(argv)
 
@@ -235,13 +242,13 @@ def synthetic_batch(args: argparse.Namespace, rank: int) -> tuple:
     return x, y
 
 
-def make_train_step(args: argparse.Namespace, comm, model, opt, batch: tuple, global_batch: int):
-    """One training step as a tf.function (XLA-compiled with --xla on); it returns the loss."""
-    x, y = batch
+def make_train_step(args: argparse.Namespace, comm, model, opt, batch: tuple | None, global_batch: int):
+    """One training step as a tf.function (XLA-compiled with --xla on); it returns the loss. On a fixed
+    synthetic ``batch`` it takes no arguments; with real data (``batch`` None) it takes the batch."""
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
     nosync = steplog.no_sync_fault()
 
-    def step_fn():
+    def step_fn(x, y):
         with tf.GradientTape() as tape:
             logits = model(x, training=True)
             loss = tf.reduce_sum(loss_fn(y, tf.cast(logits, tf.float32))) / global_batch
@@ -255,10 +262,18 @@ def make_train_step(args: argparse.Namespace, comm, model, opt, batch: tuple, gl
             opt.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
+    if batch is not None:
+        x, y = batch
+
+        @tf.function(jit_compile=args.xla == "on")
+        def train_step():
+            return comm.run(lambda: step_fn(x, y))
+        return train_step
+
     @tf.function(jit_compile=args.xla == "on")
-    def train_step():
-        return comm.run(step_fn)
-    return train_step
+    def train_real(x, y):
+        return comm.run(lambda: step_fn(x, y))
+    return train_real
 
 
 def parameter_digest(model) -> list[float]:
@@ -299,18 +314,28 @@ def main(argv: list[str] | None = None) -> int:
     model, opt = build_training(args, comm, gpus)
     START.mark("model")
     global_batch = args.batch_size * world
-    train_step = make_train_step(args, comm, model, opt, synthetic_batch(args, rank), global_batch)
     gather = comm.gather
+    batches, data = None, None
+    if args.data == "real":
+        from tf_data import real_batches  # copied beside this file; imports dataset.py
+
+        batches, data = real_batches(args, rank, world, steplog.fail)
+        data["loader_samples_per_s"] = [r[0] for r in gather([batches.alone(args.batch_size)])]
+    train_step = make_train_step(args, comm, model, opt, None if batches else synthetic_batch(args, rank),
+                                 global_batch)
+    step = (lambda: float(train_step(*batches()))) if batches else (lambda: float(train_step()))
 
     def agree(done: bool, iters: int) -> tuple[bool, int]:  # worker 0 decides for everyone
         decide = gather([float(done), float(iters)])[0]
         return decide[0] > 0, int(decide[1])
 
     # float(): the step's host sync, inside the step's time (TensorFlow has no device sync to call)
-    timed = steplog.time_steps(lambda: float(train_step()), args, rank, global_batch, agree=agree,
+    timed = steplog.time_steps(step, args, rank, global_batch, agree=agree,
                                barrier=lambda: gather([0.0]), memory=TfGpuMemory("GPU:0") if gpus else None)
     started = steplog.start_and_memory(gather, START, timed)
     gathered = gather(timed.seconds)
+    if data is not None:
+        data["wait_seconds"] = gather(batches.waits[timed.warmup:timed.warmup + timed.iters])
     digests = gather(parameter_digest(model))
     info = json.dumps({"host": socket.gethostname(), "device": gpus[0].name if gpus else cpu_model(),
                        "threads": args.threads or os.cpu_count()})
@@ -324,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
                      world_size=world, ranks=hosts, frameworks={"tensorflow": tf.__version__, **comm.versions},
                      python=platform.python_version(), backend=comm.name, engine=args.engine,
                      nnodes=comm.nnodes,
-                     parameters=int(sum(int(tf.size(v)) for v in model.trainable_variables)), **started)
+                     parameters=int(sum(int(tf.size(v)) for v in model.trainable_variables)), **started,
+                     **({"input": data} if data is not None else {}))
             log.steps(timed, gathered, global_batch)
             log.end(digests)
     final_barrier(gather)

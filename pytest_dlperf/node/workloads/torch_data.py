@@ -16,8 +16,6 @@ import torch
 
 import dataset  # copied beside this file
 
-LOADER_SECONDS = 1.0  # the loader alone is timed over about this long (3 batches at least) before training
-LOADER_BATCHES = 3
 
 
 class ImageFolderSet(torch.utils.data.Dataset):
@@ -100,15 +98,9 @@ class Batches:
     def __call__(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.to_device(self.fetch())
 
-    def alone(self, batch_size: int, seconds: float = LOADER_SECONDS) -> float:
-        """Decoded samples/s of this rank's loader with nothing training beside it, after its first batch
-        (the workers' start): the loader's own speed."""
-        self.fetch()
-        n, t0 = 0, time.perf_counter()
-        while n < LOADER_BATCHES or time.perf_counter() - t0 < seconds:
-            self.fetch()
-            n += 1
-        rate = n * batch_size / (time.perf_counter() - t0)
+    def alone(self, batch_size: int) -> float:
+        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``); its waits are not kept."""
+        rate = dataset.loader_alone(self.fetch, batch_size)
         self.waits.clear()
         return rate
 
@@ -122,12 +114,10 @@ def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
             data, fmt = TokenWindows(args.data_dir, args.image_size, args.vocab), "tokens"
         else:
             data, fmt = ImageFolderSet(args.data_dir, args.image_size), "jpeg"
+        dataset.enough(args.data_dir, len(data), args.batch_size, world)
     except dataset.DatasetError as exc:
         fail(str(exc))
         raise
-    if len(data) < args.batch_size * world:
-        fail(f"{args.data_dir}: {len(data)} samples, fewer than one global batch ({args.batch_size} x {world}); "
-             "make a larger dataset (`dlperf data make imagenet DIR --images N`)")
     sampler = torch.utils.data.DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=args.seed,
                                                   drop_last=True)
     workers = max(0, args.data_workers)  # as the harness derived it from the node's cores and devices
@@ -137,7 +127,7 @@ def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
     to_device = _tokens_to(device) if fmt == "tokens" else _images_to(device, cuda)
     size = data.bytes()
     facts = {"source": "real", "format": fmt, "dir": args.data_dir, "workers": workers, "samples": len(data),
-             "bytes": size, "page_cache": _page_cache(size)}
+             "bytes": size, "page_cache": dataset.page_cache(size)}
     return Batches(loader, to_device, fail), facts
 
 
@@ -160,14 +150,3 @@ def _tokens_to(device: torch.device) -> Callable:
         return inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
 
     return to
-
-
-def _page_cache(size: int) -> dict:
-    """Whether the dataset fits in this node's available memory, so that after its first epoch it is read
-    from the page cache rather than the disk (MemAvailable of /proc/meminfo)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            avail = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
-    except (OSError, StopIteration, ValueError):
-        return {"fits": None}
-    return {"fits": size <= avail, "available_bytes": avail}
