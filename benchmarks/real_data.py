@@ -11,8 +11,14 @@ and the real case's step against a plain DataLoader loop.
   over its own DataLoader of the same files and transform (``next(loader)``, normalise, forward, backward,
   step), timed from outside; in ABBA pairs, the ratio of samples/s with a 95% t interval.
 
+- ``ab``: a second environment whose Pillow decodes every JPEG twice (``slowenv/make_env.sh --slow-jpeg``: a
+  slower decoder the project knows nothing of) and its twin (the same without it), each an A/B candidate
+  (``python=``) against this interpreter on resnet50 1n1g with synthetic and real data: the slower decoder must
+  be named on the real case (its throughput, its loader alone) and leave the synthetic case alone.
+
     python3 benchmarks/real_data.py suite --work /tmp/realdata
     python3 benchmarks/real_data.py plain --work /tmp/realdata --pairs 12 --steps 8
+    python3 benchmarks/real_data.py ab --work /tmp/realdata --sessions 3
 """
 from __future__ import annotations
 
@@ -63,6 +69,32 @@ def suite(a: argparse.Namespace) -> None:
             workers = c["runs"][0]["meta"]["input"]["workers"]
             print(f"{c['case']['id']}: workers {workers}, " + ", ".join(
                 f"{k} {v:.4g}" for k, v in figure.items() if v is not None) + (f"; flags {flags}" if flags else ""))
+
+
+def ab(a: argparse.Namespace) -> None:
+    data = make_dataset(a.work)
+    envs = {}
+    for name, flag in (("slow-jpeg", "--slow-jpeg"), ("twin", "--twin")):
+        envs[name] = a.work / "envs" / name
+        if not (envs[name] / "bin" / "python").exists():
+            subprocess.run(["bash", str(ROOT / "benchmarks" / "slowenv" / "make_env.sh"), str(envs[name]), flag],
+                           check=True, capture_output=True)
+    for session in range(a.sessions):
+        for name, env in envs.items():
+            report = a.work / f"ab-{name}-{session}"
+            t0 = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:randomly", "-k",
+                                "resnet50 and 1n1g and not compiled", "--dlperf-data", "synthetic,real",
+                                f"--dlperf-data-dir={data}", f"--dlperf-candidate=python={env / 'bin' / 'python'}",
+                                f"--dlperf-report={report}"], cwd=ROOT, capture_output=True, text=True)
+            section = json.loads((report / "results.json").read_text()).get("ab") or {}
+            print(f"== session {session + 1} {name} ({time.perf_counter() - t0:.0f} s, exit {r.returncode})")
+            for case, c in section.get("cases", {}).items():
+                shown = [f"throughput {str(c.get('verdict')).upper()} {c['ratio'] - 1:+.1%} in {len(c.get('pairs_taken', []))} pairs"
+                         if c.get("ratio") else f"throughput {c.get('verdict')}"]
+                shown += [f"{m} {str(v.get('verdict')).upper()} {v['ratio'] - 1:+.1%}" if v.get("ratio") else
+                          f"{m} {v.get('verdict')}" for m, v in (c.get("metrics") or {}).items()]
+                print(f"  {case}: " + "; ".join(shown), flush=True)
 
 
 def plain(a: argparse.Namespace) -> None:
@@ -138,7 +170,7 @@ def plain(a: argparse.Namespace) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("suite", "plain"))
+    p.add_argument("what", choices=("suite", "plain", "ab"))
     p.add_argument("--work", type=Path, default=Path("/tmp/dlperf-realdata"))
     p.add_argument("--repeats", type=int, default=3, help="suite: launches per case")
     p.add_argument("--pairs", type=int, default=12)
@@ -147,9 +179,10 @@ def main() -> int:
     p.add_argument("--image-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=1, help="plain: each loader's workers (the suite's default here)")
     p.add_argument("--core", type=int, default=0)
+    p.add_argument("--sessions", type=int, default=3, help="ab: A/B sessions per environment")
     a = p.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
-    (suite if a.what == "suite" else plain)(a)
+    {"suite": suite, "plain": plain, "ab": ab}[a.what](a)
     return 0
 
 

@@ -38,8 +38,8 @@ def test_case_id_and_key_name_every_measured_field():
     c = CaseSpec("resnet50", "fp32", 8, 64, Topology(2, 1), backend="ddp")
     assert c.id == "resnet50-fp32-bs8-64px-2n1g"
     assert c.key == "ddp/resnet50-fp32-bs8-64px-2n1g"
-    assert c.group == ("resnet50", "fp32", 8, 64, "ddp", "")
+    assert c.group == ("resnet50", "fp32", 8, 64, "ddp", "", "synthetic")
     x = CaseSpec("resnet50", "fp32", 8, 64, Topology(2, 1), backend="tf", variant="noxla")
-    assert x.id == "resnet50-fp32-bs8-64px-noxla-2n1g" and x.group[-1] == "noxla"
+    assert x.id == "resnet50-fp32-bs8-64px-noxla-2n1g" and x.group[-2] == "noxla"
     b = CaseSpec("bert-base", "amp", 2, 32, Topology(1, 1), backend="tf", variant="xla")
     assert b.id == "bert-base-amp-bs2-seq32-xla-1n1g"
