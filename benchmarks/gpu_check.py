@@ -18,7 +18,9 @@ step that cannot start, fails or runs out of time is said, with why, in place of
    the default GPU size);
 5. a planted 2% slow-down of resnet50 fp32 1n1g, an A/B session, pairs until decided (at most 6;
    tolerance 1%, so that 2% is beyond it); 6. an A/A of the same case, likewise;
-7. on request (``--only cudnn``; not in 10 minutes with the rest): what cuDNN's autotuner buys and
+7. on request (``--only data``): resnet50 fp32 1n1g on synthetic, real and DALI data (``dlperf data make``
+   first; DALI where the machine has it installed, else said): throughput, input wait, the loader alone;
+8. on request (``--only cudnn``; not in 10 minutes with the rest): what cuDNN's autotuner buys and
    costs, ``DLPERF_CUDNN_BENCHMARK=0`` (off) against the default (on), 3 pairs (throughput, time to first
    step): the candidate's time to first step lower and its throughput lower or the same is what the
    autotuner buys and costs.
@@ -165,13 +167,17 @@ def case_row(case: dict) -> dict:
     return row
 
 
+def one_launch(check: Check, report: Path, *extra: str) -> list[str]:
+    """The suite on the one GPU, one launch a case, no baselines, into ``report``; ``extra`` picks the cases."""
+    return [sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:cacheprovider", *ONE_GPU, *extra,
+            "--dlperf-repeats", "1", f"--dlperf-report={report}", f"--dlperf-baseline-dir={check.out / 'no-baselines'}",
+            "--dlperf-baseline-missing", "skip"]
+
+
 def cases(check: Check) -> None:
     """Every default GPU case, one launch each; what each could not measure is in its row."""
     report = check.out / "cases"
-    argv = [sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:cacheprovider", *ONE_GPU, "--dlperf-repeats",
-            "1", f"--dlperf-report={report}", f"--dlperf-baseline-dir={check.out / 'no-baselines'}",
-            "--dlperf-baseline-missing", "skip"]
-    run_step(check, "cases", 240, argv)
+    run_step(check, "cases", 240, one_launch(check, report))
     doc = _results(report)
     if doc is None:
         check.skip("every default GPU case", why_not(check, "cases"))
@@ -224,6 +230,38 @@ def ab(check: Check, name: str, what: str, candidate: str, pairs: int, planned: 
                                    "low": got.get("low"), "high": got.get("high"), "time_to_first_step": firsts}})
 
 
+def data(check: Check) -> None:
+    """resnet50 fp32 1n1g on synthetic, real and DALI data (issue #56): the dataset made first (2560 JPEGs: ten
+    batches of 256 an epoch), one launch each; throughput, input wait and the loader alone in each row."""
+    where = check.out / "imagenet"
+    if not run_step(check, "data-make", 60, [sys.executable, "-m", "pytest_dlperf.cli", "data", "make", "imagenet",
+                                             str(where), "--images", "2560"]):
+        check.skip("resnet50 on real and DALI data", why_not(check, "data-make"))
+        return
+    report = check.out / "data"
+    run_step(check, "data", 150, one_launch(check, report, "-rs", "-k", f"{CASE} and not compiled", "--dlperf-data",
+                                            "synthetic,real,dali", f"--dlperf-data-dir={where}"))
+    doc = _results(report)
+    if doc is None:
+        check.skip("resnet50 on real and DALI data", why_not(check, "data"))
+        return
+    seen = set()
+    for case in doc.get("cases", []):
+        row = case_row(case)
+        wait, _ = _metric(case, "input_wait")
+        loader, _ = _metric(case, "loader_throughput")
+        share, flag = _metric(case, "input_share")
+        if wait is not None:
+            row["result"] = (f"input wait {wait * 1e3:.3g} ms, share {share:.1%}, loader alone {loader:.0f} samples/s"
+                             + (f"; {flag}" if flag else ""))
+        row["figures"].update({"input_wait": wait, "input_share": share, "loader_throughput": loader})
+        check.rows.append(row)
+        seen.add(case["case"].get("data", "synthetic"))
+    for source in ("real", "dali"):
+        if source not in seen:
+            check.skip(f"resnet50 fp32 1n1g on {source} data", f"no case measured: {why_not(check, 'data')}")
+
+
 def table(check: Check) -> str:
     """The one table: a row per case and per comparison; '-' where a row has no such figure."""
     cells = [[str(r.get(c, "-")) for c in COLUMNS] for r in check.rows]
@@ -250,6 +288,7 @@ STEPS = {  # name -> (what it gives, how it is taken), in the order they run
     "aa": ("A/A", lambda c: ab(c, "aa", "A/A resnet50 fp32 1n1g (expect SAME)", "env=DLPERF_PLANT_SLOWDOWN=0", 6, 150)),
     "cudnn": ("cudnn.benchmark", lambda c: ab(c, "cudnn-benchmark", "cudnn.benchmark off (candidate) / on, resnet50 fp32 1n1g",
                                               "env=DLPERF_CUDNN_BENCHMARK=0", 3, 150)),
+    "data": ("resnet50 on synthetic, real and DALI data", lambda c: data(c)),
 }
 
 

@@ -6,7 +6,7 @@
 # The README's test command, tests/run.sh, runs it first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q -e ".[test,tf,paddle,aliyun,ray]"
+python3 -m pip install -q -e ".[test,tf,paddle,aliyun,ray,dali]"
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 command -v slurmctld >/dev/null || missing+=(slurm-wlm)

@@ -83,3 +83,38 @@ def test_an_ab_row_is_the_sessions_verdict(tmp_path, monkeypatch):
     (row,) = check.rows
     assert row["result"].startswith(f"{paired.verdict['verdict'].upper()} after 3 pair(s), ratio 0.98")
     assert row["figures"]["time_to_first_step"] == {"reference": [9.0] * 3, "candidate": [9.5] * 3}
+
+
+def test_the_data_step_reads_each_sources_row_and_says_which_was_not_measured(tmp_path, monkeypatch):
+    """--only data on a GPU: the dataset made, then one session's synthetic and real cases (recorded shape) read
+    into rows with the input wait and the loader alone; DALI, not measured there, said with why."""
+    check = gpu_check.Check(tmp_path, deadline=float("inf"))
+
+    def metric(value):  # noqa: ANN001, ANN202
+        return {"value": value}
+
+    cases = [{"case": {"id": "resnet50-fp32-bs256-224px-1n1g", "data": "synthetic", "unit": "samples/s"},
+              "median": 3000.0, "metrics": {"throughput": metric(3000.0)}},
+             {"case": {"id": "resnet50-fp32-bs256-224px-real-1n1g", "data": "real", "unit": "samples/s"},
+              "median": 2400.0, "metrics": {"throughput": metric(2400.0), "input_wait": metric(0.021),
+                                           "input_share": {"value": 0.19, "flag": "data-bound: ..."},
+                                           "loader_throughput": metric(2500.0)}}]
+
+    def session(check, name, planned, argv, env=None):  # noqa: ANN001 - the step's command, its results.json
+        check.steps[name] = {"returncode": 0, "log": f"{name}.log"}
+        (check.out / f"{name}.log").write_text("1 skipped: --backend ddp: nvidia.dali is not installed\n")
+        if name == "data":
+            report = Path(next(a for a in argv if a.startswith("--dlperf-report=")).split("=", 1)[1])
+            report.mkdir(parents=True)
+            (report / "results.json").write_text(json.dumps({"cases": cases}))
+        return True
+
+    monkeypatch.setattr(gpu_check, "run_step", session)
+    gpu_check.data(check)
+    synthetic, real = check.rows[:2]
+    assert synthetic["what"] == "resnet50-fp32-bs256-224px-1n1g" and synthetic["throughput"] == "3000.0 samples/s"
+    assert real["result"] == "input wait 21 ms, share 19.0%, loader alone 2500 samples/s; data-bound: ..."
+    assert real["figures"]["input_wait"] == 0.021
+    assert check.rows[2]["what"] == "resnet50 fp32 1n1g on dali data"
+    assert "not taken: no case measured: exit 0: 1 skipped: --backend ddp: nvidia.dali is not installed" in \
+        check.rows[2]["result"]

@@ -208,3 +208,25 @@ def test_a_corrupt_jpeg_fails_its_case_naming_the_file(tmp_path):
                   "--dlperf-data-workers=1", f"--dlperf-report={tmp_path / 'r'}", timeout=600)
     assert r.returncode == 1, r.stdout[-3000:]
     assert f"{victim}: cannot decode this JPEG" in r.stdout and "replace or remove the file" in r.stdout
+
+
+@pytest.mark.real
+def test_resnet50_trains_through_a_dali_pipeline_on_the_cpu(tmp_path):
+    """--dlperf-data dali: DALI's file reader, its CPU image decoder, random resized crop and crop-mirror-normalize
+    feed torch (the [dali] extra, nvidia-dali-cuda120, runs CPU-only pipelines); the case has its input figures."""
+    from tests.frameworks import ensure
+
+    ensure("nvidia.dali", "dali")
+    from pytest_dlperf.cli import main
+
+    data, report = tmp_path / "imagenet", tmp_path / "r"
+    assert main(["data", "make", "imagenet", str(data), "--images", "32", "--classes", "4", "--tokens", "64"]) == 0
+    r = run_suite(*SMALL_REAL, "-k", "dali-1n1g and not compiled", "--dlperf-data", "dali", f"--dlperf-data-dir={data}",
+                  f"--dlperf-report={report}", timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    (case,) = json.loads((report / "results.json").read_text())["cases"]
+    assert case["case"]["id"] == "resnet50-fp32-bs2-32px-dali-1n1g"
+    got = case["runs"][0]["meta"]["input"]
+    assert got["source"] == "dali" and got["decoder"] == "cpu" and got["samples"] == 32 and got["dali"].startswith("2.")
+    assert len(got["wait_seconds"][0]) == case["runs"][0]["meta"]["iters"]
+    assert case["metrics"]["loader_throughput"]["value"] > 0

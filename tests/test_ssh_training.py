@@ -42,12 +42,18 @@ def test_two_nodes_train_over_ssh_in_a_hostile_directory(ssh_nodes, tmp_path):
     marker = f"dlperf-pwned-{uuid.uuid4().hex[:8]}"  # an injected `touch` would leave it in cwd or home
     workdir = tmp_path / f"remote dir 'q' \"d\" $(touch {marker}) ; `touch {marker}` & *"
     report = tmp_path / "report"
-    r = run_suite(ssh_nodes, report, f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g")
+    data = tmp_path / f"data 'q' $(touch {marker})"  # real data too, made on the nodes over SSH (--dlperf-data-make)
+    r = run_suite(ssh_nodes, report, f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g", "--dlperf-data",
+                  "synthetic,real", f"--dlperf-data-dir={data}", "--dlperf-data-make")
     assert r.returncode == 0, r.stdout + r.stderr
     n0, n1 = ssh_nodes.nodes
     doc = json.loads((report / "results.json").read_text())
-    (case,) = doc["cases"]
+    case, real = doc["cases"]
     assert case["case"]["id"] == "resnet50-fp32-bs2-32px-2n1g" and case["world_size_seen"] == 2
+    assert real["case"]["id"] == "resnet50-fp32-bs2-32px-real-2n1g" and real["world_size_seen"] == 2
+    assert real["runs"][0]["meta"]["input"]["dir"] == str(data) and (data / "dlperf-dataset.json").exists()
+    (made,) = report.glob("dataset/*/make/commands.sh")  # the builder ran on the nodes through their SSH channel
+    assert all(line.startswith(f"ssh -p {n.port} ") for line, n in zip(made.read_text().splitlines(), ssh_nodes.nodes))
     (run,) = case["runs"]
     assert run["meta"]["nnodes"] == 2 and len(run["steps"]) == 3
     assert all(len(s["rank_times"]) == 2 for s in run["steps"])
@@ -60,7 +66,7 @@ def test_two_nodes_train_over_ssh_in_a_hostile_directory(ssh_nodes, tmp_path):
     assert set(run["logs"]) == {n0.address, n1.address}
     for log in run["logs"].values():
         assert Path(log).parent.parent.parent.parent == report and "dlperf-watch pid=" in Path(log).read_text()
-    (run_dir,) = [p for p in workdir.iterdir() if p.name.startswith(case["case"]["id"])]
+    (run_dir,) = [p for p in workdir.iterdir() if p.name.startswith(case["case"]["id"] + "-")]
     assert sorted(p.name for p in run_dir.iterdir()) == ["node0", "node1"]
     assert (run_dir / "node0" / "steps.jsonl").exists()
     cluster = doc["environment"]["cluster"]

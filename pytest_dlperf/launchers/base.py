@@ -111,18 +111,24 @@ class Launcher(ABC):
                 flags.append("--compile")
         return flags
 
+    # The models it feeds through an NVIDIA DALI pipeline (--dlperf-data dali), from class folders of JPEGs.
+    dali_models: tuple[str, ...] = ()
+
     def data_format(self, case: CaseSpec) -> str | None:
         """The dataset format a real-data case reads (None: synthetic, or this engine does not read it)."""
+        if case.data == "dali":
+            return "jpeg" if case.model in self.dali_models else None
         return self.data_formats.get(case.model) if case.real_data else None
 
     def no_data_reason(self, case: CaseSpec) -> str | None:
         """Why this engine cannot train the case's data (None: it can): said when the case is skipped."""
-        if not case.real_data or (case.data == "real" and case.model in self.data_formats):
+        if not case.real_data or self.data_format(case) is not None:
             return None
         if case.data == "real":
             models = ", ".join(self.data_formats) or "none of its models"
             return f"--backend {self.name} reads no real dataset for {case.model} (it does for {models})"
-        return f"--backend {self.name}: no DALI pipeline yet (--dlperf-data {case.data})"
+        models = ", ".join(self.dali_models) or "none of its models"
+        return f"--backend {self.name} has no DALI pipeline for {case.model} (it has for {models})"
 
     @staticmethod
     def data_flags(plan: RunPlan, node: Node) -> list[str]:

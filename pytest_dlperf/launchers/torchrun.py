@@ -21,6 +21,7 @@ class TorchrunLauncher(Launcher):
     compile_modes = COMPILE_MODES
     workload_files = ("torch_ddp.py", "torch_data.py", "dataset.py")
     data_formats = {"resnet50": "jpeg", "vgg16": "jpeg", "arcface": "jpeg", "llama": "tokens"}
+    dali_models = ("resnet50", "vgg16", "arcface")
     # CPU: small enough that the default suite ends within 6 minutes on 2 cores (README).
     # GPU: every case GPU-bound on an H100/H200, the GPU's work per step well above what the host takes
     # to dispatch it (README, "GPU sizes"): resnet50 at 256 as NVIDIA trains it on one A100/H100 (AMP at
@@ -44,6 +45,15 @@ class TorchrunLauncher(Launcher):
 
     def install_hint(self) -> str:
         return ("pip install torch==2.13.0 (CPU nodes: --index-url https://download.pytorch.org/whl/cpu)")
+
+    def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
+        """torch, and NVIDIA DALI for a DALI case."""
+        return (*super().frameworks_for(case), *(("nvidia.dali",) if case.data == "dali" else ()))
+
+    def install_hint_for(self, framework: str) -> str:
+        if framework == "nvidia.dali":
+            return "pip install 'pytest-dlperf[dali]' (NVIDIA DALI for CUDA 12; it runs CPU-only pipelines too)"
+        return self.install_hint()
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement
@@ -106,10 +116,10 @@ class ACSpeedLauncher(TorchrunLauncher):
     compile_modes = ("eager",)  # (ACSpeed replaces DDP's communication; compiled DDP is ddp's)
 
     def frameworks_for(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
-        return ("torch", "acspeed")
+        return (*super().frameworks_for(case), "acspeed")
 
     def install_hint_for(self, framework: str) -> str:
         if framework == "acspeed":
             return ("ACSpeed from Alibaba Cloud's AIACC packages or an Alibaba GPU image that ships it "
                     "(not on PyPI; see Alibaba Cloud's ACSpeed documentation)")
-        return self.install_hint()
+        return super().install_hint_for(framework)

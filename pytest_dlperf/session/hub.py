@@ -299,6 +299,7 @@ class DLPerfSession:
     def _dry_run(self, case: CaseSpec, m: Measurement) -> NoReturn:
         """--dlperf-dryrun: keep the case's per-node commands for the summary, and skip its test (a multi-node
         case's network interfaces are found first: its commands show the sockets' variables)."""
+        self.preflight.data_supported(case)
         self.preflight.interfaces_ready(case)
         for label, side in self.mode.dry_run_sides(self.case_name(case)):
             _, cmds = plan_run(self.cluster, self.engines.launcher(case), case, self.case_measurement(case, m),

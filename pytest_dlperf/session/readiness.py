@@ -93,15 +93,18 @@ class CaseReadiness:
             self.failures[self.engines.name(case)] = problem
             pytest.fail(problem, pytrace=False)
 
+    def data_supported(self, case: CaseSpec) -> None:
+        """Skip a real-data case whose engine reads no such data for its model, saying so (also in a dry-run)."""
+        reason = self.engines.launcher(case).no_data_reason(case)
+        if reason is not None:
+            pytest.skip(f"{reason}; its synthetic cases run as before")
+
     def data_ready(self, case: CaseSpec) -> None:
         """A real-data case: skipped where its engine reads no such data for its model; else the same dataset
         of its format on every node (``nodechecks.dataset``), or the case fails naming the nodes and the fix.
         Asked once per format and node set."""
-        launcher = self.engines.launcher(case)
-        reason = launcher.no_data_reason(case)
-        if reason is not None:
-            pytest.skip(f"{reason}: its cases train on synthetic data")
-        fmt = launcher.data_format(case)
+        self.data_supported(case)
+        fmt = self.engines.launcher(case).data_format(case)
         if fmt is None:
             return
         nodes = self.cluster().nodes()[:case.topology.nodes]

@@ -67,7 +67,7 @@ def index(root: str) -> dict:
             "bytes": sum(s for _, s in files), "digest": h.hexdigest()[:16]}
 
 
-def _class_root(root: str) -> str | None:
+def class_root(root: str) -> str | None:
     """Where the class folders are: ``root/train`` or ``root`` (None: no folder holding JPEGs)."""
     for top in (os.path.join(root, "train"), root):
         if not os.path.isdir(top):
@@ -96,7 +96,7 @@ def tfrecord_shards(root: str) -> list[str]:
 def formats(root: str) -> list[str]:
     """The formats ``root`` holds, in ``FORMATS`` order."""
     out = []
-    if _class_root(root):
+    if class_root(root):
         out.append("jpeg")
     if tfrecord_shards(root):
         out.append("tfrecord")
@@ -120,7 +120,7 @@ def require(root: str, fmt: str) -> None:
 
 def image_samples(root: str) -> list[tuple[str, int]]:
     """(path, label) of every JPEG of the class folders, sorted; labels are the classes' sorted order."""
-    top = _class_root(root)
+    top = class_root(root)
     if top is None:
         require(root, "jpeg")
     # only folders that hold JPEGs are classes: a stray folder must not shift the labels

@@ -76,7 +76,10 @@ def frameworks(names: list[str]) -> dict[str, dict | None]:
             out[name] = None
             continue
         found = None
-        for dist in sorted(dists.get(name, []), key=lambda d: d != name):
+        # a dotted name (nvidia.dali) shares its top package with others' (nvidia-nvjpeg-cu12): the distribution
+        # named for its last part (nvidia-dali-cuda120)
+        owners = dists.get(name) or [d for d in dists.get(name.split(".")[0], []) if name.split(".")[-1] in d.lower()]
+        for dist in sorted(owners, key=lambda d: d != name):
             try:
                 found = {"dist": dist, "version": importlib.metadata.version(dist)}
                 break

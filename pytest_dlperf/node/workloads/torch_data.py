@@ -1,4 +1,5 @@
-"""Real batches for the torch workloads, read the way PyTorch users read them: a ``DataLoader`` with worker
+"""Real batches for the torch workloads, read the way PyTorch users read them (or through NVIDIA DALI,
+``--data dali``): a ``DataLoader`` with worker
 processes (pinned memory on GPU nodes) and a ``DistributedSampler`` per rank over ImageNet's class folders
 (decode, RandomResizedCrop, flip: ``dataset.train_image``; normalised on the device, as NVIDIA's
 DeepLearningExamples ResNet-50 does without DALI) or over a token file's windows (a decoder). Each step's
@@ -68,21 +69,21 @@ class TokenWindows(torch.utils.data.Dataset):
 
 
 class Batches:
-    """The rank's batches from its loader, epoch after epoch, on the device: each call's wait for the
-    loader (``waits``, seconds) is kept; a file that does not read stops the rank naming it."""
+    """The rank's batches from its loader, epoch after epoch (``epoch(k)``: the loader's iterable for epoch k),
+    on the device: each call's wait for the loader (``waits``, seconds) is kept; a file that does not read
+    stops the rank naming it."""
 
-    def __init__(self, loader: torch.utils.data.DataLoader, to_device: Callable, fail: Callable[[str], None]) -> None:
-        self.loader, self.to_device, self.fail = loader, to_device, fail
+    def __init__(self, epoch: Callable[[int], object], to_device: Callable, fail: Callable[[str], None]) -> None:
+        self.epoch_iter, self.to_device, self.fail = epoch, to_device, fail
         self.epoch, self.waits = 0, []
-        self.it = iter(loader)
+        self.it = iter(epoch(0))
 
     def _next(self):  # noqa: ANN202 - the collated batch
         try:
             return next(self.it)
         except StopIteration:
             self.epoch += 1
-            self.loader.sampler.set_epoch(self.epoch)
-            self.it = iter(self.loader)
+            self.it = iter(self.epoch_iter(self.epoch))
             return next(self.it)
 
     def fetch(self):  # noqa: ANN201 - the collated batch, on the host
@@ -91,6 +92,9 @@ class Batches:
             batch = self._next()
         except dataset.DatasetError as exc:  # from a worker: its message ends with ours
             self.fail(str(exc).strip().splitlines()[-1].split(": ", 1)[-1] if "\n" in str(exc) else str(exc))
+            raise
+        except RuntimeError as exc:  # DALI's pipeline: its own message names the file
+            self.fail(f"the DALI pipeline failed: {' '.join(str(exc).split())[:500]}")
             raise
         self.waits.append(time.perf_counter() - t0)
         return batch
@@ -108,7 +112,9 @@ class Batches:
 def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool,  # noqa: ANN001 - argparse.Namespace
                  fail: Callable[[str], None]) -> tuple[Batches, dict]:
     """The rank's loader over ``args.data_dir`` and what the meta line says of it (source, format, workers,
-    samples, bytes, whether it fits in the page cache)."""
+    samples, bytes, whether it fits in the page cache): a DataLoader, or with ``--data dali`` a DALI pipeline."""
+    if args.data == "dali":
+        return dali_batches(args, rank, world, device, cuda, fail)
     try:
         if args.model == "llama":
             data, fmt = TokenWindows(args.data_dir, args.image_size, args.vocab), "tokens"
@@ -128,7 +134,62 @@ def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
     size = data.bytes()
     facts = {"source": "real", "format": fmt, "dir": args.data_dir, "workers": workers, "samples": len(data),
              "bytes": size, "page_cache": dataset.page_cache(size)}
-    return Batches(loader, to_device, fail), facts
+
+    def epoch(k: int) -> torch.utils.data.DataLoader:
+        sampler.set_epoch(k)
+        return loader
+
+    return Batches(epoch, to_device, fail), facts
+
+
+def dali_batches(args, rank: int, world: int, device: torch.device, cuda: bool,  # noqa: ANN001 - argparse.Namespace
+                 fail: Callable[[str], None]) -> tuple[Batches, dict]:
+    """The rank's batches from an NVIDIA DALI pipeline over the class folders, as DeepLearningExamples' DALI
+    loader: DALI's file reader (this rank's shard, shuffled), the image decoder on the GPU ("mixed") on GPU
+    nodes and on the CPU on CPU nodes, random resized crop, crop-mirror-normalize (a random flip), fed to torch
+    by DALI's own iterator; ``--data-workers`` is the pipeline's threads."""
+    import nvidia.dali.fn as fn
+    import nvidia.dali.types as types
+    from nvidia.dali import pipeline_def
+    from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+    try:
+        samples = dataset.image_samples(args.data_dir)
+        dataset.enough(args.data_dir, len(samples), args.batch_size, world)
+    except dataset.DatasetError as exc:
+        fail(str(exc))
+        raise
+
+    @pipeline_def
+    def train():  # noqa: ANN202
+        jpegs, labels = fn.readers.file(file_root=dataset.class_root(args.data_dir), shard_id=rank, num_shards=world,
+                                        random_shuffle=True, seed=args.seed, name="Reader")
+        images = fn.decoders.image(jpegs, device="mixed" if cuda else "cpu", output_type=types.RGB)
+        images = fn.random_resized_crop(images, size=args.image_size)
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", mean=list(dataset.MEAN),
+                                          std=list(dataset.STD), mirror=fn.random.coin_flip())
+        return images, labels
+
+    threads = max(1, args.data_workers)
+    pipe = train(batch_size=args.batch_size, num_threads=threads, device_id=device.index if cuda else None,
+                 seed=args.seed + rank)
+    pipe.build()
+    feed = DALIGenericIterator([pipe], ["data", "label"], reader_name="Reader",
+                               last_batch_policy=LastBatchPolicy.DROP, auto_reset=True)
+
+    def to_device(batch):  # noqa: ANN001, ANN202 - DALI's [{"data", "label"}]
+        x, y = batch[0]["data"], batch[0]["label"]
+        x = x.to(device, non_blocking=cuda)
+        return (x.contiguous(memory_format=torch.channels_last) if cuda else x), \
+            y.squeeze(-1).long().to(device, non_blocking=cuda)
+
+    import nvidia.dali
+
+    size = sum(os.path.getsize(p) for p, _ in samples)
+    facts = {"source": "dali", "format": "jpeg", "dir": args.data_dir, "workers": threads, "samples": len(samples),
+             "bytes": size, "page_cache": dataset.page_cache(size), "decoder": "mixed" if cuda else "cpu",
+             "dali": nvidia.dali.__version__}
+    return Batches(lambda k: feed, to_device, fail), facts
 
 
 def _images_to(device: torch.device, cuda: bool) -> Callable:

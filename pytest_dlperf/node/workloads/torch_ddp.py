@@ -287,9 +287,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--drop-compile-cache", action="store_true",
                    help="with --compile: remove inductor's cache directory (TORCHINDUCTOR_CACHE_DIR) at the end")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic",
+    p.add_argument("--data", choices=("synthetic", "real", "dali"), default="synthetic",
                    help="synthetic: one batch made on the device, trained on every step; real: --data-dir read by a "
-                        "DataLoader (torch_data.py)")
+                        "DataLoader; dali: by an NVIDIA DALI pipeline (torch_data.py)")
     p.add_argument("--data-dir", default="", help="real: the dataset (class folders of JPEGs; a token file for llama)")
     p.add_argument("--data-workers", type=int, default=0, help="real: the DataLoader's worker processes per rank")
     p.add_argument("--output", required=True, help="JSON lines written by rank 0")
