@@ -263,7 +263,10 @@ def _data(sources: list[str] | None, directory: str | None) -> tuple[tuple[str, 
     bad = [d for d in data if d not in DATA_SOURCES]
     if bad:
         raise pytest.UsageError(f"--dlperf-data: unknown {', '.join(bad)}; allowed: {', '.join(DATA_SOURCES)}")
-    where = str(Path(directory).expanduser().resolve()) if directory else ""
+    where = str(Path(directory).expanduser()) if directory else ""  # a path on every node: not resolved here
+    if where and not Path(where).is_absolute():
+        raise pytest.UsageError(f"--dlperf-data-dir {where}: give an absolute path (the dataset's path on every node, "
+                                f"e.g. --dlperf-data-dir={Path(where).resolve()})")
     if any(d != SYNTHETIC for d in data) and not where:
         raise pytest.UsageError(f"--dlperf-data {','.join(data)}: give the dataset with --dlperf-data-dir DIR; make "
                                 "one with `dlperf data make imagenet DIR`, or with --dlperf-data-make on every node that lacks it")

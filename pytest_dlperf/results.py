@@ -310,18 +310,19 @@ class ResultSet:
         for r in self.results:
             c = r.case
             key = (c.model, c.precision, c.batch_size, c.image_size, trained_with(r), comparable_variant(c),
-                   c.topology.nodes, c.topology.devices_per_node)
+                   c.topology.nodes, c.topology.devices_per_node, c.data)
             rows.setdefault(key, {})[c.backend] = r
         out = []
         for key, by_engine in sorted(rows.items()):
             if len(by_engine) < 2:
                 continue
-            model, precision, batch, image, framework, variant, _, _ = key
+            model, precision, batch, image, framework, variant, _, _, data = key
             present = [e for e in engines if e in by_engine]
             first = by_engine[present[0]]
             out.append({
                 "model": model, "precision": precision, "batch_size": batch, "image_size": image,
                 "framework": framework, "variant": variant, "topology": first.case.topology.name,
+                **({"data": data} if first.case.real_data else {}),
                 "engines": {e: {"samples_per_s": by_engine[e].median, "efficiency": by_engine[e].efficiency,
                                 "multi_node_efficiency": by_engine[e].multi_node_efficiency,
                                 **({"compiled_over_eager": by_engine[e].value(metrics.COMPILED_OVER_EAGER.name)}
@@ -338,6 +339,8 @@ class ResultSet:
         for r in self.results:
             c = r.case
             model = f"{c.model}-{c.variant}" if c.variant else c.model
+            if c.real_data:  # a real-data case's row beside its synthetic twin's, not over it
+                model = f"{model}-{c.data}"
             if several:  # one engine's row must not overwrite another's
                 model = f"{c.backend}:{model}"
             out.setdefault(c.precision, {}).setdefault(model, {})[c.topology.name] = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import socket
 import os
 import re
 import signal
@@ -200,13 +201,16 @@ def test_the_sizes_follow_imagenet(tmp_path):
 
 def test_an_interrupted_build_leaves_nothing(tmp_path, monkeypatch):
     target = tmp_path / "ds"
-    (tmp_path / "ds.partial-999999999").mkdir()  # a stale partial build: no such process
+    (tmp_path / f"ds.partial-{socket.gethostname()}-999999999").mkdir()  # a stale partial build: no such process
+    other = tmp_path / "ds.partial-otherhost-999999999"  # another host's (shared storage): not this host's to judge
+    other.mkdir()
+
     def boom(root: str, spec) -> None:  # noqa: ANN001
         raise RuntimeError("disk full")
     monkeypatch.setattr(datamake, "write_tokens", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         datamake.build(str(target), SMALL)
-    assert siblings(target) == []
+    assert siblings(target) == [other.name]
 
 
 def test_a_terminated_build_removes_its_partial_directory(tmp_path):

@@ -29,7 +29,7 @@ class Held:
 
 def test_the_probe_finds_loopback_for_a_loopback_address_and_nothing_for_an_address_not_held():
     assert nodefacts.interface_of("127.0.0.1") == "lo" and nodefacts.interface_of("127.0.0.3") == "lo"
-    assert nodefacts.interface_of("203.0.113.77") is None
+    assert nodefacts.interface_of("203.0.113.77") is None and nodefacts.interface_of("localhost") == "lo"
     got = nodefacts.interface("127.0.0.1")
     assert got["interface"] == "lo" and got["address"] == "127.0.0.1" and "hostname" in got
 
@@ -41,24 +41,30 @@ def test_a_node_no_interface_holds_is_named_with_the_fix_unless_it_sets_gloo_its
     line = keep(held, found)
     assert line.startswith("no network interface holds the address of n1 (address 10.0.0.2; hostname b resolves "
                            "to 127.0.1.1): Gloo would advertise a loopback address there")
-    assert "set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME)" in line and held.held["n0"]["interface"] == "eth0"
-    found["n1"]["set"] = {"GLOO_SOCKET_IFNAME": "ib0"}
+    assert "set GLOO_SOCKET_IFNAME to the node's interface" in line and held.held["n0"]["interface"] == "eth0"
+    assert keep(held, found, gloo=False) is None  # GPU nodes: NCCL picks its own interface
+    found["n1"]["resolves_to"] = "10.0.0.2"  # Gloo finds the node's address by its name: nothing to fix
+    assert keep(held, found) is None
+    found["n1"].update(resolves_to="127.0.1.1", set={"GLOO_SOCKET_IFNAME": "ib0"})
     assert keep(held, found) is None
 
 
-def _plan(nodes: int, interfaces: dict[str, dict]) -> RunPlan:
+def _plan(nodes: int, interfaces: dict[str, dict], spans: bool = False) -> RunPlan:
     case = CaseSpec("resnet50", "fp32", 8, 64, Topology(nodes, 1))
     return RunPlan(case=case, measurement=Measurement(1, 1, 1, 60), nodes=[], run_dirs={}, workload={},
-                   master_addr="10.0.0.1", master_port=1, tag="t", interfaces=interfaces)
+                   master_addr="10.0.0.1", master_port=1, tag="t", interfaces=interfaces,
+                   span=object() if spans else None)
 
 
-def test_the_launch_sets_the_sockets_interface_where_the_node_sets_none():
-    cpu, gpu = Node("n1", "10.0.0.2", 1, 1), Node("n1", "10.0.0.2", 1, 8, gpus=1)
-    assert Launcher.socket_env(_plan(2, {"n1": {"interface": "eth0", "set": {}}}), cpu) == {"GLOO_SOCKET_IFNAME": "eth0"}
-    assert Launcher.socket_env(_plan(2, {"n1": {"interface": "eth0", "set": {"NCCL_SOCKET_IFNAME": "ib0"}}}), gpu) == \
-        {"GLOO_SOCKET_IFNAME": "eth0"}
-    assert Launcher.socket_env(_plan(1, {"n1": {"interface": "eth0", "set": {}}}), cpu) == {}
-    assert Launcher.socket_env(_plan(2, {}), cpu) == {}
+def test_gloo_is_pointed_at_the_interface_only_where_the_hostname_resolves_to_loopback():
+    node = Node("n1", "10.0.0.2", 1, 1)
+    loopback = {"n1": {"interface": "eth0", "set": {}, "loopback": True}}
+    assert Launcher.socket_env(_plan(2, loopback), node) == {"GLOO_SOCKET_IFNAME": "eth0"}
+    assert Launcher.socket_env(_plan(2, {"n1": {**loopback["n1"], "loopback": False}}), node) == {}
+    assert Launcher.socket_env(_plan(2, {"n1": {**loopback["n1"], "set": {"GLOO_SOCKET_IFNAME": "ib0"}}}), node) == {}
+    assert Launcher.socket_env(_plan(1, loopback), node) == {}
+    assert Launcher.socket_env(_plan(2, loopback, spans=True), node) == {}  # horovodrun: one environment for all
+    assert Launcher.socket_env(_plan(2, {}), node) == {}
 
 
 def test_the_dry_run_of_a_two_node_case_shows_the_interface(tmp_path):

@@ -45,6 +45,8 @@ def test_real_data_is_a_case_dimension_and_synthetic_stays_the_default(tmp_path)
     (("--dlperf-data", "real"), "--dlperf-data real: give the dataset with --dlperf-data-dir DIR; make one with "
                                 "`dlperf data make imagenet DIR`"),
     (("--dlperf-data", "real,jpeg"), "--dlperf-data: unknown jpeg; allowed: synthetic, real, dali"),
+    (("--dlperf-data", "real", "--dlperf-data-dir=data/imagenet"), "--dlperf-data-dir data/imagenet: give an absolute "
+                                                                  "path (the dataset's path on every node"),
 ])
 def test_real_data_without_a_dataset_is_one_line_saying_how_to_make_one(tmp_path, args, said):
     r = run_suite("--collect-only", *args, f"--dlperf-report={tmp_path / 'r'}", timeout=120)
@@ -163,8 +165,16 @@ def test_input_figures_belong_to_real_data_cases_and_are_never_invented():
             m.per_launch(RunRecord(repeat=0, meta={}, steps=[], commands=[], logs={}, wall_seconds=1.0), CASE, M)
     with pytest.raises(NotMeasured, match="no input wait per step"):
         metrics.get("input_wait").per_launch(run_with({"wait_seconds": []}), CASE, M)
-    gated = metrics.get("input_wait")
-    assert gated.gated and gated.judging is not None
+    assert not metrics.get("input_wait").gated and metrics.get("loader_throughput").gated
+
+
+def test_a_case_that_becomes_data_bound_is_counted_and_said():
+    bound = metrics.get("data_bound")
+    assert bound.counted and bound.gated and bound.has(CASE) and not bound.has(replace(CASE, data="synthetic"))
+    waiting = run_with({"wait_seconds": [[0.02, 0.03, 0.03]]}, window=(0.0, 0.5))  # 16% of the window
+    fed = run_with({"wait_seconds": [[0.001, 0.001, 0.002]]}, window=(0.0, 0.5))
+    assert bound.per_launch(waiting, CASE, M) == 1.0 and bound.per_launch(fed, CASE, M) == 0.0
+    assert bound.said(waiting) == ["waited for its batches 16.0% of the window"] and bound.said(fed) == []
 
 
 # ---------------------------------------------------------------- real training (CI's real tier)

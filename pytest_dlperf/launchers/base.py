@@ -197,14 +197,14 @@ class Launcher(ABC):
 
     @staticmethod
     def socket_env(plan: RunPlan, node: Node) -> dict[str, str]:
-        """A multi-node case's sockets on the interface that holds the node's address, not wherever its hostname
-        resolves (a loopback address on many hosts): GLOO_SOCKET_IFNAME, and NCCL_SOCKET_IFNAME on GPU nodes,
-        each where the node's environment sets none."""
+        """A multi-node case on a node whose hostname resolves to loopback (Gloo's default address there):
+        GLOO_SOCKET_IFNAME to the interface that holds the node's address, where the node sets none. Nothing
+        elsewhere, and nothing for a launcher that starts every node from node 0 (its variables reach all)."""
         found = plan.interfaces.get(node.name) or {}
-        if plan.case.topology.nodes < 2 or not found.get("interface"):
+        if plan.case.topology.nodes < 2 or plan.span is not None or not found.get("loopback") or \
+                not found.get("interface") or "GLOO_SOCKET_IFNAME" in found.get("set", {}):
             return {}
-        names = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if node.gpus else ("GLOO_SOCKET_IFNAME",)
-        return {k: found["interface"] for k in names if k not in found.get("set", {})}
+        return {"GLOO_SOCKET_IFNAME": found["interface"]}
 
     @staticmethod
     def threads_per_worker(node: Node, workers: int) -> int:

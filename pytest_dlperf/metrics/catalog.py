@@ -292,12 +292,14 @@ RECOMPILES = Metric(
 # Over a tenth of the window waiting for batches, a case is data-bound: its throughput follows the input
 # pipeline (decode, augmentation, the loader's workers), not the model's step.
 DATA_BOUND_ABOVE = 0.10
+# Reported, not gated: where a case is not data-bound its wait is a few microseconds to milliseconds (a
+# batch already in the queue), which moves by tens of percent between launches of unchanged software, and a
+# relative tolerance on it would fail them; whether the devices now wait for data is gated instead (DATA_BOUND).
 INPUT_WAIT = Metric(
-    "input_wait", "input wait", "input wait ms", "ms", Direction.LOWER, Kind.LAUNCH, gated=True,
+    "input_wait", "input wait", "input wait ms", "ms", Direction.LOWER, Kind.LAUNCH, gated=False,
     description="a real-data case's wait for its next batch per step, the median of the window's steps on the rank "
-                "that waited most",
-    tolerances={CPU: 0.90, GPU: 0.50}, per_launch=_input_wait(50), scale=1e-3, stored_unit="s", digits=".3g",
-    cv_bound=1.00, gated_on=frozenset({GPU}), applies_to=_real_data)
+                "that waited most", per_launch=_input_wait(50), scale=1e-3, stored_unit="s", digits=".3g",
+    applies_to=_real_data)
 INPUT_WAIT_P95 = Metric(
     "input_wait_p95", "input wait p95", "wait p95 ms", "ms", Direction.LOWER, Kind.LAUNCH, gated=False,
     description="a real-data case's wait for its next batch per step, the window's 95th percentile on the rank "
@@ -316,10 +318,33 @@ LOADER_THROUGHPUT = Metric(
                             "summed over the ranks", tolerances={CPU: 0.10, GPU: 0.05}, per_launch=_loader_throughput,
     digits=".4g", applies_to=_real_data)
 
+
+
+def _data_bound(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+    """1 where the launch spent more than DATA_BOUND_ABOVE of its window waiting for batches, else 0."""
+    return float(_input_share(run, case, m) > DATA_BOUND_ABOVE)
+
+
+def _waited(run: RunRecord) -> list[str]:
+    """What a data-bound launch's count stands for: its share of the window waiting for batches."""
+    try:
+        share = _input_share(run, None, None)  # type: ignore[arg-type] - neither is read
+    except NotMeasured:
+        return []
+    return [f"waited for its batches {share:.1%} of the window"] if share > DATA_BOUND_ABOVE else []
+
+
+DATA_BOUND = Metric(
+    "data_bound", "data-bound launches", "data-bound", "", Direction.LOWER, Kind.LAUNCH, gated=True, rule=Rule.COUNT,
+    description=f"whether a real-data launch waited for its batches more than {DATA_BOUND_ABOVE:.0%} of its window "
+                "(1) or not (0), the most any launch counted: a case that becomes data-bound where its reference "
+                "was not fails, whatever its throughput did",
+    per_launch=_data_bound, said=_waited, digits=".0f", applies_to=_real_data)
+
 METRICS: tuple[Metric, ...] = (THROUGHPUT, SPEEDUP, EFFICIENCY, MULTI_NODE_EFFICIENCY, COMPILED_OVER_EAGER, MFU, BUSBW,
                                PEAK_MEMORY, TIME_TO_FIRST_STEP, COMPILE_TIME, DYNAMO_COMPILE_TIME, GRAPH_BREAKS,
                                RECOMPILES, BUSY_SHARE, ENERGY_PER_SAMPLE, INPUT_WAIT, INPUT_WAIT_P95, INPUT_SHARE,
-                               LOADER_THROUGHPUT)
+                               LOADER_THROUGHPUT, DATA_BOUND)
 PRIMARY = THROUGHPUT  # what speedup, MFU, the pace probe and A/B's stopping rule are taken from
 
 __all__ = ["METRICS", "PRIMARY", "NotApplicable", "NotMeasured"]

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from ..clusters.base import Cluster, Node, NodeCommand
 from ..node.workloads.dataset import INDEX_MARK
-from .frameworks import TIMEOUT
 
 PROBE = Path(__file__).resolve().parents[1] / "node" / "workloads" / "dataset.py"
 BUILDER = PROBE.with_name("datamake.py")
 MAKE = "dlperf data make imagenet {dir}"
 MAKE_TIMEOUT = 1800.0  # the default dataset builds in seconds; a large --images in minutes
+INDEX_TIMEOUT = 600.0  # a stat of every file: ImageNet's 1.28 million on a cold disk or NFS takes minutes
 
 
 def check(cluster: Cluster, nodes: list[Node], directory: str, fmt: str, log_dir: Path,
@@ -53,7 +53,7 @@ def build(cluster: Cluster, nodes: list[Node], directory: str, log_dir: Path) ->
 def _indexes(cluster: Cluster, nodes: list[Node], directory: str, log_dir: Path) -> dict[str, dict] | str:
     """Every node's ``dataset.index`` of ``directory``, or the line saying where the probe failed."""
     runs = cluster.run_everywhere(nodes, lambda node, run_dir, script: NodeCommand(
-        node, [node.python, script, "index", directory], cwd=run_dir), log_dir, TIMEOUT, name="dataset",
+        node, [node.python, script, "index", directory], cwd=run_dir), log_dir, INDEX_TIMEOUT, name="dataset",
         tag="dlperf-data", script=PROBE, expect=INDEX_MARK)
     found, broken = runs.marked(INDEX_MARK, "dataset")
     if broken:

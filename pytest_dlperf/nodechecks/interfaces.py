@@ -2,8 +2,9 @@
 (``node/workloads/nodefacts.py --interface ADDRESS``). Gloo opens its sockets on the address the node's
 hostname resolves to unless GLOO_SOCKET_IFNAME names an interface: where the hostname resolves to a loopback
 address (Debian's 127.0.1.1 default) every rank advertises 127.0.0.1 and the ranks of other nodes are refused
-("connectFullMesh ... Connection refused"). The launchers set GLOO_SOCKET_IFNAME, and NCCL_SOCKET_IFNAME
-on GPU nodes, to the interface found here, where the node's environment sets none itself."""
+("connectFullMesh ... Connection refused"). On such a node the launchers set GLOO_SOCKET_IFNAME to the
+interface found here, where the node's environment sets none itself; elsewhere nothing changes. (NCCL picks
+its own interface and never loopback by default: it is left alone.)"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,21 +23,22 @@ def check(cluster: Cluster, nodes: list[Node], log_dir: Path) -> str | None:
     found, broken = runs.marked(INTERFACE_MARK, "interface")
     if broken:
         return "the network interface check failed: " + "; ".join(broken)
-    return keep(cluster, found)
+    return keep(cluster, found, gloo=not any(n.gpus for n in nodes))
 
 
-def keep(cluster: Cluster, found: dict[str, dict]) -> str | None:
-    """Keep each node's interface and the socket variables its environment sets; the problem line, if any."""
+def keep(cluster: Cluster, found: dict[str, dict], gloo: bool = True) -> str | None:
+    """Keep each node's interface, whether its hostname resolves to loopback and the socket variables its
+    environment sets; the problem line where Gloo (``gloo``: CPU nodes) would advertise loopback, if any."""
     held = cluster.socket_interfaces()
     lost = []
     for name, f in found.items():
-        held[name] = {"interface": f.get("interface") or "", "set": dict(f.get("set") or {})}
-        if not f.get("interface") and "GLOO_SOCKET_IFNAME" not in (f.get("set") or {}) and \
-                str(f.get("resolves_to") or "").startswith("127."):
+        loopback = str(f.get("resolves_to") or "").startswith("127.")
+        held[name] = {"interface": f.get("interface") or "", "set": dict(f.get("set") or {}), "loopback": loopback}
+        if gloo and loopback and not f.get("interface") and "GLOO_SOCKET_IFNAME" not in (f.get("set") or {}):
             lost.append(f"{name} (address {f['address']}; hostname {f.get('hostname')} resolves to "
                         f"{f.get('resolves_to')})")
     if not lost:
         return None
     return (f"no network interface holds the address of {', '.join(lost)}: Gloo would advertise a loopback "
-            "address there and the other nodes could not connect; set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) "
-            "to the node's interface in its environment, or give the node the address it holds")
+            "address there and the other nodes could not connect; set GLOO_SOCKET_IFNAME to the node's interface "
+            "in its environment, or give the node the address it holds")

@@ -99,7 +99,8 @@ def engine_grid(results: ResultSet) -> tuple[list[str], list[list[str]]]:
     ratios = list(dict.fromkeys(k for row in rows for k in row["ratios"]))
     body = []
     for row in rows:
-        case = f"{row['model']} {row['precision']} bs{row['batch_size']}" + (f" {row['variant']}" if row["variant"] else "")
+        case = f"{row['model']} {row['precision']} bs{row['batch_size']}" + (f" {row['variant']}" if row["variant"] else "") \
+            + (f" {row['data']} data" if row.get("data") else "")
         cells = [case, row["framework"], row["topology"]]
         for e in engines:
             f = row["engines"].get(e)

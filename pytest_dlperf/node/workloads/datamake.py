@@ -5,7 +5,7 @@ download. Runs on the nodes and imports nothing from the harness (numpy and Pill
 copied beside it); ``dlperf data make`` runs it locally.
 
 ``python3 datamake.py imagenet DIR [--images N] [--classes C] [--shards S] [--tokens T] [--vocab V]
-[--seed K]`` writes, in ``DIR.partial-<pid>`` renamed to DIR when whole:
+[--seed K]`` writes, in ``DIR.partial-<host>-<pid>`` renamed to DIR when whole:
 
 - ``train/<class>/<class>_<k>.JPEG``: N photo-like JPEGs round-robin over C classes ``n%08d``, their pixel
   sizes and file sizes drawn to follow ImageNet-1k's train set (``SHAPES_500``, ``TAIL_*``, ``QUALITY``);
@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import struct
 import sys
 import time
@@ -41,7 +42,7 @@ import dataset  # copied beside this file
 
 KIND = "imagenet"
 PROG = "datamake.py"  # the prefix of its one-line errors (``dlperf data make`` puts its own)
-PARTIAL = ".partial-"  # DIR.partial-<pid>: the build in progress, beside DIR
+PARTIAL = ".partial-"  # DIR.partial-<host>-<pid>: the build in progress, beside DIR
 TRAIN_LIST = "train_list.txt"
 IDX_DIR = "idx"
 
@@ -424,19 +425,27 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _own_prefix(target: str) -> str:
+    """``DIR.partial-<host>-``: this host's partial directories (on storage several nodes share, a pid says
+    nothing of another host's builds)."""
+    return f"{os.path.basename(target)}{PARTIAL}{socket.gethostname()}-"
+
+
 def clear_stale_partials(target: str) -> None:
-    """Remove ``DIR.partial-<pid>`` left by a build whose process is gone (a concurrent one is left alone)."""
-    parent, base = os.path.split(target)
+    """Remove this host's ``DIR.partial-<host>-<pid>`` left by a build whose process is gone (a concurrent one,
+    and any other host's, is left alone)."""
+    parent = os.path.dirname(target)
+    prefix = _own_prefix(target)
     for name in os.listdir(parent or "."):
-        pid = name[len(base + PARTIAL):]
-        if name.startswith(base + PARTIAL) and pid.isdigit() and not _pid_alive(int(pid)):
+        pid = name[len(prefix):]
+        if name.startswith(prefix) and pid.isdigit() and not _pid_alive(int(pid)):
             shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
 
 
 def make_partial(target: str) -> str:
-    """Create ``DIR.partial-<pid>`` beside DIR (and DIR's parent where missing); BuildError where it cannot."""
+    """Create ``DIR.partial-<host>-<pid>`` beside DIR (and DIR's parent where missing); BuildError where it cannot."""
     parent = os.path.dirname(target)
-    partial = f"{target}{PARTIAL}{os.getpid()}"
+    partial = os.path.join(parent, f"{_own_prefix(target)}{os.getpid()}")
     if os.path.lexists(parent) and not os.path.isdir(parent):
         raise BuildError(f"{target}: its parent {parent} is not a directory: choose a directory under a writable one")
     try:

@@ -198,12 +198,14 @@ LOADER_SECONDS = 1.0  # a loader alone is timed over about this long (LOADER_BAT
 LOADER_BATCHES = 3
 
 
-def loader_alone(fetch, batch_size: int, seconds: float = LOADER_SECONDS) -> float:  # noqa: ANN001 - () -> batch
-    """Decoded samples/s of a loader with nothing training beside it (``fetch`` takes its next batch), after
-    its first batch (its workers' start): the loader's own speed, whatever engine reads it."""
+def loader_alone(fetch, batch_size: int, ahead: int = 1, seconds: float = LOADER_SECONDS) -> float:  # noqa: ANN001
+    """Decoded samples/s of a loader with nothing training beside it (``fetch`` takes its next batch), after the
+    ``ahead`` batches its workers hold ready from their start (workers x prefetch, and one): the loader's own
+    steady speed, not its queue's, whatever engine reads it."""
     import time
 
-    fetch()
+    for _ in range(max(1, ahead)):
+        fetch()
     n, t0 = 0, time.perf_counter()
     while n < LOADER_BATCHES or time.perf_counter() - t0 < seconds:
         fetch()

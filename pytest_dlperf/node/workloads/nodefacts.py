@@ -161,23 +161,51 @@ def local_addresses() -> list[str]:
     return sorted(found)
 
 
-def interface_of(address: str) -> str | None:
-    """The network interface whose address is ``address`` (each interface's primary IPv4 address, SIOCGIFADDR),
-    loopback for any 127.0.0.0/8 address; None where none holds it."""
+def _resolved(address: str) -> set[str]:
+    """The IP addresses ``address`` stands for on this node (itself, or a hostname's addresses)."""
+    try:
+        return {info[4][0] for info in socket.getaddrinfo(address, None)} | {address}
+    except OSError:
+        return {address}
+
+
+def _held() -> list[tuple[str, str]]:
+    """(interface, address) of every IPv4 and IPv6 address of this node's interfaces: ``ip -o addr`` where
+    iproute2 is there (secondary addresses too), else each interface's primary IPv4 address (SIOCGIFADDR)."""
+    ip = shutil.which("ip")
+    if ip:
+        try:
+            out = subprocess.run([ip, "-o", "addr", "show"], capture_output=True, text=True, timeout=10).stdout
+            pairs = [(f[1], f[3].split("/")[0]) for f in (line.split() for line in out.splitlines())
+                     if len(f) > 3 and f[2] in ("inet", "inet6")]
+            if pairs:
+                return pairs
+        except (OSError, subprocess.SubprocessError):
+            pass
     import fcntl
     import struct
 
-    siocgifaddr = 0x8915
+    pairs = []
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         for _, name in socket.if_nameindex():
             try:
-                got = fcntl.ioctl(s.fileno(), siocgifaddr, struct.pack("256s", name[:15].encode()))
+                got = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name[:15].encode()))  # SIOCGIFADDR
             except OSError:  # no IPv4 address
                 continue
-            if socket.inet_ntoa(got[20:24]) == address:
-                return name
-            if address.startswith("127.") and socket.inet_ntoa(got[20:24]).startswith("127."):
-                return name
+            pairs.append((name, socket.inet_ntoa(got[20:24])))
+    return pairs
+
+
+def interface_of(address: str) -> str | None:
+    """The network interface that holds ``address`` (an IP address or a name resolving to one), loopback's
+    for any 127.0.0.0/8 address; None where none holds it."""
+    wanted = _resolved(address)
+    held = _held()
+    for name, addr in held:
+        if addr in wanted:
+            return name
+    if any(w.startswith("127.") for w in wanted):
+        return next((name for name, addr in held if addr.startswith("127.")), None)
     return None
 
 

@@ -53,8 +53,8 @@ class Batches:
     """The rank's batches from its loader, epoch after epoch, normalised on the device; each call's wait for
     the loader is kept (``waits``); a file that does not read stops the rank naming it."""
 
-    def __init__(self, loader: paddle.io.DataLoader, fail) -> None:  # noqa: ANN001 - steplog.fail
-        self.loader, self.fail, self.waits, self.epoch = loader, fail, [], 0
+    def __init__(self, loader: paddle.io.DataLoader, fail, ahead: int = 1) -> None:  # noqa: ANN001 - steplog.fail
+        self.loader, self.fail, self.waits, self.epoch, self.ahead = loader, fail, [], 0, ahead
         self.it = iter(loader)
         self.mean = paddle.to_tensor(dataset.MEAN, dtype="float32").reshape([1, 3, 1, 1])
         self.std = paddle.to_tensor(dataset.STD, dtype="float32").reshape([1, 3, 1, 1])
@@ -71,7 +71,8 @@ class Batches:
                 batch = next(self.it)
         except Exception as exc:  # a worker's error comes back as another type, its message ending with ours
             said = [line for line in str(exc).splitlines() if "cannot decode this JPEG" in line]
-            self.fail(said[-1].split("DatasetError: ", 1)[-1] if said else f"the data loader failed: {exc}")
+            self.fail(said[-1].split("DatasetError: ", 1)[-1] if said else
+                      f"the data loader failed: {' '.join(str(exc).split())[:500]}")
             raise
         self.waits.append(time.perf_counter() - t0)
         return batch
@@ -82,8 +83,9 @@ class Batches:
         return x, labels.reshape([-1])
 
     def alone(self, batch_size: int) -> float:
-        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``); its waits are not kept."""
-        rate = dataset.loader_alone(self.fetch, batch_size)
+        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``, after the ``ahead`` batches its
+        workers hold ready from their start); its waits are not kept."""
+        rate = dataset.loader_alone(self.fetch, batch_size, self.ahead)
         self.waits.clear()
         return rate
 
@@ -103,4 +105,4 @@ def real_batches(args, rank: int, world: int, fail) -> tuple[Batches, dict]:  # 
     size = sum(os.path.getsize(p) for p, _ in data.samples)
     facts = {"source": "real", "format": "jpeg", "dir": args.data_dir, "workers": workers, "samples": len(data),
              "bytes": size, "page_cache": dataset.page_cache(size)}
-    return Batches(loader, fail), facts
+    return Batches(loader, fail, ahead=workers * 2 + 1), facts  # (prefetch_factor 2 a worker)

@@ -34,8 +34,8 @@ def _train_image(record: tf.Tensor, size: int) -> tuple[tf.Tensor, tf.Tensor]:
 class Batches:
     """This worker's batches from its tf.data pipeline: each call's wait for the next one is kept (``waits``)."""
 
-    def __init__(self, data: tf.data.Dataset, fail) -> None:  # noqa: ANN001 - steplog.fail
-        self.it, self.fail, self.waits = iter(data), fail, []
+    def __init__(self, data: tf.data.Dataset, fail, ahead: int = 3) -> None:  # noqa: ANN001 - steplog.fail
+        self.it, self.fail, self.waits, self.ahead = iter(data), fail, [], ahead
 
     def __call__(self) -> tuple[tf.Tensor, tf.Tensor]:
         t0 = time.perf_counter()
@@ -49,8 +49,9 @@ class Batches:
         return batch
 
     def alone(self, batch_size: int) -> float:
-        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``); its waits are not kept."""
-        rate = dataset.loader_alone(self, batch_size)
+        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``, after the ``ahead`` batches its
+        workers hold ready from their start); its waits are not kept."""
+        rate = dataset.loader_alone(self, batch_size, self.ahead)
         self.waits.clear()
         return rate
 

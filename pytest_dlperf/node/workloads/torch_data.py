@@ -73,8 +73,9 @@ class Batches:
     on the device: each call's wait for the loader (``waits``, seconds) is kept; a file that does not read
     stops the rank naming it."""
 
-    def __init__(self, epoch: Callable[[int], object], to_device: Callable, fail: Callable[[str], None]) -> None:
-        self.epoch_iter, self.to_device, self.fail = epoch, to_device, fail
+    def __init__(self, epoch: Callable[[int], object], to_device: Callable, fail: Callable[[str], None],
+                 ahead: int = 1, source: str = "data loader") -> None:
+        self.epoch_iter, self.to_device, self.fail, self.ahead, self.source = epoch, to_device, fail, ahead, source
         self.epoch, self.waits = 0, []
         self.it = iter(epoch(0))
 
@@ -93,8 +94,8 @@ class Batches:
         except dataset.DatasetError as exc:  # from a worker: its message ends with ours
             self.fail(str(exc).strip().splitlines()[-1].split(": ", 1)[-1] if "\n" in str(exc) else str(exc))
             raise
-        except RuntimeError as exc:  # DALI's pipeline: its own message names the file
-            self.fail(f"the DALI pipeline failed: {' '.join(str(exc).split())[:500]}")
+        except RuntimeError as exc:  # DALI's pipeline (its message names the file), a loader worker that died
+            self.fail(f"the {self.source} failed: {' '.join(str(exc).split())[:500]}")
             raise
         self.waits.append(time.perf_counter() - t0)
         return batch
@@ -103,8 +104,9 @@ class Batches:
         return self.to_device(self.fetch())
 
     def alone(self, batch_size: int) -> float:
-        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``); its waits are not kept."""
-        rate = dataset.loader_alone(self.fetch, batch_size)
+        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``, after the ``ahead`` batches its
+        workers hold ready from their start); its waits are not kept."""
+        rate = dataset.loader_alone(self.fetch, batch_size, self.ahead)
         self.waits.clear()
         return rate
 
@@ -139,7 +141,7 @@ def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
         sampler.set_epoch(k)
         return loader
 
-    return Batches(epoch, to_device, fail), facts
+    return Batches(epoch, to_device, fail, ahead=workers * 2 + 1), facts  # (prefetch_factor 2 a worker)
 
 
 def dali_batches(args, rank: int, world: int, device: torch.device, cuda: bool,  # noqa: ANN001 - argparse.Namespace
@@ -189,7 +191,7 @@ def dali_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
     facts = {"source": "dali", "format": "jpeg", "dir": args.data_dir, "workers": threads, "samples": len(samples),
              "bytes": size, "page_cache": dataset.page_cache(size), "decoder": "mixed" if cuda else "cpu",
              "dali": nvidia.dali.__version__}
-    return Batches(lambda k: feed, to_device, fail), facts
+    return Batches(lambda k: feed, to_device, fail, ahead=3, source="DALI pipeline"), facts  # (DALI's prefetch queue: 2 batches)
 
 
 def _images_to(device: torch.device, cuda: bool) -> Callable:
