@@ -116,7 +116,7 @@ def plain(a: argparse.Namespace) -> None:
     args = argparse.Namespace(model="resnet50", precision="fp32", batch_size=a.batch_size, image_size=a.image_size,
                               num_classes=1000, vocab=32000, llm_dim=0, llm_layers=0, warmup_iters=0,
                               max_warmup_iters=0, iters=a.steps, window_seconds=0.0, max_iters=0, compile=False,
-                              data_dir=str(data), data_workers=a.workers, seed=0)
+                              data_dir=str(data), data_workers=a.workers, seed=0, drop_caches=False)
     torch.manual_seed(0)
     model, bare = torch_ddp.build_model("resnet50", 1000, a.image_size, (0, 0, 0)).to(device), Bare()
     batches, facts = torch_data.real_batches(args, 0, 1, device, False, steplog.fail)

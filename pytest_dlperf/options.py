@@ -106,6 +106,9 @@ def add_data_options(parser: pytest.Parser) -> None:
     a("--dlperf-data-make", action="store_true", default=False,
       help="before the first real-data case, make --dlperf-data-dir on every node that lacks it (`dlperf data make "
            "imagenet DIR`, run there through the cluster's own channel: the same deterministic dataset on each)")
+    a("--dlperf-drop-caches", action="store_true", default=False,
+      help="real data: empty each node's page cache before each launch reads (root; sync, then "
+           "/proc/sys/vm/drop_caches), so that its first epoch reads the disk; results.json says whether it could")
     a("--dlperf-data-workers", type=non_negative_int, default=None, metavar="N",
       help="loader worker processes per rank (default: the node's cores over its ranks, at most 8; 0: load "
            "in the training process)")
@@ -228,6 +231,7 @@ class RunOptions:
     data_dir: str = ""  # --dlperf-data-dir: the dataset's absolute path on every node ("": none given)
     data_workers: int | None = None  # --dlperf-data-workers (None: from each node's cores and devices)
     data_make: bool = False  # --dlperf-data-make: build the dataset on the nodes that lack it
+    drop_caches: bool = False  # --dlperf-drop-caches: empty the page cache before each real-data launch reads
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -317,5 +321,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         devices=get("dlperf_devices"),
         compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=cache,
         data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"), data_make=get("dlperf_data_make"),
+        drop_caches=get("dlperf_drop_caches"),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

@@ -167,6 +167,7 @@ class Measurement:
     # processes per rank (None: from the node's cores and devices; --dlperf-data-workers)
     data_dir: str = ""
     data_workers: int | None = None
+    drop_caches: bool = False  # empty each node's page cache before a real-data launch reads (--dlperf-drop-caches)
 
     def to_dict(self) -> dict:
         return asdict(self)

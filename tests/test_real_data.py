@@ -118,6 +118,48 @@ def test_random_resized_crop_stays_inside_the_image_within_its_scale_and_ratio()
         assert (right - left) * (bottom - top) >= 0.07 * 500 * 375
 
 
+def test_the_page_cache_is_emptied_where_asked_and_said_where_it_cannot_be(monkeypatch):
+    import builtins
+    import io
+
+    written = []
+
+    class Proc(io.StringIO):
+        def close(self) -> None:
+            written.append(self.getvalue())
+            super().close()
+
+    def fake(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202 - /proc's drop_caches, else the file
+        return Proc() if path == "/proc/sys/vm/drop_caches" else builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "sync", lambda: None)
+    monkeypatch.setattr(dataset, "open", fake, raising=False)
+    got = dataset.page_cache(10, drop=True)
+    assert got["dropped"] is True and got["fits"] is True and written == ["3\n"]
+    assert "dropped" not in dataset.page_cache(10)
+
+    def refused(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if path == "/proc/sys/vm/drop_caches":
+            raise PermissionError(13, "Permission denied")
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(dataset, "open", refused, raising=False)
+    got = dataset.page_cache(10, drop=True)
+    assert got["dropped"] is False and got["why"].startswith("cannot drop the page cache here (Permission denied): it "
+                                                             "needs root")
+
+
+def test_the_dry_run_shows_a_real_cases_loader_flags(tmp_path):
+    r = run_suite("--dlperf-dryrun", "-k", "resnet50 and 1n1g and not compiled", "--dlperf-data", "synthetic,real",
+                  f"--dlperf-data-dir={tmp_path}", "--dlperf-drop-caches", "--dlperf-data-workers=2",
+                  f"--dlperf-report={tmp_path / 'r'}", timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    real = r.stdout[r.stdout.index("# resnet50-fp32-bs8-64px-real-1n1g"):].split("\n# ")[0]
+    synthetic = r.stdout[r.stdout.index("# resnet50-fp32-bs8-64px-1n1g"):].split("\n# ")[0]
+    assert f"--data real --data-dir {tmp_path} --data-workers 2 --drop-caches" in real
+    assert "--data" not in synthetic.replace("--dlperf", "")
+
+
 INDEX = {"formats": ["jpeg", "tfrecord", "tokens"], "files": 10, "bytes": 1000, "digest": "aaaa"}
 
 

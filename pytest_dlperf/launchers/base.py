@@ -139,7 +139,8 @@ class Launcher(ABC):
             return []
         workers = m.data_workers if m.data_workers is not None else \
             max(1, min(8, node.cpus // max(1, case.topology.devices_per_node)))
-        return ["--data", case.data, "--data-dir", m.data_dir, "--data-workers", str(workers)]
+        return ["--data", case.data, "--data-dir", m.data_dir, "--data-workers", str(workers),
+                *(["--drop-caches"] if m.drop_caches else [])]
 
     def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
         """Packages (import names) every node of the case needs, in one version on all of them."""

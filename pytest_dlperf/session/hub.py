@@ -120,7 +120,7 @@ class DLPerfSession:
             window_seconds=window, max_iters=p.max_iters if window else 0,
             min_repeats=min(p.min_repeats or 1, repeats) if budget else 0, budget=budget,
             pace_probe=o.pace_probe == "on", compile_cache=o.compile_cache,
-            data_dir=o.data_dir, data_workers=o.data_workers,
+            data_dir=o.data_dir, data_workers=o.data_workers, drop_caches=o.drop_caches,
             # the profile's repeats adapt to the spread; --dlperf-repeats R runs R, a recording every repeat
             settle_launches=0 if o.repeats or recording else min(p.settle_launches, repeats),
             settle_cv=p.settle_cv)

@@ -213,15 +213,27 @@ def loader_alone(fetch, batch_size: int, ahead: int = 1, seconds: float = LOADER
     return n * batch_size / (time.perf_counter() - t0)
 
 
-def page_cache(size: int) -> dict:
+def page_cache(size: int, drop: bool = False) -> dict:
     """Whether a dataset of ``size`` bytes fits in this node's available memory, so that after its first epoch
-    it is read from the page cache rather than the disk (MemAvailable of /proc/meminfo)."""
+    it is read from the page cache rather than the disk (MemAvailable of /proc/meminfo); with ``drop``, the
+    page cache emptied first (root only: ``sync``, then 3 into /proc/sys/vm/drop_caches), so that the first
+    epoch, and a window inside it, reads from the disk."""
+    said: dict = {}
+    if drop:
+        try:
+            os.sync()
+            with open("/proc/sys/vm/drop_caches", "w", encoding="ascii") as fh:
+                fh.write("3\n")
+            said = {"dropped": True}
+        except OSError as exc:
+            said = {"dropped": False, "why": f"cannot drop the page cache here ({exc.strerror or exc}): it needs root "
+                                             "and a writable /proc/sys/vm/drop_caches"}
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             avail = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
     except (OSError, StopIteration, ValueError):
-        return {"fits": None}
-    return {"fits": size <= avail, "available_bytes": avail}
+        return {"fits": None, **said}
+    return {"fits": size <= avail, "available_bytes": avail, **said}
 
 
 if __name__ == "__main__":

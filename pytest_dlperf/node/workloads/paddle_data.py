@@ -104,5 +104,5 @@ def real_batches(args, rank: int, world: int, fail) -> tuple[Batches, dict]:  # 
     loader = paddle.io.DataLoader(data, batch_sampler=sampler, num_workers=workers, use_shared_memory=workers > 0)
     size = sum(os.path.getsize(p) for p, _ in data.samples)
     facts = {"source": "real", "format": "jpeg", "dir": args.data_dir, "workers": workers, "samples": len(data),
-             "bytes": size, "page_cache": dataset.page_cache(size)}
+             "bytes": size, "page_cache": dataset.page_cache(size, args.drop_caches)}
     return Batches(loader, fail, ahead=workers * 2 + 1), facts  # (prefetch_factor 2 a worker)

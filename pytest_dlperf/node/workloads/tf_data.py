@@ -77,5 +77,5 @@ def real_batches(args, rank: int, world: int, fail) -> tuple[Batches, dict]:  # 
     size = sum(os.path.getsize(s) for s in shards)
     facts = {"source": "real", "format": "tfrecord", "dir": args.data_dir,
              "workers": "autotune" if args.data_workers else 0, "shards": len(shards), "bytes": size,
-             "page_cache": dataset.page_cache(size)}
+             "page_cache": dataset.page_cache(size, args.drop_caches)}
     return Batches(data, fail), facts

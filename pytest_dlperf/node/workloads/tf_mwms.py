@@ -88,6 +88,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data-dir", default="", help="real: the dataset (TFRecord shards train-NNNNN-of-MMMMM)")
     p.add_argument("--data-workers", type=int, default=0, help="real: 0 reads serially; more: tf.data's autotuned "
                                                                "parallelism")
+    p.add_argument("--drop-caches", action="store_true",
+                   help="real: empty the page cache before reading (root), so that the first epoch reads the disk")
     p.add_argument("--output", required=True, help="step log, written by worker 0")
     return p.parse_args(argv)
 

@@ -135,7 +135,7 @@ def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
     to_device = _tokens_to(device) if fmt == "tokens" else _images_to(device, cuda)
     size = data.bytes()
     facts = {"source": "real", "format": fmt, "dir": args.data_dir, "workers": workers, "samples": len(data),
-             "bytes": size, "page_cache": dataset.page_cache(size)}
+             "bytes": size, "page_cache": dataset.page_cache(size, args.drop_caches)}
 
     def epoch(k: int) -> torch.utils.data.DataLoader:
         sampler.set_epoch(k)
@@ -172,7 +172,13 @@ def dali_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
                                           std=list(dataset.STD), mirror=fn.random.coin_flip())
         return images, labels
 
+    import nvidia.dali
+
     threads = max(1, args.data_workers)
+    size = sum(os.path.getsize(p) for p, _ in samples)
+    facts = {"source": "dali", "format": "jpeg", "dir": args.data_dir, "workers": threads, "samples": len(samples),
+             "bytes": size, "page_cache": dataset.page_cache(size, args.drop_caches),  # before DALI reads ahead
+             "decoder": "mixed" if cuda else "cpu", "dali": nvidia.dali.__version__}
     pipe = train(batch_size=args.batch_size, num_threads=threads, device_id=device.index if cuda else None,
                  seed=args.seed + rank)
     pipe.build()
@@ -185,12 +191,6 @@ def dali_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
         return (x.contiguous(memory_format=torch.channels_last) if cuda else x), \
             y.squeeze(-1).long().to(device, non_blocking=cuda)
 
-    import nvidia.dali
-
-    size = sum(os.path.getsize(p) for p, _ in samples)
-    facts = {"source": "dali", "format": "jpeg", "dir": args.data_dir, "workers": threads, "samples": len(samples),
-             "bytes": size, "page_cache": dataset.page_cache(size), "decoder": "mixed" if cuda else "cpu",
-             "dali": nvidia.dali.__version__}
     return Batches(lambda k: feed, to_device, fail, ahead=3, source="DALI pipeline"), facts  # (DALI's prefetch queue: 2 batches)
 
 

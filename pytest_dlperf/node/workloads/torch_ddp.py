@@ -292,6 +292,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "DataLoader; dali: by an NVIDIA DALI pipeline (torch_data.py)")
     p.add_argument("--data-dir", default="", help="real: the dataset (class folders of JPEGs; a token file for llama)")
     p.add_argument("--data-workers", type=int, default=0, help="real: the DataLoader's worker processes per rank")
+    p.add_argument("--drop-caches", action="store_true",
+                   help="real: empty the page cache before reading (root), so that the first epoch reads the disk")
     p.add_argument("--output", required=True, help="JSON lines written by rank 0")
     return p.parse_args(argv)
 
