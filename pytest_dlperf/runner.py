@@ -72,12 +72,12 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     if launcher.spans_nodes:
         hostfile = _write_hostfile(cluster, nodes, case.topology.devices_per_node, run_dirs[nodes[0].name])
         span = cluster.span_access(nodes, run_dirs[nodes[0].name])
+    held = cluster.socket_interfaces()
     plan = RunPlan(case=case, measurement=measurement, nodes=nodes, run_dirs=run_dirs,
                    workload=workload, master_addr=nodes[0].address,
                    master_port=ports[nodes[0].name][0], tag=f"dlperf-{uuid.uuid4().hex}",
                    addresses={n.name: n.address for n in nodes}, ports=ports, hostfile=hostfile, span=span,
-                   interfaces={n.name: cluster.socket_interfaces()[n.name] for n in nodes
-                               if n.name in cluster.socket_interfaces()})
+                   interfaces={n.name: held[n.name] for n in nodes if n.name in held})
     cmds = launcher.commands(plan)
     if side is not None:
         cmds = side.commands(cmds)

@@ -74,14 +74,19 @@ def _compiled(case: CaseSpec) -> bool:
     return case.compiled
 
 
-def _compile_record(run: RunRecord) -> Mapping:
-    """The launch's ``compile`` meta (a compiled case's workload writes it); NotMeasured where it has none."""
-    got = run.meta.get("compile")
+def _record(run: RunRecord, field: str, what: str) -> Mapping:
+    """The launch's ``field`` meta record (its workload writes it); NotMeasured where it has none, or says why."""
+    got = run.meta.get(field)
     if not isinstance(got, Mapping):
-        raise NotMeasured("its workload reports nothing of torch.compile")
+        raise NotMeasured(f"its workload reports nothing of {what}")
     if got.get("not_measured"):
         raise NotMeasured(str(got["not_measured"]))
     return got
+
+
+def _compile_record(run: RunRecord) -> Mapping:
+    """The launch's ``compile`` meta (a compiled case's workload writes it)."""
+    return _record(run, "compile", "torch.compile")
 
 
 def _compile_time(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
@@ -141,11 +146,8 @@ def _real_data(case: CaseSpec) -> bool:
 
 
 def _input(run: RunRecord) -> Mapping:
-    """The launch's ``input`` meta (a real-data case's workload writes it); NotMeasured where it has none."""
-    got = run.meta.get("input")
-    if not isinstance(got, Mapping):
-        raise NotMeasured("its workload reports nothing of its input pipeline")
-    return got
+    """The launch's ``input`` meta (a real-data case's workload writes it)."""
+    return _record(run, "input", "its input pipeline")
 
 
 def _rank_waits(run: RunRecord) -> list[list[float]]:

@@ -91,37 +91,31 @@ def _case_row(r: CaseResult, columns: list[Metric]) -> str:
             f"{_fmt(r.step_time.get('p50'), '.3f', ' s')} | {_fmt(r.step_time.get('p95'), '.3f', ' s')} | {shown} |")
 
 
-def _engine_lines(results: ResultSet) -> list[str]:
-    header, body = engine_grid(results)
+def _section(title: str, intro: str, header: list[str] | tuple[str, ...], body: list[list[str]]) -> list[str]:
+    """A titled table of text cells: the first three columns left-aligned, the figures right; none without rows."""
     if not body:
         return []
-    return ["## Engines compared", "",
-            "throughput (samples/s, tokens/s for a decoder; efficiency, multi-node efficiency) per engine, "
-            "and the first engine's ratio.", "",
+    return [f"## {title}", "", intro, "",
             "| " + " | ".join(header) + " |", "|---|---|---|" + "--:|" * (len(header) - 3),
             *("| " + " | ".join(cells) + " |" for cells in body), ""]
 
 
+def _engine_lines(results: ResultSet) -> list[str]:
+    header, body = engine_grid(results)
+    return _section("Engines compared", "throughput (samples/s, tokens/s for a decoder; efficiency, multi-node "
+                    "efficiency) per engine, and the first engine's ratio.", header, body)
+
+
 def _compiled_lines(results: ResultSet) -> list[str]:
-    body = compiled.grid(results)
-    if not body:
-        return []
-    return ["## Compiled over eager", "",
-            "torch.compile: each compiled case's throughput against its eager twin's (samples/s, tokens/s for a "
-            "decoder), its compile time (s) and the graph breaks and recompilations dynamo counted.", "",
-            "| " + " | ".join(compiled.HEADER) + " |", "|---|---|---|" + "--:|" * (len(compiled.HEADER) - 3),
-            *("| " + " | ".join(row) + " |" for row in body), ""]
+    return _section("Compiled over eager", "torch.compile: each compiled case's throughput against its eager twin's "
+                    "(samples/s, tokens/s for a decoder), its compile time (s) and the graph breaks and recompilations "
+                    "dynamo counted.", compiled.HEADER, compiled.grid(results))
 
 
 def _data_lines(results: ResultSet) -> list[str]:
-    body = data.grid(results)
-    if not body:
-        return []
-    return ["## Synthetic and real data", "",
-            "Throughput (samples/s, tokens/s for a decoder) per data source with its speedup, real over synthetic, "
-            "and the real case's input wait per step and its loaders alone (decoded samples/s).", "",
-            "| " + " | ".join(data.HEADER) + " |", "|---|---|---|" + "--:|" * (len(data.HEADER) - 3),
-            *("| " + " | ".join(row) + " |" for row in body), ""]
+    return _section("Synthetic and real data", "Throughput (samples/s, tokens/s for a decoder) per data source with "
+                    "its speedup, real over synthetic, and the real case's input wait per step and its loaders alone "
+                    "(decoded samples/s).", data.HEADER, data.grid(results))
 
 
 def _gate_notes(results: ResultSet) -> list[str]:
