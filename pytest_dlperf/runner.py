@@ -216,6 +216,8 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
         codes = _watch(cluster, launcher, plan, procs, t0 + measurement.timeout, poll, on_progress)
         wall = time.monotonic() - t0
         meta, steps = _read_output(cluster, launcher, plan, procs, codes, log_dir)
+        if measurement.profile_steps and launcher.output_format is None:
+            _fetch_traces(cluster, plan, meta, log_dir / "trace")
         if launcher.output_format is None and probes_pace(launcher, measurement, cmds):
             run_pace, pace_error, node_paces = _read_pace(cluster, plan, cmds, log_dir, meta)
         watched = watches_gpus(launcher, case, cmds)
@@ -290,6 +292,29 @@ def _read_output(cluster: Cluster, launcher: Launcher, plan: RunPlan, procs: lis
         raise RunFailed(_describe_failure(
             procs, codes, f"{case.id}: no usable step log from node {node0.name} "
                           f"({remote}, copied to {out}): {exc}")) from exc
+
+
+def _fetch_traces(cluster: Cluster, plan: RunPlan, meta: dict, into: Path) -> None:
+    """A profiled launch's traces, each rank's from its node (the meta line's ``profile``), into ``into``;
+    each rank's entry gains ``local`` (the copy) or ``error`` (why there is none). Nothing raises: a
+    profiled launch without its traces is explained without them, and says so."""
+    profile = meta.get("profile")
+    if not isinstance(profile, dict) or not isinstance(profile.get("ranks"), list):
+        meta["profile"] = {"error": "the workload wrote no profile record (an older workload, or no --profile-steps)"}
+        return
+    per_node = int(meta.get("local_world_size") or plan.case.topology.devices_per_node)
+    into.mkdir(parents=True, exist_ok=True)
+    for entry in profile["ranks"]:
+        if not isinstance(entry, dict) or "file" not in entry or "rank" not in entry:
+            continue
+        rank = int(entry["rank"])
+        node = plan.nodes[min(rank // max(per_node, 1), len(plan.nodes) - 1)]
+        local = into / f"rank{rank}.json"
+        try:
+            cluster.download(node, str(entry["file"]), local)
+            entry["local"] = str(local)
+        except (OSError, ClusterError) as exc:
+            entry["error"] = f"could not copy {node.name}:{entry['file']}: {exc}"
 
 
 def _fetch_logs(cluster: Cluster, plan: RunPlan, cmds: list[NodeCommand], log_dir: Path, name: str,

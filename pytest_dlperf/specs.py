@@ -168,6 +168,9 @@ class Measurement:
     data_dir: str = ""
     data_workers: int | None = None
     drop_caches: bool = False  # empty each node's page cache before a real-data launch reads (--dlperf-drop-caches)
+    # a profiled launch (--dlperf-explain): this many steps after the window under the framework's profiler,
+    # a trace per rank; such a launch is never counted (0: an ordinary launch)
+    profile_steps: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)

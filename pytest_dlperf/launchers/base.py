@@ -49,6 +49,10 @@ class RunPlan:
     def output_path(self, node: Node) -> str:
         return str(Path(self.run_dirs[node.name]) / self.output_name)
 
+    def trace_dir(self, node: Node) -> str:
+        """Where a profiled launch's ranks on ``node`` write their traces."""
+        return str(Path(self.run_dirs[node.name]) / "trace")
+
 
 # On CPU nodes, glibc serves every tensor above its mmap threshold (at most 32 MiB) with a fresh
 # mmap and returns it with munmap when freed, so each step page-faults and zeroes its large tensors
@@ -86,6 +90,8 @@ class Launcher(ABC):
     # The models it trains on a real dataset (--dlperf-data real) and the format each reads
     # (node/workloads/dataset.py FORMATS); the others train on synthetic batches only.
     data_formats: dict[str, str] = {}
+    # None: its workload takes --profile-steps/--profile-dir (a profiled launch, --dlperf-explain); else why not
+    unprofiled: str | None = "its workload has no profiled launch"
 
     def ports_needed(self, topology) -> int:  # noqa: ANN001 - Topology
         """Ports the plan carries for every node, chosen on that node (0: only node 0's master port)."""
@@ -129,6 +135,12 @@ class Launcher(ABC):
             return f"--backend {self.name} reads no real dataset for {case.model} (it does for {models})"
         models = ", ".join(self.dali_models) or "none of its models"
         return f"--backend {self.name} has no DALI pipeline for {case.model} (it has for {models})"
+
+    @staticmethod
+    def profile_flags(plan: RunPlan, node: Node) -> list[str]:
+        """A profiled launch's workload flags: its steps, and where the node's ranks write their traces."""
+        steps = plan.measurement.profile_steps
+        return ["--profile-steps", str(steps), "--profile-dir", plan.trace_dir(node)] if steps else []
 
     @staticmethod
     def data_flags(plan: RunPlan, node: Node) -> list[str]:

@@ -89,6 +89,7 @@ class ExternalLauncher(Launcher):
     def __init__(self, bench: ExternalBenchmark, controller: str = "gloo") -> None:
         self.bench = bench
         self.name = bench.name
+        self.unprofiled = "a program the project did not write runs no profiler of ours"
         self.framework = bench.framework
         self.models = bench.models
         self.spans_nodes = bench.launch == "horovodrun"

@@ -34,6 +34,7 @@ class HorovodLauncher(Launcher):
     """``python -m horovod.runner.launch`` (horovodrun) on node 0 for all ranks of all nodes."""
 
     name = "horovod"
+    unprofiled = "horovodrun starts every rank from node 0, and its ranks' traces are not gathered yet"
     framework = "horovod"
     models = TorchrunLauncher.models  # the TF workload trains the seeds' models but ArcFace (variants)
     workload_files = ("torch_ddp.py", "tf_mwms.py")

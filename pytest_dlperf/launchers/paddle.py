@@ -12,6 +12,7 @@ class PaddleLauncher(Launcher):
     """One ``paddle.distributed.launch`` per node; rank logs (``workerlog.N``) end up in the node's log."""
 
     name = "paddle"
+    unprofiled = "its workload does not run Paddle's profiler yet"
     framework = "paddle"
     models = ("resnet50", "vgg16", "arcface")
     workload_files = ("paddle_dp.py", "paddle_data.py", "dataset.py")

@@ -20,6 +20,8 @@ class TFLauncher(Launcher):
     """``TF_CONFIG='{"cluster": {"worker": [...]}, "task": {...}}' python tf_mwms.py ...`` per worker."""
 
     name = "tf"
+    unprofiled = ("TensorFlow's profiler writes XPlane protobufs for TensorBoard, not the Chrome trace this diff "
+                  "reads")
     framework = "tensorflow"
     models = ("resnet50", "vgg16", "bert-base")
     workload_files = ("tf_mwms.py", "tf_data.py", "dataset.py")

@@ -19,9 +19,10 @@ class TorchrunLauncher(Launcher):
     framework = "torch"
     models = (*SEED_MODELS, "llama")
     compile_modes = COMPILE_MODES
-    workload_files = ("torch_ddp.py", "torch_data.py", "dataset.py")
+    workload_files = ("torch_ddp.py", "torch_data.py", "dataset.py", "torchprofile.py")
     data_formats = {"resnet50": "jpeg", "vgg16": "jpeg", "arcface": "jpeg", "llama": "tokens"}
     dali_models = ("resnet50", "vgg16", "arcface")
+    unprofiled = None  # torch.profiler, a Chrome trace per rank (node/workloads/torchprofile.py)
     # CPU: small enough that the default suite ends within 6 minutes on 2 cores (README).
     # GPU: every case GPU-bound on an H100/H200, the GPU's work per step well above what the host takes
     # to dispatch it (README, "GPU sizes"): resnet50 at 256 as NVIDIA trains it on one A100/H100 (AMP at
@@ -61,7 +62,7 @@ class TorchrunLauncher(Launcher):
         for rank, node in enumerate(plan.nodes):
             threads = self.threads_per_worker(node, case.topology.devices_per_node) if node.gpus == 0 else 0
             program = [plan.workload[node.name], *self.workload_flags(case, m, threads, plan.output_path(node))]
-            program += self.variant_flags(case) + self.data_flags(plan, node)
+            program += self.variant_flags(case) + self.data_flags(plan, node) + self.profile_flags(plan, node)
             if self.name != "ddp":
                 program += ["--engine", self.name]
             env = compile_cache_env(plan, node) if case.compiled else {}

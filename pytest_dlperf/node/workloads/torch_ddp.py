@@ -30,6 +30,8 @@ accounting, and the graph breaks and recompilations dynamo counted, with what it
 compilation that fails stops the rank with one line naming the host and dynamo's first error line.
 Inductor's caches go where ``TORCHINDUCTOR_CACHE_DIR`` says (the harness gives each launch an empty
 one, ``--drop-compile-cache``, unless it was asked to keep one).
+``--profile-steps N --profile-dir DIR`` (a profiled launch, never counted): N more steps after the window
+under the PyTorch profiler, a Chrome trace per rank (``torchprofile.py``), said in the meta line's ``profile``.
 DLPERF_FAULT=rank:step crashes that rank at that step; DLPERF_FAULT=nosync trains without
 synchronising gradients (the harness must catch the drift); DLPERF_PLANT_SLOWDOWN=d slows each step.
 """
@@ -55,6 +57,7 @@ import torch.nn.functional as F
 from torch.distributed.elastic.multiprocessing.errors import record
 
 import steplog  # the step-log contract, copied beside this file
+import torchprofile  # a profiled launch's extra steps, copied beside this file
 from nodefacts import cpu_model  # copied beside this file, as steplog.py
 
 START = steplog.StartClock()  # the launch's and this process's start: time to first step
@@ -294,6 +297,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data-workers", type=int, default=0, help="real: the DataLoader's worker processes per rank")
     p.add_argument("--drop-caches", action="store_true",
                    help="real: empty the page cache before reading (root), so that the first epoch reads the disk")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="after the window, this many steps more under the PyTorch profiler on every rank (0: none)")
+    p.add_argument("--profile-dir", default="", help="with --profile-steps: where each rank writes rank<R>.json")
     p.add_argument("--output", required=True, help="JSON lines written by rank 0")
     return p.parse_args(argv)
 
@@ -852,6 +858,8 @@ KEPT: list = []
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cuda = torch.cuda.is_available()
+    if args.profile_steps > 0 and not args.profile_dir:
+        raise SystemExit("--profile-steps: give --profile-dir, where each rank writes its trace")
     if args.compile and args.engine not in ("ddp", "fsdp"):
         raise SystemExit(f"--compile: the ddp and fsdp engines train compiled, not --engine {args.engine}")
     cache = compile_cache() if args.compile else None
@@ -879,6 +887,8 @@ def main(argv: list[str] | None = None) -> int:
     dynamo = Dynamo(cache) if args.compile else None
     timed, counted = run_steps(args, step, comm, device, sync, args.batch_size * per_sample * world, dynamo)
     compiles = comm.all_gather_object(dynamo.record(timed)) if dynamo else None
+    profiled = comm.all_gather_object(torchprofile.profile_steps(
+        step, args.profile_steps, args.profile_dir, rank, cuda, sync)) if args.profile_steps > 0 else None
     if data is not None:
         data["wait_seconds"] = [w.tolist() for w in comm.all_gather(torch.tensor(
             batches.waits[timed.warmup:timed.warmup + timed.iters], dtype=torch.float64, device=device))]
@@ -910,6 +920,8 @@ def main(argv: list[str] | None = None) -> int:
                 memory=steplog.peak_memory(ranks["peaks"]), first_step=steplog.first_step(ranks["starts"]),
                 **({"compile": steplog.compile_figures(compiles)} if compiles else {}),
                 **({"input": data} if data is not None else {}),
+                **({"profile": {"tool": "torch.profiler", "steps": args.profile_steps, "ranks": profiled}}
+                   if profiled else {}),
             )
             log.steps(timed, gathered, args.batch_size * per_sample * world)
             log.end([d.tolist() for d in digests])
