@@ -250,6 +250,39 @@ def cmd_data(args: argparse.Namespace) -> int:
     return p.returncode
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Two saved profiled launches' traces diffed: the "what got slower" block, or its JSON."""
+    from . import explain
+
+    got = explain.explanation(explain.from_dir(args.a, "reference"), explain.from_dir(args.b, "candidate"),
+                              args.launch_noise, what=f"{args.a} against {args.b}", traces={"reference": str(args.a),
+                                                                                         "candidate": str(args.b)})
+    print(json.dumps(got, indent=1) if args.json else "\n".join(explain.lines(got)))
+    return 0 if got.get("diff") else 1
+
+
+def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
+    e = sub.add_parser("explain", help="what got slower: two profiled launches' traces (rank<R>.json) diffed")
+    e.add_argument("a", type=Path, metavar="REFERENCE",
+                   help="a directory of rank<R>.json traces, or a launch's run directory holding trace/")
+    e.add_argument("b", type=Path, metavar="CANDIDATE", help="the same, of the side judged against the reference")
+    e.add_argument("--launch-noise", type=_fraction, default=0.02, metavar="FRAC",
+                   help="the launch-to-launch spread of the case's throughput (an A/B session's pairs say it; "
+                        "default %(default)s)")
+    e.add_argument("--json", action="store_true", help="print the explanation as results.json keeps it")
+    e.set_defaults(fn=cmd_explain)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.02, got {text!r}")
+    return value
+
+
 def _add_data_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("data", help="a deterministic ImageNet-shaped dataset (JPEG, TFRecord, tokens): make, index")
     dsub = d.add_subparsers(dest="data_command", parser_class=_OneLineParser)
@@ -312,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     add_bisect_parser(sub).set_defaults(fn=cmd_bisect)
     ecluster.add_parser(sub)
     _add_data_parser(sub)
+    _add_explain_parser(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     remote: list[str] = []
     # dlperf cluster ssh TASK ... -- a command to run there; dlperf bisect ... -- pytest's arguments

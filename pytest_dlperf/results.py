@@ -39,6 +39,8 @@ class CaseResult:
     utilisation: Utilisation | None = None  # MFU, filled by the session where it knows the nodes' probes
     profile: str | None = None  # the baseline profile the gate judged it under (dlperf history groups by it)
     software: str | None = None  # its software identity's id (results.json's environment.software holds it)
+    # a recording's profiled launch summarized (explain.summarize), kept with its baseline entry (--dlperf-explain always)
+    trace_summary: dict | None = None
 
     def __post_init__(self) -> None:
         if self.verdict:  # a verdict given as results.json writes it (a plugin's or a test's result): the object

@@ -58,7 +58,7 @@ def test_a_program_that_reports_no_versions_gets_each_sides_own_in_what_differs(
     from pytest_dlperf.records import RunRecord
 
     launcher = SimpleNamespace(frameworks_for=lambda case: ("torch",))
-    ab = ABSession(SimpleNamespace(alpha=0.05, tolerance=0.02, min_pairs=3, max_pairs=20),
+    ab = ABSession(SimpleNamespace(alpha=0.05, tolerance=0.02, min_pairs=3, max_pairs=20, explain=None),
                    SimpleNamespace(launcher=lambda case: launcher), [], lambda case: {"torch": "2.13.0"}, {})
     ab._sides = {"reference": Side(SideSpec("reference")),
                  "candidate": Side(SideSpec("candidate", "python=/opt/new/bin/python", python="/opt/new/bin/python"),
@@ -101,6 +101,9 @@ def test_a_planted_slowdown_is_slower_with_its_pairs_reported(tmp_path):
         assert a["started_at"] < b["started_at"] <= a["started_at"] + a["wall_seconds"] + 30
         assert p["ratio"] == pytest.approx(p["candidate"]["throughput"] / p["reference"]["throughput"])
     assert ab["sides"]["candidate"]["env"] == {"DLPERF_PLANT_SLOWDOWN": "0.5"}
+    # SLOWER is explained (auto): the tiny engine has no profiled launch, said in the block, none launched
+    assert case["explanation"]["why"] == "--backend tiny: its workload has no profiled launch" and ab["explain"]["mode"] == "auto"
+    assert not list((tmp_path / "report" / "runs" / CASE).glob("explain-*"))
     assert ab["sides"]["reference"]["spec"] == "current" and ab["method"]["tolerance"] == 0.02
     # the candidate is what the baseline gate judged (no baseline here: not a skip in an A/B session)
     (result,) = doc["cases"]

@@ -204,6 +204,10 @@ def test_a_software_change_is_confirmed_side_by_side_with_the_recorded_software(
     assert 3 <= c["pairs"]["pairs"] <= 6 and c["reference"].startswith("unset=DLPERF_PLANT_SLOWDOWN")
     runs = tmp_path / "report" / "runs" / CASE / "side-by-side"
     assert (runs / "p0-reference").is_dir() and (runs / "p0-candidate").is_dir()
+    # a confirmed regression is explained (--dlperf-explain auto); the tiny engine runs no profiler, and says so
+    assert "what got slower (one profiled launch a side" in r.stdout and "--backend tiny: its workload has no" in r.stdout
+    assert c["pairs"]["explanation"]["why"].startswith("--backend tiny:")
+    assert not any(p.name.startswith("explain-") for p in runs.iterdir())
 
 
 @pytest.mark.exclusive

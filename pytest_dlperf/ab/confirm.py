@@ -12,6 +12,7 @@ from .. import metrics
 from ..measure import Bench
 from ..metrics import Judging, Metric
 from ..specs import CaseSpec, Measurement, Topology
+from .explain import against_recorded
 from .feature import ABSession
 from .options import ABOptions, ConfirmOptions
 from .order import PairedOrder
@@ -59,7 +60,7 @@ class SideBySide:
             o = self.options
             ab = ABOptions(reference=reference, candidate=SideSpec("candidate", name="this session"),
                            tolerance=tolerance, alpha=o.alpha, min_pairs=o.min_pairs, max_pairs=o.max_pairs,
-                           undecided_fails=o.undecided_fails)
+                           undecided_fails=o.undecided_fails, explain=o.explain)
             self._features[key] = ABSession(ab, self.bench, self.workload_files, self.probed, tolerances)
         return self._features[key]
 
@@ -74,6 +75,10 @@ class SideBySide:
             error = single.error
         got = order.measure(case, None, m)
         return SideBySideResult(got.paired, ab, got.error or (str(got.outcome) if got.outcome else None) or error)
+
+    def against_recorded(self, case: CaseSpec, m: Measurement, summary: object, noise: float) -> dict:
+        """A regression no reference can confirm, explained against its baseline's recorded profile (ab.explain)."""
+        return against_recorded(self.bench, case, m, self.options.explain, summary, noise)
 
     def close(self) -> None:
         """Remove every reference's worktree."""

@@ -7,12 +7,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from .. import metrics
+from .. import explain, metrics
 from ..provenance import changes, run_versions
 from ..measure import Bench
 from ..metrics import DeviceKind, Metric
 from ..specs import CaseSpec, Topology
 from . import sequential, worktree
+from .explain import Explainer
 from .judges import JUDGES, assessment_dict
 from .options import ABOptions
 from .pairs import PairedCase
@@ -39,6 +40,7 @@ class ABSession:
         self._sides: dict[str, Side] | None = None
         self._side_error: str | None = None
         self._checked: dict[tuple, str | None] = {}
+        self.explain = Explainer(bench, options.explain, lambda: self.sides)
 
     # ------------------------------------------------------------------ sides
     @property
@@ -181,6 +183,8 @@ class ABSession:
         if scaling is not None:
             said += f"; scaling efficiency {scaling['verdict'].upper()}: {scaling['reason']}"
             fails = fails or scaling["verdict"] == "slower"
+        if rec.explanation is not None:
+            said += "\n" + "\n".join(explain.lines(rec.explanation))
         return fails, said
 
     def section(self) -> dict:
@@ -190,6 +194,7 @@ class ABSession:
             "contract": 1,
             "sides": {role: (sides[role].to_dict() if role in sides else Side(spec).to_dict())
                       for role, spec in (("reference", self.options.reference), ("candidate", self.options.candidate))},
+            "explain": {"mode": self.options.explain.mode, "steps": self.options.explain.steps},
             "method": {"alpha": self.method.alpha, "tolerance": self.method.tolerance,
                        "min_pairs": self.method.min_pairs, "max_pairs": self.method.max_pairs,
                        "undecided": "fail" if self.options.undecided_fails else "pass",

@@ -20,6 +20,36 @@ CONFIRM_PAIRS_ENV = "DLPERF_CONFIRM_PAIRS"  # a CI image's own default for --dlp
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_explain_options(parser)
+
+
+EXPLAIN_MODES = ("auto", "always", "never")
+EXPLAIN_STEPS = 5
+
+
+@dataclass(frozen=True)
+class ExplainOptions:
+    """--dlperf-explain: which paired cases get one profiled launch a side, diffed (auto: a SLOWER or WORSE
+    verdict, in an A/B session or a stored-baseline failure's confirmation), and how many steps it profiles."""
+
+    mode: str = "auto"
+    steps: int = EXPLAIN_STEPS
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> ExplainOptions:
+        return cls(config.getoption("dlperf_explain"), config.getoption("dlperf_explain_steps"))
+
+
+def add_explain_options(parser: pytest.Parser) -> None:
+    """--dlperf-explain and its steps (docs/explain.md)."""
+    e = OptionGroup(parser, "dlperf-explain", "pytest-dlperf: what got slower, from a profiled launch of each side "
+                    "(docs/explain.md)")
+    e("--dlperf-explain", choices=EXPLAIN_MODES, default="auto",
+      help="auto (default): a case whose paired verdict is SLOWER or WORSE (an A/B session, or a stored-baseline "
+           "failure confirmed side by side) takes one profiled launch a side, never counted, and its verdict says "
+           "which operators and ranks changed; always: every paired case; never: none")
+    e("--dlperf-explain-steps", type=positive_int, default=EXPLAIN_STEPS, metavar="N",
+      help="steps a profiled launch profiles after its window, on every rank (default %(default)s)")
 
 
 def _alpha(text: str) -> float:
@@ -74,6 +104,7 @@ class ABOptions:
     min_pairs: int
     max_pairs: int
     undecided_fails: bool
+    explain: ExplainOptions = ExplainOptions()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> ABOptions | None:
@@ -101,7 +132,8 @@ class ABOptions:
             raise pytest.UsageError(f"--dlperf-ab-min-pairs {lo} / --dlperf-ab-max-pairs {hi}: need "
                                     "3 <= min <= max <= 200")
         return cls(ref, cand, tolerance=get("dlperf_ab_tolerance"), alpha=get("dlperf_ab_alpha"),
-                   min_pairs=lo, max_pairs=hi, undecided_fails=get("dlperf_undecided") == "fail")
+                   min_pairs=lo, max_pairs=hi, undecided_fails=get("dlperf_undecided") == "fail",
+                   explain=ExplainOptions.from_config(config))
 
 
 @dataclass(frozen=True)
@@ -115,6 +147,7 @@ class ConfirmOptions:
     min_pairs: int
     alpha: float
     undecided_fails: bool
+    explain: ExplainOptions = ExplainOptions()
 
     @property
     def on(self) -> bool:
@@ -137,7 +170,8 @@ class ConfirmOptions:
         if most and (least < 3 or most < least or most > 200):
             raise pytest.UsageError(f"--dlperf-confirm-pairs {most} with --dlperf-ab-min-pairs {least}: need "
                                     "3 <= min <= max <= 200 (or --dlperf-confirm-pairs 0 for no confirmation)")
-        return cls(reference, most, least, get("dlperf_ab_alpha"), get("dlperf_undecided") == "fail")
+        return cls(reference, most, least, get("dlperf_ab_alpha"), get("dlperf_undecided") == "fail",
+                   ExplainOptions.from_config(config))
 
 
 def confirm_pairs(given: int | None) -> int:

@@ -66,6 +66,8 @@ class PairedOrder:
                 if finished and _going(got):
                     self.ab.conclude(got.paired, final=True, why=why or "the cap")
             self._measured.update(state)
+        for got in state.values():  # decided: what got slower, from one profiled launch a side (ab.explain)
+            self.ab.explain(got.paired, m)
 
     def _pair(self, got: Measured, m: Measurement) -> None:
         """One pair of the case (its preflights before the first); what goes wrong stops the case."""

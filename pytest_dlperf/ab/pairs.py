@@ -56,6 +56,7 @@ class PairedCase:
     differences: list[str] = field(default_factory=list)  # what differs between the sides
     # the other gated per-launch metrics' paired verdicts (peak memory, ...): name -> as results.json shows it
     metrics: dict[str, dict] = field(default_factory=dict)
+    explanation: dict | None = None  # what got slower: both sides' profiled launches diffed (ab.explain)
 
     @property
     def status(self) -> str | None:
@@ -90,6 +91,8 @@ class PairedCase:
             d["metrics"] = {name: dict(v) for name, v in self.metrics.items()}
         if self.error:
             d["error"] = self.error
+        if self.explanation is not None:
+            d["explanation"] = self.explanation
         return d
 
     def junit_properties(self) -> list[tuple[str, object]]:

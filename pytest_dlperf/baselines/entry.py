@@ -17,6 +17,9 @@ from ..specs import CaseSpec, Topology
 from .schema import BaselineError, Tolerances, _Reader, is_number, positive_number
 
 
+PROFILE_KEY = "trace_summary"  # an entry's recorded profile summary (explain.summary; --dlperf-explain always)
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -127,6 +130,9 @@ class Entry:
         entry.busbw = comm.busbw if comm is not None else None
         entry.figures = {m.name: [float(x) for x in result.values(m.name)] for m in metrics.gated()
                          if m.kind is Kind.LAUNCH and not m.stored_as and result.values(m.name)}
+        summary = getattr(result, "trace_summary", None)
+        if summary:  # the recording's profile, for explaining a later regression without the recorded software
+            entry.extra[PROFILE_KEY] = summary
         return entry
 
     def to_dict(self) -> dict[str, Any]:

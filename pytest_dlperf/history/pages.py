@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import metrics
+from .. import explain, metrics
 from ..provenance import changes
 from ..reporting import ab as ab_report
 from ..reporting import cells
@@ -212,19 +212,42 @@ def run_page(history: History, run: Run, page_dir: Path) -> str:
         parts.append("<h2>Failed cases</h2>" + table(["case", "why"], [[esc(k), esc(v)] for k, v in run.failures.items()]))
     if run.ab:
         parts.append(f"<p>{link('../' + ab_href(run), 'A/B comparison of this run')}</p>")
+    for r in run.results:  # a stored-baseline regression confirmed side by side and explained
+        found = next((e for v in (r.verdict or {}).values() if (e := explain.of_confirmation(v.confirmation)) is not None),
+                     None)
+        if found is not None:
+            parts.append(explained(r.case.key, found, page_dir))
     parts.append(_files(run, page_dir))
     return page(f"Run {run.when}", "\n".join(parts), "../")
 
 
-def ab_page(run: Run) -> str:
-    """An A/B session's comparison: per case the candidate/reference ratio, its interval and verdict."""
+def ab_page(run: Run, page_dir: Path) -> str:
+    """An A/B session's comparison: per case the candidate/reference ratio, its interval and verdict, and an
+    explained case's "what got slower" with its traces."""
     section = run.ab or {}
     rows = [[esc(c) for c in cells] for cells in ab_report.rows(section)]
     body = (f"<p>{link('../' + run_href(run), 'the run')}</p>"
             + table(["case", "reference", "candidate", "candidate/reference", "interval", "pairs", "verdict"], rows)
-            + "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in ab_report.sides_lines(section)) + "</ul>")
+            + "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in ab_report.sides_lines(section)) + "</ul>"
+            + "".join(explained(name, c["explanation"], page_dir) for name, c in (section.get("cases") or {}).items()
+                      if c.get("explanation") is not None))
     fig = _ab_figure(section)
     return page(f"A/B {run.when}", body + (chart("chart-ab", fig) if fig else ""), "../", scripts=CHART_SCRIPTS)
+
+
+def explained(name: str, explanation: dict, page_dir: Path) -> str:
+    """A case's "what got slower" block, and a link to each rank's trace of each side where it is on disk."""
+    said = explain.lines(explanation)
+    links = []
+    for role, where in (explanation.get("traces") or {}).items():
+        folder = Path(where)
+        files = sorted(folder.glob("rank*.json*")) if folder.is_dir() else []
+        if files:
+            links.append(f"<li>{esc(role)}: " + ", ".join(link(file_href(os.path.relpath(f, page_dir)), f.name)
+                                                          for f in files) + "</li>")
+    return (f"<h2>{esc(name)}: {esc(said[0])}</h2><pre>{esc(chr(10).join(said[1:]))}</pre>"
+            + (f"<p>Traces (Chrome trace format: chrome://tracing, Perfetto, Holistic Trace Analysis):</p><ul>"
+               f"{''.join(links)}</ul>" if links else ""))
 
 
 def _ab_figure(section: dict) -> dict | None:

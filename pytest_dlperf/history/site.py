@@ -49,7 +49,7 @@ def _write_pages(history: History, root: Path, final: Path) -> int:
         href = pages.run_href(run)
         written[href] = pages.run_page(history, run, (final / href).parent)
         if run.ab:
-            written[pages.ab_href(run)] = pages.ab_page(run)
+            written[pages.ab_href(run)] = pages.ab_page(run, (final / pages.ab_href(run)).parent)
     runs_by_dir = {run.path.parent.resolve(): pages.run_href(run) for run in history.runs}
     for b in history.bisections:
         written[bisect_href(b)] = bisect_page(b, runs_by_dir, (final / bisect_href(b)).parent)

@@ -12,7 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from .. import metrics
+from .. import explain, metrics
 
 HEADER = ("case", "reference", "candidate", "cand/ref", "interval", "pairs", "verdict")
 
@@ -101,6 +101,8 @@ def terminal(section: dict, width: int = 160) -> str:
             console.print(f"{name}: {c['reason']}")
         for metric, v in (c.get("metrics") or {}).items():
             console.print(f"{name} {metric}: {v.get('reason', '')}")
+        if c.get("explanation") is not None:
+            console.print(f"{name}: " + "\n".join(explain.lines(c["explanation"])), soft_wrap=True)
     return buf.getvalue()
 
 
@@ -112,6 +114,10 @@ def markdown(section: dict, plot: str | None = None) -> list[str]:
               for cells in rows(section)]
     lines.append("")
     lines += [f"- {line}" for line in sides_lines(section)]
+    for name, c in section.get("cases", {}).items():
+        if c.get("explanation") is not None:
+            lines += ["", f"### `{name}`: {explain.lines(c['explanation'])[0]}", "", "```",
+                      *explain.lines(c["explanation"])[1:], "```"]
     if plot:
         lines += ["", f"![A/B pairs](plots/{plot})"]
     return lines + [""]

@@ -2,7 +2,7 @@
 first, for people and for a CI job's step summary (``GITHUB_STEP_SUMMARY``)."""
 from __future__ import annotations
 
-from .. import metrics
+from .. import explain, metrics
 from ..metrics import Metric
 from ..results import CaseResult, ResultSet
 from . import _fmt, cells, compiled, data, engine_grid
@@ -131,6 +131,13 @@ def _gate_notes(results: ResultSet) -> list[str]:
         lines.append(f"- `{r.case.backend}/{r.case.id}` {v.metric}: **{v.status.value.upper()}**: "
                      f"{v.message}" + (f" Changed since the baseline: {changed}."
                                        if v.status == "regression" else ""))
+    shown: set[int] = set()
+    for r, v in notes:  # a confirmed regression's "what got slower" (its side-by-side pairs' profiled launches)
+        found = explain.of_confirmation(v.confirmation)
+        if found is not None and v.status == "regression" and id(r) not in shown:
+            shown.add(id(r))
+            block = explain.lines(found)
+            lines += ["", f"`{r.case.backend}/{r.case.id}`: {block[0]}", "", "```", *block[1:], "```", ""]
     if missing:
         lines.append(f"- {len(missing)} case(s) had no baseline to gate against: record one with "
                      "`pytest --update-baselines` on this machine.")

@@ -20,15 +20,19 @@ A count (graph breaks, recompilations) is the same in every launch of a software
 """
 from __future__ import annotations
 
+import math
+import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
 import pytest
 
-from .. import metrics
+from .. import explain, metrics
 from ..ab.confirm import SideBySide, SideBySideResult
+from ..ab.explain import DEFAULT_LAUNCH_NOISE, LEAST_LAUNCH_NOISE
+from ..baselines.entry import PROFILE_KEY
 from ..ab.options import ConfirmOptions
 from ..ab.recorded import Found, find
 from ..baselines.drift import sitting_drift
@@ -36,7 +40,7 @@ from ..measure import Measured
 from ..metrics import Direction, Judging
 from ..results import CaseResult
 from ..software import Difference, NodeSoftware, Software, differences
-from ..specs import Measurement
+from ..specs import CaseSpec, Measurement
 from ..verdict import Judgement, Outcome, Verdict, VerdictStatus
 from .contexts import Recorded
 
@@ -116,7 +120,9 @@ class Confirmation:
                          interpreter=lambda path: self.lookups.interpreter(path, case.topology.nodes),
                          recorded_commit=base.entry.versions.get("git", "").removesuffix("+dirty") or None)
         if found.spec is None:
-            return {v.metric: not_confirmed(v, base, said, found) for v in suspects}
+            out = {v.metric: not_confirmed(v, base, said, found) for v in suspects}
+            self._explain_against_recording(case, m, base, out)
+            return out
         first = ", ".join(f"{v.metric} {v.change:+.1%}" for v in suspects if v.change is not None)
         self.say(f"dlperf {got.case.id}: failed its stored baseline ({first}) and the software differs "
                  f"({len(said) or 'not recorded'}): side by side with the recorded software ({found.spec.text})")
@@ -131,6 +137,20 @@ class Confirmation:
                  + f" ({len(run.record.pairs)} pairs, {seconds:.0f} s)")
         return out
 
+    def _explain_against_recording(self, case: CaseSpec, m: Measurement, base: Recorded, out: dict[str, Verdict]) -> None:
+        """A regression not confirmed, explained against the profile its baseline recorded (``--dlperf-explain``
+        not never; a baseline recorded with --dlperf-explain always keeps one): one profiled launch of this
+        session's software, never counted. The launch-to-launch spread is the recording's: its launches'
+        relative spread, as a difference of two launches."""
+        summary = base.entry.extra.get(PROFILE_KEY)
+        if self.options.explain.mode == "never" or summary is None or not out:
+            return
+        runs = base.entry.values(metrics.PRIMARY.name)
+        cv = statistics.stdev(runs) / statistics.fmean(runs) if len(runs) > 1 else DEFAULT_LAUNCH_NOISE / math.sqrt(2)
+        first = next(iter(out))
+        found = self.side_by_side.against_recorded(case, m, summary, max(LEAST_LAUNCH_NOISE, cv * math.sqrt(2)))
+        out[first] = replace(out[first], confirmation={**(out[first].confirmation or {}), "explanation": found})
+
     def _judgement(self, result: CaseResult, judgement: Judgement, settled: dict[str, Verdict]) -> Judgement:
         """The test's outcome from the settled verdicts and the rest: a REGRESSION fails; an UNDECIDED with
         --dlperf-undecided fail fails; HOST follows --dlperf-hardware; else the case passes."""
@@ -140,7 +160,7 @@ class Confirmation:
                    or (v.status is VerdictStatus.UNDECIDED and self.options.undecided_fails)]
         hosts = [v for v in verdicts if v.status is VerdictStatus.HOST]
         shown = [v for v in verdicts if v.metric in settled or v in failing]
-        message = "\n".join([v.message for v in shown] + _screen_notes(judgement))
+        message = "\n".join([v.message for v in shown] + _screen_notes(judgement) + _explained(settled.values()))
         for v in settled.values():
             if v not in failing and v.status is not VerdictStatus.HOST:
                 self.note(v.message.split(". The stored baseline's screen:")[0])
@@ -161,6 +181,15 @@ def _screen_notes(judgement: Judgement) -> list[str]:
     on what changed."""
     said = {v.message for v in judgement.verdicts}
     return [ln for ln in judgement.message.split("\n") if ln and ln not in said and not ln.startswith(_SCREEN_CHANGES)]
+
+
+def _explained(settled: Iterable[Verdict]) -> list[str]:
+    """The "what got slower" block of the confirmation's pairs (ab.explain), once for the case."""
+    for v in settled:
+        found = explain.of_confirmation(v.confirmation)
+        if found is not None and v.status is VerdictStatus.REGRESSION:
+            return explain.lines(found)
+    return []
 
 
 def _change(v: Verdict) -> str:

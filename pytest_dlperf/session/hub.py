@@ -14,7 +14,8 @@ from typing import NoReturn
 
 import pytest
 
-from .. import environment, matrix, reporting
+from .. import environment, explain, matrix, reporting
+from ..ab.explain import profile_once
 from ..ab.confirm import SideBySide
 from ..ab.options import ABOptions, ConfirmOptions
 from ..baselines import BaselineError
@@ -70,7 +71,9 @@ class DLPerfSession:
         self.bench = Bench(cluster=lambda: self.cluster, launcher=self.engines.launcher, name=self.engines.name,
                            measurement=self.case_measurement, preflight=self.preflight.run, live=self.live,
                            budget=self.budget, report_dir=options.report_dir)
-        self.mode: Mode = self._make_mode(ab_options, confirm_options or ConfirmOptions.from_config(config))
+        confirm_options = confirm_options or ConfirmOptions.from_config(config)
+        self.explain = confirm_options.explain
+        self.mode: Mode = self._make_mode(ab_options, confirm_options)
         self.order = self.mode.order(self.bench, options)
 
     def _make_mode(self, ab_options: ABOptions | None, confirm_options: ConfirmOptions) -> Mode:
@@ -239,6 +242,8 @@ class DLPerfSession:
             self._dry_run(case, m)
         got = self._measure(case, item, m)
         result = self._summarize(got, m)
+        if self.gate.options.update and self.explain.mode == "always" and self.mode.records_modes:  # stored mode
+            self._record_profile(result, m)
         judgement = self._judge(got, item, result, m)
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         if item is not None:  # JUnit properties (--junitxml), as record_property writes them
@@ -262,6 +267,18 @@ class DLPerfSession:
         if more and self.gate.options.update:
             result = self._record_every_mode(got, m, result, more)
         return result
+
+    def _record_profile(self, result: CaseResult, m: Measurement) -> None:
+        """--update-baselines --dlperf-explain always: one profiled launch of the case, never counted, whose summary
+        its baseline entry keeps (a later regression that no reference confirms is explained against it)."""
+        case = result.case
+        got = profile_once(self.bench, case, m, self.explain.steps, "recorded")
+        if got.why is None and got.ranks:
+            result.trace_summary = explain.summarize(got.ranks)
+        said = "; ".join([got.why] if got.why else got.problems)
+        if said:
+            self.gate.note(f"{case.id}: its profile is recorded without some ranks: {said}" if result.trace_summary
+                           else f"{case.id}: no profile is recorded with its baseline: {said}")
 
     def _stop_on_error(self, got: Measured) -> None:
         """A launch's error fails the case's test (outside any except block: the report shows the nodes, not a chain)."""

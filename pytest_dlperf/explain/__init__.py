@@ -1,0 +1,35 @@
+"""What got slower: two sides' profiled launches (a trace per rank) diffed operator by operator (GPU:
+kernel by kernel) and rank by rank (issue #57; docs/explain.md)."""
+from __future__ import annotations
+
+from .block import lines
+from .diff import Diff, diff
+from .read import from_dir, from_meta
+from .summary import problem, summarize
+from .trace import RankProfile, TraceError
+
+MODES = ("auto", "always", "never")
+
+__all__ = ["MODES", "Diff", "RankProfile", "TraceError", "diff", "explanation", "from_dir", "from_meta", "lines", "of_confirmation", "problem",
+           "summarize"]
+
+
+def of_confirmation(confirmation: dict | None) -> dict | None:
+    """A stored-baseline verdict's explanation: its side-by-side pairs' (``pairs.explanation``), or one made
+    against the recording's profile (``explanation``); None: not explained."""
+    c = confirmation or {}
+    return c.get("explanation") or (c.get("pairs") or {}).get("explanation")
+
+
+def explanation(reference: tuple[list[RankProfile], list[str]], candidate: tuple[list[RankProfile], list[str]],
+                launch_noise: float, **said: object) -> dict:
+    """The explanation results.json keeps (``lines`` renders it): the diff of both sides' ranks, with the
+    problems met reading them; without a rank on either side, why not. ``said``: what, traces, launches."""
+    (ref, ref_problems), (cand, cand_problems) = reference, candidate
+    out: dict = {**said, "problems": ref_problems + cand_problems}
+    if not ref or not cand:
+        missing = " and ".join(role for role, got in (("reference", ref), ("candidate", cand)) if not got)
+        out["why"] = f"no trace of the {missing} could be read"
+        return out
+    out["diff"] = diff(summarize(ref), summarize(cand), launch_noise, cand).to_dict()
+    return out

@@ -1,0 +1,193 @@
+"""Two sides' profiles diffed operator by operator (GPU: kernel by kernel) and rank by rank: what changed
+per step, by how much, and whether beyond the noise the diff states.
+
+An operator's figure is its time per step, the mean over every profiled step of every rank. Its noise
+has two parts: the steps' own spread (the standard error of the difference of the two means), and the
+launch-to-launch spread, a fraction of the operator's time (``launch_noise``: the spread of the pairs'
+ratios in an A/B session; each side here is one launch, so a host that ran one launch a little slower
+moves every operator by about that fraction). Where a host ran one side's launch slower throughout, every
+operator moved by one factor (``host_factor``, the median over the operators whose calls did not change): an
+operator's change is judged beyond that factor. A change is beyond the noise when it exceeds ``Z`` times
+both noises together and ``FLOOR`` of the step; a change in an operator's calls per step (added, removed, more
+or fewer) is exact and always named."""
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+from .trace import BETWEEN, RankProfile
+
+Z = 3.0  # standard errors: a few hundred operators are compared at once
+FLOOR = 0.005  # of the reference step: below this no operator's change is named
+TOP = 10
+HOST_OPS = 5  # operators the host's factor needs
+CALLS = 0.5  # calls per step: an operator on another thread can start on either side of a step's edge
+STRAGGLER_SHARE = 0.05  # of the step: a rank whose collective wait is this much below the others' is named
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """One operator's (kernel's) time and calls per step on both sides."""
+
+    name: str
+    reference_ms: float
+    candidate_ms: float
+    reference_count: float
+    candidate_count: float
+    noise_ms: float
+    host: float = 1.0  # every operator's common factor (``host_factor``): its change beyond that is judged
+
+    @property
+    def change_ms(self) -> float:
+        return self.candidate_ms - self.reference_ms
+
+    @property
+    def excess_ms(self) -> float:
+        """The change beyond the factor every operator moved by alike."""
+        return self.candidate_ms - self.host * self.reference_ms
+
+    @property
+    def calls(self) -> str:
+        """added, removed, more, fewer or '' (the same calls per step)."""
+        r, c = self.reference_count, self.candidate_count
+        if r == 0 and c > 0:
+            return "added"
+        if c == 0 and r > 0:
+            return "removed"
+        if abs(c - r) >= CALLS:
+            return "more" if c > r else "fewer"
+        return ""
+
+    @property
+    def surely_ms(self) -> float:
+        """How much at least it changed: its change beyond the host's factor, less its noise (the order of the
+        operators beyond the noise: a large change in a noisy operator does not hide a certain one)."""
+        return abs(self.excess_ms) - self.noise_ms
+
+    def beyond(self, step_ms: float) -> bool:
+        return bool(self.calls) or (abs(self.excess_ms) > self.noise_ms and abs(self.excess_ms) > FLOOR * step_ms)
+
+    def to_dict(self, step_ms: float) -> dict:
+        return {**asdict(self), "change_ms": self.change_ms, "excess_ms": self.excess_ms, "calls": self.calls,
+                "beyond_noise": self.beyond(step_ms)}
+
+
+@dataclass(frozen=True)
+class RankShare:
+    """A rank's step on both sides: its time, the share inside collectives and, on GPUs, the breakdown."""
+
+    rank: int
+    reference_ms: float
+    candidate_ms: float
+    reference_collective: float
+    candidate_collective: float
+    reference_breakdown: dict[str, float] = field(default_factory=dict)
+    candidate_breakdown: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Diff:
+    """The diff of two sides' profiles: the operators whose time per step changed most (the ones beyond the
+    noise first), every operator added or removed, each rank's shares, and a straggler where one stands out."""
+
+    unit: str  # "operators" (CPU self time) or "kernels" (GPU)
+    reference_step_ms: float
+    candidate_step_ms: float
+    top: list[OpChange]
+    added: list[str]
+    removed: list[str]
+    beyond: int  # operators beyond the noise
+    compared: int
+    launch_noise: float
+    ranks: list[RankShare]
+    straggler: dict | None
+    steps: dict[str, int]  # profiled steps per side (every rank's together)
+    host: float = 1.0  # the factor every operator moved by alike (``host_factor``)
+    host_from: int = 0  # the operators it is the median of
+
+    def to_dict(self) -> dict:
+        return {"unit": self.unit, "reference_step_ms": self.reference_step_ms,
+                "candidate_step_ms": self.candidate_step_ms,
+                "top": [c.to_dict(self.reference_step_ms) for c in self.top], "added": self.added,
+                "removed": self.removed, "beyond_noise": self.beyond, "compared": self.compared,
+                "launch_noise": self.launch_noise, "noise": NOISE_TEXT,
+                "ranks": [asdict(r) for r in self.ranks], "straggler": self.straggler, "steps": self.steps,
+                "host": self.host, "host_from": self.host_from}
+
+
+NOISE_TEXT = (f"{Z:g} x the standard error of the step-to-step spread together with the launch-to-launch "
+              f"spread, and at least {FLOOR:.1%} of the step")
+
+
+def diff(reference: Mapping, candidate: Mapping, launch_noise: float,
+         candidate_ranks: Sequence[RankProfile] = ()) -> Diff:
+    """The diff of two sides' summaries (``summary.summarize``: each side one profiled launch, or the reference a
+    baseline's); the straggler from the candidate's ranks where they are given."""
+    ref_step, cand_step = reference["step_ms"], candidate["step_ms"]
+    names = sorted(set(reference["ops"]) | set(candidate["ops"]))
+    changes = [_change(name, reference, candidate, launch_noise) for name in names]
+    host, host_from = host_factor(changes, ref_step)
+    changes = [replace(c, host=host) for c in changes]
+    beyond = [c for c in changes if c.beyond(ref_step)]
+    inside = [c for c in changes if not c.beyond(ref_step)]
+    order = sorted(beyond, key=lambda c: -c.surely_ms) + sorted(inside, key=lambda c: -abs(c.excess_ms))
+    return Diff(unit=candidate["unit"], reference_step_ms=ref_step, candidate_step_ms=cand_step, top=order[:TOP],
+                added=sorted(c.name for c in changes if c.calls == "added"),
+                removed=sorted(c.name for c in changes if c.calls == "removed"),
+                beyond=len(beyond), compared=len(changes), launch_noise=launch_noise,
+                ranks=_ranks(reference, candidate), straggler=_straggler(candidate_ranks),
+                steps={"reference": reference["steps"], "candidate": candidate["steps"]}, host=host,
+                host_from=host_from)
+
+
+def host_factor(changes: Sequence[OpChange], step_ms: float) -> tuple[float, int]:
+    """(the factor, the operators it is the median of): the median of candidate over reference time of the
+    operators that take at least ``FLOOR`` of the step on both sides with the same calls. A host busier during
+    one side's launch moves every operator alike; a change in one operator family moves that family and not the
+    median. Fewer than ``HOST_OPS`` such operators: 1 (nothing is taken as the host's)."""
+    ratios = [c.candidate_ms / c.reference_ms for c in changes
+              if not c.calls and c.name != BETWEEN and min(c.reference_ms, c.candidate_ms) >= FLOOR * step_ms]
+    if len(ratios) < HOST_OPS:
+        return 1.0, len(ratios)
+    return statistics.median(ratios), len(ratios)
+
+
+def _change(name: str, ref: Mapping, cand: Mapping, launch_noise: float) -> OpChange:
+    none = {"ms": 0.0, "var": 0.0, "calls": 0.0}
+    a, b = ref["ops"].get(name, none), cand["ops"].get(name, none)
+    se2 = a["var"] / ref["steps"] + b["var"] / cand["steps"]
+    launch = launch_noise * (a["ms"] + b["ms"]) / 2
+    calls = (0.0, 0.0) if name == BETWEEN else (a["calls"], b["calls"])  # not an operator: no calls
+    return OpChange(name, a["ms"], b["ms"], *calls, Z * math.sqrt(se2 + launch * launch))
+
+
+def _ranks(reference: Mapping, candidate: Mapping) -> list[RankShare]:
+    by_rank = {r["rank"]: r for r in reference["ranks"]}
+    return [RankShare(c["rank"], r["step_ms"], c["step_ms"], r["collective"], c["collective"],
+                      dict(r.get("breakdown") or {}), dict(c.get("breakdown") or {}))
+            for c in candidate["ranks"] if (r := by_rank.get(c["rank"])) is not None]
+
+
+def _step_ms(r: RankProfile) -> float:
+    return 1e3 * statistics.fmean(s.seconds for s in r.steps)
+
+
+def _straggler(ranks: Sequence[RankProfile]) -> dict | None:
+    """The rank the others wait for at the collectives: its own time inside them is the least, below the
+    others' by more than ``STRAGGLER_SHARE`` of the step and more than their steps' spread. The rank that waits
+    most is named beside it."""
+    if len(ranks) < 2:
+        return None
+    waits = {r.rank: [1e3 * s.collective for s in r.steps] for r in ranks}
+    mean = {k: statistics.fmean(v) for k, v in waits.items()}
+    least, most = min(mean, key=mean.get), max(mean, key=mean.get)
+    others = [v for k, v in mean.items() if k != least]
+    gap = statistics.fmean(others) - mean[least]
+    step = statistics.fmean(_step_ms(r) for r in ranks)
+    spread = max((statistics.stdev(v) for v in waits.values() if len(v) > 1), default=0.0)
+    if gap <= STRAGGLER_SHARE * step or gap <= Z * spread / math.sqrt(max(1, min(len(v) for v in waits.values()))):
+        return None
+    return {"rank": least, "wait_ms": mean[least], "others_wait_ms": statistics.fmean(others),
+            "waits_most": most, "most_wait_ms": mean[most]}

@@ -1,0 +1,52 @@
+"""A profiled launch's ranks read back: from its meta line's ``profile`` (each rank's copied trace, or why
+there is none), or from a directory of ``rank<R>.json`` traces (``dlperf explain``). What cannot be read
+is named, never dropped in silence."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .trace import RankProfile, TraceError, read
+
+RANK_FILE = re.compile(r"^rank(\d+)\.json(\.gz)?$")
+
+
+def from_meta(meta: dict, role: str) -> tuple[list[RankProfile], list[str]]:
+    """(the ranks read, the problems) of one side's profiled launch."""
+    profile = meta.get("profile")
+    if not isinstance(profile, dict):
+        return [], [f"{role}: the launch kept no profile record"]
+    if profile.get("error"):
+        return [], [f"{role}: {profile['error']}"]
+    ranks, problems = [], []
+    for entry in profile.get("ranks") or []:
+        rank = entry.get("rank", "?")
+        if entry.get("error"):
+            problems.append(f"{role} rank {rank}: {entry['error']}")
+            continue
+        if not entry.get("local"):
+            problems.append(f"{role} rank {rank}: no trace was copied")
+            continue
+        try:
+            ranks.append(read(Path(entry["local"]), int(rank)))
+        except TraceError as exc:
+            problems.append(f"{role}: {exc}")
+    return ranks, problems
+
+
+def from_dir(directory: Path, role: str) -> tuple[list[RankProfile], list[str]]:
+    """(the ranks read, the problems) of a directory of traces: ``rank<R>.json``, or a run directory
+    holding them under ``trace/``."""
+    where = directory / "trace" if (directory / "trace").is_dir() else directory
+    if not where.is_dir():
+        return [], [f"{role}: {directory} is not a directory of traces"]
+    found = sorted((int(m.group(1)), p) for p in where.iterdir() if (m := RANK_FILE.match(p.name)))
+    if not found:
+        return [], [f"{role}: {where} holds no rank<R>.json (or .json.gz) trace"]
+    ranks, problems = [], []
+    for rank, path in found:
+        try:
+            ranks.append(read(path, rank))
+        except TraceError as exc:
+            problems.append(f"{role}: {exc}")
+    return ranks, problems

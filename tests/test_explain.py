@@ -1,0 +1,253 @@
+"""What got slower (issue #57): profiler traces read per step, two sides diffed operator by operator and rank
+by rank, the block and ``dlperf explain``; the profiled launch of the torch workload; and on real torch, an A/B
+session whose candidate computes more products in every attention block, explained.
+
+The recorded traces (tests/data/traces) are two real profiled launches of a small decoder on two ranks (DDP,
+gloo), stripped to the fields the reader uses and gzipped: one of this environment, one of an environment
+whose attention computes extra query-key products (benchmarks/slowenv/dlperf_extramatmul.py)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_dlperf import cli, explain
+from pytest_dlperf.ab.explain import DEFAULT_LAUNCH_NOISE, launch_noise, wanted
+from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
+from pytest_dlperf.explain.trace import BETWEEN, profile_events
+from tests.suite import ROOT, run_suite
+
+TRACES = Path(__file__).parent / "data" / "traces"
+REFERENCE, CANDIDATE = TRACES / "llama-2rank-reference", TRACES / "llama-2rank-candidate"
+
+
+def side(where: Path, role: str) -> list[explain.RankProfile]:
+    ranks, problems = explain.from_dir(where, role)
+    assert not problems
+    return ranks
+
+
+def _diff(reference: list[explain.RankProfile], candidate: list[explain.RankProfile], noise: float) -> explain.Diff:
+    return explain.diff(explain.summarize(reference), explain.summarize(candidate), noise, candidate)
+
+
+# ---------------------------------------------------------------- reading a trace
+def test_a_recorded_trace_reads_into_its_steps_with_each_operators_self_time():
+    ranks = side(REFERENCE, "reference")
+    assert [r.rank for r in ranks] == [0, 1] and all(len(r.steps) == 3 for r in ranks)
+    for r in ranks:
+        for s in r.steps:
+            # self times on the training thread add up to the step; the collectives' threads come on top
+            assert sum(f.seconds for f in s.ops.values()) >= s.seconds * 0.999
+            assert s.ops["aten::mm"].count > 0 and s.ops[BETWEEN].count == 0
+            assert 0 < s.collective < s.seconds and s.ops["gloo:all_reduce"].count >= 1  # DDP's buckets
+            assert not s.kernels and not s.shares  # a CPU trace: no kernels, no device breakdown
+
+
+def _gpu_trace(comm_ms: float, compute_ms: float = 6.0) -> list[dict]:
+    """A Kineto trace's events of two steps on a GPU, as the profiler writes them: the step markers and runtime
+    calls on the CPU, the kernels and a copy on the device, joined by their correlation ids."""
+    ev: list[dict] = []
+    for k in range(2):
+        t0 = 1_000_000.0 + k * 20_000
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": t0,
+                   "dur": 10_000.0})
+        for j, (name, cat, dur) in enumerate((("sm90_xmma_gemm_f32", "kernel", compute_ms * 1e3),
+                                              ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", comm_ms * 1e3),
+                                              ("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", 500.0))):
+            corr = k * 10 + j
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": t0 + 10 + j, "dur": 5.0, "args": {"correlation": corr}})
+            # the gemm from 1 ms; the all-reduce after it (4 ms overlapped with it); the copy at the end
+            start = {0: t0 + 1_000, 1: t0 + 3_000, 2: t0 + 9_000}[j]
+            ev.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": start, "dur": dur,
+                       "args": {"correlation": corr}})
+    return ev
+
+
+def test_a_gpu_trace_gives_its_kernels_per_step_and_the_steps_compute_communication_memory_and_idle():
+    steps = profile_events(_gpu_trace(comm_ms=6.0), "gpu trace")
+    assert len(steps) == 2
+    s = steps[0]
+    assert s.kernels["sm90_xmma_gemm_f32"].count == 1 and s.kernels["sm90_xmma_gemm_f32"].seconds == pytest.approx(0.006)
+    # gemm 1-7 ms; all-reduce 3-9 ms (2 ms not hidden); copy 9-9.5 ms; the step is 10 ms
+    assert s.shares == pytest.approx({"compute": 0.6, "communication": 0.2, "memory": 0.05, "idle": 0.15})
+    d = _diff([explain.RankProfile(0, steps, "a")],
+              [explain.RankProfile(0, profile_events(_gpu_trace(comm_ms=8.0), "b"), "b")], 0.02).to_dict()
+    assert d["unit"] == "kernels" and d["top"][0]["name"].startswith("ncclDevKernel_AllReduce")
+    assert d["top"][0]["change_ms"] == pytest.approx(2.0) and d["top"][0]["beyond_noise"]
+    (rank,) = d["ranks"]
+    assert rank["candidate_breakdown"]["communication"] == pytest.approx(0.4)
+    assert "communication 20% -> 40%" in "\n".join(explain.lines({"what": "t", "diff": d}))
+
+
+# ---------------------------------------------------------------- the diff
+def test_the_planted_products_are_the_top_line_and_a_trace_against_itself_shows_nothing():
+    d = _diff(side(REFERENCE, "reference"), side(CANDIDATE, "candidate"), DEFAULT_LAUNCH_NOISE)
+    top = d.top[0]
+    assert top.name == "aten::bmm" and top.calls == "added" and top.reference_ms == 0 < top.candidate_ms
+    assert "aten::bmm" in d.added and not d.removed and d.beyond >= 1
+    same = _diff(side(REFERENCE, "reference"), side(REFERENCE, "reference"), DEFAULT_LAUNCH_NOISE)
+    assert same.beyond == 0 and not same.added and all(c.change_ms == 0 for c in same.top)
+    block = "\n".join(explain.lines({"what": "t", "diff": same.to_dict()}))
+    assert "0 of" in block and "changed beyond the noise" in block and "within" in block
+
+
+def _collective_rank(rank: int, wait_ms: float, n: int = 4) -> explain.RankProfile:
+    from pytest_dlperf.explain.trace import StepProfile
+
+    return explain.RankProfile(rank, [StepProfile(0.1, collective=(wait_ms + 0.1 * (k % 2)) / 1e3) for k in range(n)],
+                               f"rank {rank}")
+
+
+def test_a_rank_the_others_wait_for_at_the_collectives_is_named_the_straggler():
+    ranks = [_collective_rank(0, 40.0), _collective_rank(1, 41.0), _collective_rank(2, 2.0), _collective_rank(3, 39.0)]
+    d = _diff(ranks, ranks, 0.02)
+    assert d.straggler is not None and d.straggler["rank"] == 2 and d.straggler["waits_most"] == 1
+    said = "\n".join(explain.lines({"what": "t", "diff": d.to_dict()}))
+    assert "straggler: rank 2 (the others wait 40.0 ms a step" in said
+    even = [_collective_rank(r, 40.0 + r * 0.5) for r in range(4)]
+    assert _diff(even, even, 0.02).straggler is None
+
+
+# ---------------------------------------------------------------- bad input
+def test_a_trace_that_cannot_be_read_is_named_and_the_other_ranks_still_diff(tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in REFERENCE.iterdir():
+        (broken / f.name).write_bytes(f.read_bytes())
+    (broken / "rank1.json.gz").write_bytes(b"not gzip")
+    (broken / "rank2.json").write_text('{"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 1, "dur": 2}]}')
+    ranks, problems = explain.from_dir(broken, "candidate")
+    assert [r.rank for r in ranks] == [0]
+    assert any("rank 1's trace" in p and "cannot be read" in p for p in problems)
+    assert any("rank 2's trace" in p and "no ProfilerStep# markers" in p for p in problems)
+    got = explain.explanation(explain.from_dir(REFERENCE, "reference"), (ranks, problems), 0.02, what="t")
+    assert got["diff"]["ranks"] and len(got["problems"]) == 2
+    assert sum(ln.startswith("  ! candidate") for ln in explain.lines(got)) == 2
+    none = explain.explanation(explain.from_dir(tmp_path / "nowhere", "reference"), (ranks, problems), 0.02, what="t")
+    assert "diff" not in none and "not explained: no trace of the reference could be read" in explain.lines(none)[0]
+
+
+def test_a_launch_whose_ranks_could_not_write_or_copy_their_traces_says_which():
+    meta = {"profile": {"tool": "torch.profiler", "steps": 3, "ranks": [
+        {"rank": 0, "error": "could not write /x/rank0.json: OSError: [Errno 28] No space left on device"},
+        {"rank": 1, "file": "/x/rank1.json", "error": "could not copy n1:/x/rank1.json: gone"}]}}
+    ranks, problems = explain.from_meta(meta, "candidate")
+    assert not ranks and problems == [
+        "candidate rank 0: could not write /x/rank0.json: OSError: [Errno 28] No space left on device",
+        "candidate rank 1: could not copy n1:/x/rank1.json: gone"]
+    assert explain.from_meta({}, "reference") == ([], ["reference: the launch kept no profile record"])
+
+
+def test_dlperf_explain_diffs_two_saved_launches_and_names_a_directory_without_traces(tmp_path, capsys):
+    assert cli.main(["explain", str(REFERENCE), str(CANDIDATE)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("what got slower (") and out[3].split()[0] == "operators"
+    assert out[4].split()[0] == "aten::bmm"
+    assert cli.main(["explain", str(REFERENCE), str(CANDIDATE), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["diff"]["top"][0]["name"] == "aten::bmm"
+    assert cli.main(["explain", str(tmp_path), str(CANDIDATE)]) == 1
+    out = capsys.readouterr().out
+    assert "not explained: no trace of the reference could be read" in out and "holds no rank<R>.json" in out
+
+
+# ---------------------------------------------------------------- when
+def _rec(verdict: str, ratios: list[float], metrics: dict | None = None) -> PairedCase:
+    rec = PairedCase(case=None, name="c")  # type: ignore[arg-type]
+    for i, r in enumerate(ratios):
+        rec.pairs.append(Pair(i, "reference", Launch("reference", 100.0, None), Launch("candidate", 100.0 * r, None)))  # type: ignore[arg-type]
+    rec.verdict, rec.metrics = {"verdict": verdict}, metrics or {}
+    return rec
+
+
+def test_auto_explains_a_slower_or_worse_case_always_every_case_and_never_none():
+    slower, same, worse = _rec("slower", [0.9] * 3), _rec("same", [1.0] * 3), _rec("same", [1.0] * 3, {"peak_memory": {"verdict": "worse"}})
+    assert [wanted(r, "auto") for r in (slower, same, worse)] == [True, False, True]
+    assert wanted(same, "always") and not wanted(slower, "never")
+    failed = _rec("slower", [0.9] * 3)
+    failed.error = "a launch failed"
+    assert not wanted(failed, "always") and not wanted(_rec("slower", []), "always")
+    assert launch_noise(_rec("slower", [0.9, 0.95])) == DEFAULT_LAUNCH_NOISE
+    assert 0.05 < launch_noise(_rec("slower", [0.9, 0.95, 1.0])) < 0.1
+    # one pair a busy host disturbed (its reference four times slower) leaves the launch noise near the others'
+    assert launch_noise(_rec("slower", [0.9, 0.91, 0.92, 0.9, 3.6])) < 0.02
+    assert launch_noise(_rec("slower", [0.9, 0.9, 0.9])) == 0.01
+
+
+# ---------------------------------------------------------------- the profiled launch, real torch
+@pytest.mark.real
+def test_a_trace_that_cannot_be_written_is_said_and_the_rank_goes_on(tmp_path):
+    (tmp_path / "file").write_text("a file where the directory should be")
+    code = ("import sys, torch; sys.path.insert(0, sys.argv[1]); import torchprofile, json\n"
+            "x = torch.randn(64, 64, requires_grad=True)\n"
+            "step = lambda: (x @ x).sum()\n"
+            "print(json.dumps(torchprofile.profile_steps(step, 2, sys.argv[2], 0, False, lambda: None)))\n"
+            "print(json.dumps(torchprofile.profile_steps(step, 2, sys.argv[3], 0, False, lambda: None)))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(ROOT / "pytest_dlperf" / "node" / "workloads"),
+                        str(tmp_path / "file" / "trace"), str(tmp_path / "ok")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    bad, good = (json.loads(ln) for ln in r.stdout.strip().splitlines()[-2:])
+    assert "file" not in bad and bad["error"].startswith(f"could not write {tmp_path / 'file' / 'trace' / 'rank0.json'}")
+    assert good["file"] == str(tmp_path / "ok" / "rank0.json") and "error" not in good
+    assert len(side(tmp_path / "ok", "reference")[0].steps) == 2
+
+
+@pytest.mark.real
+def test_an_extra_product_in_every_attention_block_is_the_top_line_of_the_ab_block(tmp_path):
+    """A second environment whose attention computes more query-key products (the project knows nothing of it):
+    each side takes one profiled launch after its pairs, never counted, and the block's top line is the batched
+    matmul it added, in the terminal, results.json and summary.md."""
+    env = tmp_path / "env"
+    subprocess.run(["bash", str(ROOT / "benchmarks" / "slowenv" / "make_env.sh"), str(env), "--extra-matmul", "12"],
+                   check=True, capture_output=True)
+    report = tmp_path / "report"
+    r = run_suite(f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp_path / 'b'}", "--backend", "ddp",
+                  "--dlperf-model", "llama", "--dlperf-warmup-iters", "1", "--dlperf-iters", "4", "-k",
+                  "1n1g and not compiled", "--dlperf-nodes", "1", "--dlperf-candidate", f"python={env}/bin/python",
+                  "--dlperf-ab-max-pairs", "3", "--dlperf-explain", "always", "--dlperf-explain-steps", "3")
+    doc = json.loads((report / "results.json").read_text())
+    (name, case), = doc["ab"]["cases"].items()
+    e = case["explanation"]
+    assert e["diff"]["top"][0]["name"] == "aten::bmm" and e["diff"]["top"][0]["calls"] == "added", r.stdout
+    assert not e["problems"] and e["diff"]["steps"] == {"reference": 3, "candidate": 3}
+    runs = report / "runs" / name
+    assert sorted(p.name for p in runs.glob("explain-*")) == ["explain-candidate", "explain-reference"]
+    for role in ("reference", "candidate"):
+        assert (runs / f"explain-{role}" / "trace" / "rank0.json").stat().st_size > 1000
+    assert case["pairs"] == 3 and len(doc["cases"][0]["throughputs"]) == 3  # the profiled launches not counted
+    assert "what got slower (one profiled launch a side" in r.stdout and "aten::bmm" in r.stdout
+    assert "aten::bmm" in (report / "summary.md").read_text()
+
+
+@pytest.mark.real
+def test_a_regression_no_reference_confirms_is_explained_against_the_profile_its_baseline_recorded(tmp_path):
+    """--update-baselines --dlperf-explain always keeps the recording's profile summarized in its entry (not the
+    traces); a later session under a second python whose attention computes more products fails its screen, no
+    side-by-side confirmation runs (--dlperf-confirm-pairs 0), and the REGRESSION is explained against that
+    recorded profile by one profiled launch of this session."""
+    env = tmp_path / "env"
+    subprocess.run(["bash", str(ROOT / "benchmarks" / "slowenv" / "make_env.sh"), str(env), "--extra-matmul", "12"],
+                   check=True, capture_output=True)
+    store = tmp_path / "store"
+    args = ("--backend", "ddp", "--dlperf-model", "llama", "--dlperf-warmup-iters", "1", "--dlperf-iters", "4", "-k",
+            "1n1g and not compiled", "--dlperf-nodes", "1", "--dlperf-repeats", "2", "--dlperf-explain-steps", "3",
+            "--dlperf-confirm-pairs", "0", "--dlperf-hardware", "skip", "--dlperf-probe-seconds", "0.5")
+    r = run_suite(f"--dlperf-report={tmp_path / 'rec'}", f"--dlperf-baseline-dir={store}", *args, "--update-baselines",
+                  "--dlperf-explain", "always")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (entry,) = json.loads(next(store.glob("*.json")).read_text())["entries"].values()
+    kept = entry["trace_summary"]
+    assert explain.problem(kept) is None and kept["ops"]["aten::mm"]["calls"] > 0 and "aten::bmm" not in kept["ops"]
+    assert list((tmp_path / "rec" / "runs").glob("*/explain-recorded/trace/rank0.json"))
+    r = run_suite(f"--dlperf-report={tmp_path / 'gate'}", f"--dlperf-baseline-dir={store}", *args,
+                  "--dlperf-tolerance", "0.01", python=str(env / "bin" / "python"))
+    assert "REGRESSION" in r.stdout and "not confirmed side by side" in r.stdout, r.stdout + r.stderr
+    assert "what got slower (this session's profiled launch (3 steps, never counted) against the recording's" in r.stdout
+    (case,) = json.loads((tmp_path / "gate" / "results.json").read_text())["cases"]
+    e = explain.of_confirmation(case["verdict"]["throughput"]["confirmation"])
+    assert e["diff"]["top"][0]["name"] == "aten::bmm" and e["diff"]["top"][0]["calls"] == "added", e
+    assert len(case["throughputs"]) == 2  # the profiled launch is not counted
