@@ -6,7 +6,9 @@
 # set inside the environment, so that nothing in the workers' variables shows it). With --twin, the same
 # environment without the slow-down.
 # With --slow-jpeg, Pillow's JPEG decoding is slowed instead (dlperf_slowjpeg.py: every JPEG decoded twice).
-# Usage: bash benchmarks/slowenv/make_env.sh DIR [--twin | --every K | --slow-jpeg]   -> DIR/bin/python
+# With --extra-matmul K, every attention block also computes K products of its queries and keys
+# (dlperf_extramatmul.py: one operator family slowed, for benchmarks/explain.py).
+# Usage: bash benchmarks/slowenv/make_env.sh DIR [--twin | --every K | --slow-jpeg | --extra-matmul K]   -> DIR/bin/python
 set -euo pipefail
 dir=${1:?usage: make_env.sh DIR [--twin | --every K]}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,7 +21,10 @@ ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) an
 Path(sys.argv[1], "_dlperf_parent.pth").write_text(f"import site; list(map(site.addsitedir, {ours!r}))\n")
 PY
 cp "$here/dlperf_afterimport.py" "$site/dlperf_afterimport.py"
-if [ "${2:-}" = "--slow-jpeg" ]; then
+if [ "${2:-}" = "--extra-matmul" ]; then
+  sed "s/^REPEAT = 6/REPEAT = ${3:?--extra-matmul K}/" "$here/dlperf_extramatmul.py" > "$site/dlperf_extramatmul.py"
+  echo "import dlperf_extramatmul" > "$site/dlperf_extramatmul.pth"
+elif [ "${2:-}" = "--slow-jpeg" ]; then
   cp "$here/dlperf_slowjpeg.py" "$site/dlperf_slowjpeg.py"
   echo "import dlperf_slowjpeg" > "$site/dlperf_slowjpeg.pth"
 elif [ "${2:-}" != "--twin" ]; then
