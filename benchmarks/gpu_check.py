@@ -23,7 +23,10 @@ step that cannot start, fails or runs out of time is said, with why, in place of
 8. on request (``--only cudnn``; not in 10 minutes with the rest): what cuDNN's autotuner buys and
    costs, ``DLPERF_CUDNN_BENCHMARK=0`` (off) against the default (on), 3 pairs (throughput, time to first
    step): the candidate's time to first step lower and its throughput lower or the same is what the
-   autotuner buys and costs.
+   autotuner buys and costs;
+9. on request (``--only explain``): what got slower on a GPU: resnet50 fp32 1n1g against an environment whose
+   Conv2d computes every 4th convolution twice, three pairs, ``--dlperf-explain always``: the block's top kernel
+   and each side's compute, communication, memory and idle shares.
 
 Sized from the recorded parts of a launch (docs/budget.md, "GPU nodes"): about 20-25 s a launch, so
 the cases take about 4 minutes, the decoder's loops under one, each A/B session 2-3. ``--only`` takes
@@ -262,6 +265,33 @@ def data(check: Check) -> None:
             check.skip(f"resnet50 fp32 1n1g on {source} data", f"no case measured: {why_not(check, 'data')}")
 
 
+def explained(check: Check) -> None:
+    """What got slower on a GPU (issue #57): resnet50 fp32 1n1g against an environment whose Conv2d computes every
+    4th convolution twice (benchmarks/slowenv), three pairs, --dlperf-explain always: the block's top kernel, the
+    kernels beyond the noise and the device's compute/communication/memory/idle shares of each side."""
+    what = "what got slower: resnet50 fp32 1n1g, every 4th convolution twice (expect a convolution kernel on top)"
+    env = check.out / "slowconv-env"
+    if not run_step(check, "explain-env", 30, ["bash", "benchmarks/slowenv/make_env.sh", str(env), "--every", "4"]):
+        check.skip(what, why_not(check, "explain-env"))
+        return
+    report = check.out / "explain"
+    run_step(check, "explain", 150, [sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:cacheprovider", *ONE_GPU,
+                                     "-k", f"{CASE} and not compiled", f"--dlperf-report={report}",
+                                     f"--dlperf-candidate=python={env}/bin/python", "--dlperf-ab-max-pairs", "3",
+                                     "--dlperf-explain", "always"])
+    cases_ = ((_results(report) or {}).get("ab") or {}).get("cases") or {}
+    e = next(iter(cases_.values()), {}).get("explanation") or {}
+    d = e.get("diff")
+    if not d:
+        check.skip(what, e.get("why") or why_not(check, "explain"))
+        return
+    top = d["top"][0] if d["top"] else {}
+    check.rows.append({"what": what, "result": f"{d['unit']}: top {top.get('name', '-')[:60]} "
+                                               f"{top.get('change_ms', 0):+.2f} ms/step ({top.get('calls') or 'same calls'}); "
+                                               f"{d['beyond_noise']} beyond the noise",
+                       "figures": {"top": d["top"][:3], "ranks": d["ranks"], "problems": e.get("problems")}})
+
+
 def table(check: Check) -> str:
     """The one table: a row per case and per comparison; '-' where a row has no such figure."""
     cells = [[str(r.get(c, "-")) for c in COLUMNS] for r in check.rows]
@@ -289,6 +319,7 @@ STEPS = {  # name -> (what it gives, how it is taken), in the order they run
     "cudnn": ("cudnn.benchmark", lambda c: ab(c, "cudnn-benchmark", "cudnn.benchmark off (candidate) / on, resnet50 fp32 1n1g",
                                               "env=DLPERF_CUDNN_BENCHMARK=0", 3, 150)),
     "data": ("resnet50 on synthetic, real and DALI data", lambda c: data(c)),
+    "explain": ("what got slower on a GPU", lambda c: explained(c)),
 }
 
 

@@ -255,7 +255,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from . import explain
 
     got = explain.explanation(explain.from_dir(args.a, "reference"), explain.from_dir(args.b, "candidate"),
-                              args.launch_noise, what=f"{args.a} against {args.b}", traces={"reference": str(args.a),
+                              args.launch_noise, args.throughput_ratio, what=f"{args.a} against {args.b}", traces={"reference": str(args.a),
                                                                                          "candidate": str(args.b)})
     print(json.dumps(got, indent=1) if args.json else "\n".join(explain.lines(got)))
     return 0 if got.get("diff") else 1
@@ -269,8 +269,21 @@ def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--launch-noise", type=_fraction, default=0.02, metavar="FRAC",
                    help="the launch-to-launch spread of the case's throughput (an A/B session's pairs say it; "
                         "default %(default)s)")
+    e.add_argument("--throughput-ratio", type=_positive_float, default=None, metavar="R",
+                   help="candidate over reference throughput as the measured launches found it (an A/B case's ratio): "
+                        "the profiled launches' move beyond it widens the noise")
     e.add_argument("--json", action="store_true", help="print the explanation as results.json keeps it")
     e.set_defaults(fn=cmd_explain)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number such as 0.93, got {text!r}")
+    return value
 
 
 def _fraction(text: str) -> float:

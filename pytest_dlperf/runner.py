@@ -305,10 +305,14 @@ def _fetch_traces(cluster: Cluster, plan: RunPlan, meta: dict, into: Path) -> No
     per_node = int(meta.get("local_world_size") or plan.case.topology.devices_per_node)
     into.mkdir(parents=True, exist_ok=True)
     for entry in profile["ranks"]:
-        if not isinstance(entry, dict) or "file" not in entry or "rank" not in entry:
+        if not isinstance(entry, dict) or not isinstance(entry.get("rank"), int) or "file" not in entry:
+            continue  # a rank that wrote no trace says why in its entry; one not understood is named when read
+        rank = entry["rank"]
+        at = rank // max(per_node, 1)
+        if not 0 <= at < len(plan.nodes):
+            entry["error"] = f"rank {rank} is on no node of the launch ({len(plan.nodes)} nodes of {per_node} ranks)"
             continue
-        rank = int(entry["rank"])
-        node = plan.nodes[min(rank // max(per_node, 1), len(plan.nodes) - 1)]
+        node = plan.nodes[at]
         local = into / f"rank{rank}.json"
         try:
             cluster.download(node, str(entry["file"]), local)

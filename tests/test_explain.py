@@ -8,6 +8,7 @@ whose attention computes extra query-key products (benchmarks/slowenv/dlperf_ext
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -55,14 +56,18 @@ def _gpu_trace(comm_ms: float, compute_ms: float = 6.0) -> list[dict]:
         t0 = 1_000_000.0 + k * 20_000
         ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": t0,
                    "dur": 10_000.0})
+        # the step's copy on the GPU's timeline, as CUDA traces carry it: not a step of its own
+        ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{k}", "pid": 0, "tid": 7,
+                   "ts": t0 + 900, "dur": 9_000.0})
         for j, (name, cat, dur) in enumerate((("sm90_xmma_gemm_f32", "kernel", compute_ms * 1e3),
                                               ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", comm_ms * 1e3),
                                               ("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", 500.0))):
             corr = k * 10 + j
             ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
                        "ts": t0 + 10 + j, "dur": 5.0, "args": {"correlation": corr}})
-            # the gemm from 1 ms; the all-reduce after it (4 ms overlapped with it); the copy at the end
-            start = {0: t0 + 1_000, 1: t0 + 3_000, 2: t0 + 9_000}[j]
+            # the gemm from 1 ms; the all-reduce after it (4 ms overlapped with it); the copy at the end, its
+            # launch inside the step, its run past the step's CPU side (it counts for the step that launched it)
+            start = {0: t0 + 1_000, 1: t0 + 3_000, 2: t0 + 9_000 + (k + 1) * 1_500}[j]
             ev.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": start, "dur": dur,
                        "args": {"correlation": corr}})
     return ev
@@ -70,11 +75,14 @@ def _gpu_trace(comm_ms: float, compute_ms: float = 6.0) -> list[dict]:
 
 def test_a_gpu_trace_gives_its_kernels_per_step_and_the_steps_compute_communication_memory_and_idle():
     steps = profile_events(_gpu_trace(comm_ms=6.0), "gpu trace")
-    assert len(steps) == 2
+    assert len(steps) == 2  # the GPU-side copies of the markers are not steps
     s = steps[0]
     assert s.kernels["sm90_xmma_gemm_f32"].count == 1 and s.kernels["sm90_xmma_gemm_f32"].seconds == pytest.approx(0.006)
-    # gemm 1-7 ms; all-reduce 3-9 ms (2 ms not hidden); copy 9-9.5 ms; the step is 10 ms
+    # the copy ran after the step's CPU side (10.5-11 ms of a 10 ms step): still the step's, by its launch
+    assert all(st.kernels["Memcpy HtoD (Pageable -> Device)"].count == 1 for st in steps)
+    # gemm 1-7 ms; all-reduce 3-9 ms (2 ms not hidden); the copy 0.5 ms; the step is 10 ms
     assert s.shares == pytest.approx({"compute": 0.6, "communication": 0.2, "memory": 0.05, "idle": 0.15})
+    assert s.collective == pytest.approx(0.006)  # on a GPU, the time in the communication kernels
     d = _diff([explain.RankProfile(0, steps, "a")],
               [explain.RankProfile(0, profile_events(_gpu_trace(comm_ms=8.0), "b"), "b")], 0.02).to_dict()
     assert d["unit"] == "kernels" and d["top"][0]["name"].startswith("ncclDevKernel_AllReduce")
@@ -82,6 +90,59 @@ def test_a_gpu_trace_gives_its_kernels_per_step_and_the_steps_compute_communicat
     (rank,) = d["ranks"]
     assert rank["candidate_breakdown"]["communication"] == pytest.approx(0.4)
     assert "communication 20% -> 40%" in "\n".join(explain.lines({"what": "t", "diff": d}))
+
+
+def test_self_time_takes_the_nested_operators_out_so_the_training_thread_adds_up_to_the_step():
+    def op(name: str, ts: float, dur: float, tid: int = 1, cat: str = "cpu_op") -> dict:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+    events = [op("ProfilerStep#0", 0, 12_000, cat="user_annotation"), op("aten::linear", 0, 10_000),
+              op("aten::matmul", 2_000, 3_000), op("aten::mm", 3_000, 1_000), op("aten::relu", 6_000, 2_000),
+              op("gloo:all_reduce", 5_000, 4_000, tid=2, cat="user_annotation")]
+    (s,) = profile_events(events, "nested")
+    own = {n: round(f.seconds * 1e3, 6) for n, f in s.ops.items()}
+    assert own == {BETWEEN: 2.0, "aten::linear": 5.0, "aten::matmul": 2.0, "aten::mm": 1.0, "aten::relu": 2.0,
+                   "gloo:all_reduce": 4.0}
+    assert sum(v for n, v in own.items() if n != "gloo:all_reduce") == pytest.approx(s.seconds * 1e3)
+    assert s.collective == pytest.approx(0.004)
+
+
+def _summary(ms: float, var: float, steps: int = 5, calls: float = 1.0) -> dict:
+    ops = {"x": {"ms": ms, "var": var, "calls": calls}, BETWEEN: {"ms": 100.0 - ms, "var": 0.0, "calls": 0.0}}
+    return {"contract": 1, "unit": "operators", "steps": steps, "step_ms": 100.0, "ops": ops,
+            "ranks": [{"rank": 0, "step_ms": 100.0, "collective": 0.0, "breakdown": {}}]}
+
+
+def test_the_noise_is_three_times_the_steps_and_the_launches_spread_together():
+    """x takes 10 ms a step, variance 1 over 5 steps a side, launch spread 2%: its noise is
+    3 x sqrt(1/5 + 1/5 + (0.02 x 10.25)^2) = 1.99 ms; 0.5 ms more is within it, 3 ms more beyond."""
+    (x,) = [c for c in explain.diff(_summary(10, 1), _summary(10.5, 1), 0.02).top if c.name == "x"]
+    assert x.noise_ms == pytest.approx(3 * (0.4 + (0.02 * 10.25) ** 2) ** 0.5) and not x.beyond(100.0)
+    (x,) = [c for c in explain.diff(_summary(10, 1), _summary(13, 1), 0.02).top if c.name == "x"]
+    assert x.beyond(100.0) and x.calls == "" and x.change_ms == pytest.approx(3.0)
+    # a call more per step is named whatever the time
+    (x,) = [c for c in explain.diff(_summary(10, 1), _summary(10, 1, calls=2.0), 0.02).top if c.name == "x"]
+    assert x.calls == "more" and x.beyond(100.0)
+    # a CPU operator against a GPU kernel table is said, not diffed
+    gpu = {**_summary(10, 1), "unit": "kernels"}
+    assert "cannot be diffed" in explain.compared({}, _summary(10, 1), gpu, 0.02, [])["why"]
+
+
+def test_profiled_launches_the_host_moved_apart_beyond_what_the_pairs_measured_widen_the_noise():
+    """The pairs found the sides equal (ratio 1.0), but the candidate's profiled launch ran its steps 20% slower
+    throughout: x, 20% slower with them, is then within the noise; without the pairs' ratio it is beyond."""
+    def side(scale: float) -> dict:
+        ops = {f"op{i}": {"ms": 5.0 * scale, "var": 0.01, "calls": 1.0} for i in range(8)}
+        return {"contract": 1, "unit": "operators", "steps": 5, "step_ms": 40.0 * scale, "ops": ops,
+                "ranks": [{"rank": 0, "step_ms": 40.0 * scale, "collective": 0.0, "breakdown": {}}]}
+
+    moved = explain.diff(side(1.0), side(1.2), 0.02, throughput_ratio=1.0)
+    assert moved.drift == pytest.approx(math.log(1.2)) and moved.beyond == 0
+    said = "\n".join(explain.lines({"what": "t", "diff": moved.to_dict()}))
+    assert "the profiled launches' steps moved 18.2% apart beyond what the measured launches found" in said
+    assert explain.diff(side(1.0), side(1.2), 0.02).beyond == 8  # not known: the pairs' spread alone
+    # the pairs found the candidate 1/1.2 as fast: its profiled steps 20% longer are what they measured
+    assert explain.diff(side(1.0), side(1.2), 0.02, throughput_ratio=1 / 1.2).drift == pytest.approx(0.0, abs=1e-12)
 
 
 # ---------------------------------------------------------------- the diff
@@ -126,7 +187,7 @@ def test_a_trace_that_cannot_be_read_is_named_and_the_other_ranks_still_diff(tmp
     assert any("rank 1's trace" in p and "cannot be read" in p for p in problems)
     assert any("rank 2's trace" in p and "no ProfilerStep# markers" in p for p in problems)
     got = explain.explanation(explain.from_dir(REFERENCE, "reference"), (ranks, problems), 0.02, what="t")
-    assert got["diff"]["ranks"] and len(got["problems"]) == 2
+    assert got["diff"]["ranks"] and len(got["problems"]) == 3 and got["problems"][2] == "rank 1 was profiled on the reference only"
     assert sum(ln.startswith("  ! candidate") for ln in explain.lines(got)) == 2
     none = explain.explanation(explain.from_dir(tmp_path / "nowhere", "reference"), (ranks, problems), 0.02, what="t")
     assert "diff" not in none and "not explained: no trace of the reference could be read" in explain.lines(none)[0]
@@ -146,8 +207,8 @@ def test_a_launch_whose_ranks_could_not_write_or_copy_their_traces_says_which():
 def test_dlperf_explain_diffs_two_saved_launches_and_names_a_directory_without_traces(tmp_path, capsys):
     assert cli.main(["explain", str(REFERENCE), str(CANDIDATE)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("what got slower (") and out[3].split()[0] == "operators"
-    assert out[4].split()[0] == "aten::bmm"
+    assert out[0].startswith("what got slower (") and out[2].split()[0] == "operators"
+    assert out[3].split()[0] == "aten::bmm"
     assert cli.main(["explain", str(REFERENCE), str(CANDIDATE), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["diff"]["top"][0]["name"] == "aten::bmm"
     assert cli.main(["explain", str(tmp_path), str(CANDIDATE)]) == 1
@@ -251,3 +312,55 @@ def test_a_regression_no_reference_confirms_is_explained_against_the_profile_its
     e = explain.of_confirmation(case["verdict"]["throughput"]["confirmation"])
     assert e["diff"]["top"][0]["name"] == "aten::bmm" and e["diff"]["top"][0]["calls"] == "added", e
     assert len(case["throughputs"]) == 2  # the profiled launch is not counted
+
+
+def test_each_ranks_trace_is_copied_from_its_node_and_what_could_not_be_is_named(tmp_path):
+    """torchrun's ranks: node i holds ranks i*R to i*R+R-1. A copy that fails, and a rank on no node of the launch,
+    are each said in the rank's entry; a launch without a profile record says so."""
+    from types import SimpleNamespace
+
+    from pytest_dlperf.runner import _fetch_traces
+
+    copied = []
+
+    def download(node, remote, local):  # noqa: ANN001, ANN202
+        if remote.endswith("rank3.json"):
+            raise OSError("gone")
+        copied.append((node.name, remote))
+        local.write_text("{}")
+
+    plan = SimpleNamespace(nodes=[SimpleNamespace(name="n0"), SimpleNamespace(name="n1")],
+                           case=SimpleNamespace(topology=SimpleNamespace(devices_per_node=2)))
+    ranks = [{"rank": r, "file": f"/run/trace/rank{r}.json"} for r in range(5)] + [{"rank": 5, "error": "could not write"}]
+    meta = {"local_world_size": 2, "profile": {"ranks": ranks}}
+    _fetch_traces(SimpleNamespace(download=download), plan, meta, tmp_path / "trace")
+    assert copied == [("n0", "/run/trace/rank0.json"), ("n0", "/run/trace/rank1.json"), ("n1", "/run/trace/rank2.json")]
+    assert ranks[0]["local"] == str(tmp_path / "trace" / "rank0.json")
+    assert ranks[3]["error"] == "could not copy n1:/run/trace/rank3.json: gone" and "local" not in ranks[3]
+    assert ranks[4]["error"] == "rank 4 is on no node of the launch (2 nodes of 2 ranks)"
+    assert ranks[5] == {"rank": 5, "error": "could not write"}
+    bare: dict = {}
+    _fetch_traces(SimpleNamespace(download=download), plan, bare, tmp_path / "none")
+    assert explain.from_meta(bare, "candidate")[1][0].startswith("candidate: the workload wrote no profile record")
+
+
+def test_a_profiled_launch_that_cannot_run_or_raises_is_the_blocks_why(monkeypatch):
+    from types import SimpleNamespace
+
+    from pytest_dlperf.ab import explain as ab_explain
+    from pytest_dlperf.specs import Measurement
+
+    def bench(unprofiled):  # noqa: ANN001, ANN202
+        return SimpleNamespace(launcher=lambda case: SimpleNamespace(name="tf", unprofiled=unprofiled))
+
+    got = ab_explain.profile_once(bench("its profiler writes XPlane"), None, Measurement(1, 1, 1, 60.0), 3, "candidate")
+    assert got.why == "--backend tf: its profiler writes XPlane" and not got.ranks
+
+    def boom(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise RuntimeError("the disk is gone\nand more")
+
+    monkeypatch.setattr(ab_explain, "launch", boom)
+    got = ab_explain.profile_once(bench(None), None, Measurement(1, 1, 1, 60.0), 3, "candidate")
+    assert got.why == "the profiled launch raised RuntimeError: the disk is gone"
+    said = ab_explain.against_recorded(bench(None), None, Measurement(1, 1, 1, 60.0), ab_explain.ExplainOptions(), {"contract": 9}, 0.02)
+    assert said["why"] == "the baseline's recorded profile cannot be read: profile summary contract 9, this harness reads 1"

@@ -118,3 +118,34 @@ def test_the_data_step_reads_each_sources_row_and_says_which_was_not_measured(tm
     assert check.rows[2]["what"] == "resnet50 fp32 1n1g on dali data"
     assert "not taken: no case measured: exit 0: 1 skipped: --backend ddp: nvidia.dali is not installed" in \
         check.rows[2]["result"]
+
+
+def test_the_explain_step_reads_the_blocks_top_kernel_and_says_when_there_is_none(tmp_path, monkeypatch):
+    """--only explain on a GPU: the slowed environment made, then the A/B session's explanation (recorded shape)
+    read into a row with its top kernel; a session that explained nothing is a row saying why."""
+    top = {"name": "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc", "change_ms": 3.25, "calls": "more",
+           "beyond_noise": True}
+    explanation = {"what": "one profiled launch a side", "problems": [],
+                   "diff": {"unit": "kernels", "top": [top], "beyond_noise": 4, "ranks": [{"rank": 0}]}}
+    results = {"ab": {"cases": {"resnet50-fp32-bs256-224px-1n1g": {"verdict": "slower", "explanation": explanation}}}}
+
+    def session(check, name, planned, argv, env=None):  # noqa: ANN001 - the step's command, its results.json
+        check.steps[name] = {"returncode": 0, "log": f"{name}.log"}
+        (check.out / f"{name}.log").write_text("")
+        if name == "explain":
+            report = Path(next(a for a in argv if a.startswith("--dlperf-report=")).split("=", 1)[1])
+            report.mkdir(parents=True)
+            (report / "results.json").write_text(json.dumps(results))
+        return True
+
+    monkeypatch.setattr(gpu_check, "run_step", session)
+    check = gpu_check.Check(tmp_path, deadline=float("inf"))
+    gpu_check.explained(check)
+    (row,) = check.rows
+    assert row["result"] == f"kernels: top {top['name'][:60]} +3.25 ms/step (more); 4 beyond the noise"
+    explanation.pop("diff")
+    explanation["why"] = "a profiled launch failed: ..."
+    (tmp_path / "again").mkdir()
+    check = gpu_check.Check(tmp_path / "again", deadline=float("inf"))
+    gpu_check.explained(check)
+    assert "a profiled launch failed: ..." in check.rows[0]["result"]

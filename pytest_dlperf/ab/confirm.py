@@ -76,9 +76,10 @@ class SideBySide:
         got = order.measure(case, None, m)
         return SideBySideResult(got.paired, ab, got.error or (str(got.outcome) if got.outcome else None) or error)
 
-    def against_recorded(self, case: CaseSpec, m: Measurement, summary: object, noise: float) -> dict:
+    def against_recorded(self, case: CaseSpec, m: Measurement, summary: object, noise: float,
+                         throughput_ratio: float | None) -> dict:
         """A regression no reference can confirm, explained against its baseline's recorded profile (ab.explain)."""
-        return against_recorded(self.bench, case, m, self.options.explain, summary, noise)
+        return against_recorded(self.bench, case, m, self.options.explain, summary, noise, throughput_ratio)
 
     def close(self) -> None:
         """Remove every reference's worktree."""

@@ -73,12 +73,18 @@ def profile_once(bench: Bench, case: CaseSpec, m: Measurement, steps: int, role:
                      seconds if seconds is not None else [], side=side, name=name)
     except (RunFailed, ClusterError) as exc:
         return Profiled([], [], why=f"a profiled launch failed: {exc}".splitlines()[0])
-    ranks, problems = explain.from_meta(run.meta, role)
+    except Exception as exc:  # noqa: BLE001 - the verdict is decided: nothing here may stop the session
+        return Profiled([], [], why=f"the profiled launch raised {type(exc).__name__}: {exc}".splitlines()[0])
+    try:
+        ranks, problems = explain.from_meta(run.meta, role)
+    except Exception as exc:  # noqa: BLE001 - a trace the reader did not foresee: said, the verdict stands
+        return Profiled([], [], f"{run.run_dir}/trace", run.run_dir,
+                        why=f"its traces could not be read: {type(exc).__name__}: {exc}".splitlines()[0])
     return Profiled(ranks, problems, f"{run.run_dir}/trace", run.run_dir)
 
 
 def against_recorded(bench: Bench, case: CaseSpec, m: Measurement, options: ExplainOptions, summary: object,
-                     noise: float, name: str | None = None) -> dict:
+                     noise: float, throughput_ratio: float | None = None, name: str | None = None) -> dict:
     """A regression no reference can confirm, explained against the profile its baseline recorded
     (``explain.summary``): one profiled launch of this session's software, diffed against that summary."""
     what = f"this session's profiled launch ({options.steps} steps, never counted) against the recording's profile"
@@ -89,8 +95,8 @@ def against_recorded(bench: Bench, case: CaseSpec, m: Measurement, options: Expl
     if got.why is not None or not got.ranks:
         return {"what": what, "why": got.why or "no trace of this session could be read", "problems": got.problems}
     assert isinstance(summary, dict)
-    return {"what": what, "problems": got.problems, "traces": {"candidate": got.traces},
-            "diff": explain.diff(summary, explain.summarize(got.ranks), noise, got.ranks).to_dict()}
+    return explain.compared({"what": what, "problems": got.problems, "traces": {"candidate": got.traces}}, summary,
+                            explain.summarize(got.ranks), noise, got.ranks, throughput_ratio)
 
 
 class Explainer:
@@ -102,6 +108,13 @@ class Explainer:
     def __call__(self, rec: PairedCase, m: Measurement) -> None:
         if not wanted(rec, self.options.mode):
             return
+        try:
+            self._explain(rec, m)
+        except Exception as exc:  # noqa: BLE001 - the verdict is decided: an explanation that breaks says so
+            rec.explanation = {"what": what_of(self.options), "problems": [],
+                               "why": f"explaining raised {type(exc).__name__}: {exc}".splitlines()[0]}
+
+    def _explain(self, rec: PairedCase, m: Measurement) -> None:
         what, got, seconds = what_of(self.options), {}, []
         for role in ROLES:
             got[role] = profile_once(self.bench, rec.case, m, self.options.steps, role, self.sides()[role], rec.name,
@@ -110,6 +123,7 @@ class Explainer:
                 rec.explanation = {"what": what, "why": got[role].why, "problems": []}
                 return
         rec.explanation = explain.explanation(
-            *((got[role].ranks, got[role].problems) for role in ROLES), launch_noise(rec), what=what,
+            *((got[role].ranks, got[role].problems) for role in ROLES), launch_noise(rec),
+            (rec.verdict or {}).get("ratio"), what=what,
             traces={role: got[role].traces for role in ROLES}, launches={role: got[role].launch for role in ROLES},
             seconds=round(sum(seconds), 1))

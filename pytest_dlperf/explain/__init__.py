@@ -5,12 +5,12 @@ from __future__ import annotations
 from .block import lines
 from .diff import Diff, diff
 from .read import from_dir, from_meta
-from .summary import problem, summarize
+from .summary import mismatch, problem, summarize, unmatched
 from .trace import RankProfile, TraceError
 
 MODES = ("auto", "always", "never")
 
-__all__ = ["MODES", "Diff", "RankProfile", "TraceError", "diff", "explanation", "from_dir", "from_meta", "lines", "of_confirmation", "problem",
+__all__ = ["MODES", "Diff", "compared", "RankProfile", "TraceError", "diff", "explanation", "from_dir", "from_meta", "lines", "of_confirmation", "problem",
            "summarize"]
 
 
@@ -22,7 +22,7 @@ def of_confirmation(confirmation: dict | None) -> dict | None:
 
 
 def explanation(reference: tuple[list[RankProfile], list[str]], candidate: tuple[list[RankProfile], list[str]],
-                launch_noise: float, **said: object) -> dict:
+                launch_noise: float, throughput_ratio: float | None = None, **said: object) -> dict:
     """The explanation results.json keeps (``lines`` renders it): the diff of both sides' ranks, with the
     problems met reading them; without a rank on either side, why not. ``said``: what, traces, launches."""
     (ref, ref_problems), (cand, cand_problems) = reference, candidate
@@ -31,5 +31,15 @@ def explanation(reference: tuple[list[RankProfile], list[str]], candidate: tuple
         missing = " and ".join(role for role, got in (("reference", ref), ("candidate", cand)) if not got)
         out["why"] = f"no trace of the {missing} could be read"
         return out
-    out["diff"] = diff(summarize(ref), summarize(cand), launch_noise, cand).to_dict()
+    return compared(out, summarize(ref), summarize(cand), launch_noise, cand, throughput_ratio)
+
+
+def compared(out: dict, reference: dict, candidate: dict, launch_noise: float,
+             candidate_ranks: list[RankProfile], throughput_ratio: float | None = None) -> dict:
+    """``out`` with the diff of two summaries, or why they cannot be diffed; ranks on one side only named."""
+    why = mismatch(reference, candidate)
+    if why is not None:
+        return {**out, "why": why}
+    out["problems"] = list(out.get("problems", [])) + unmatched(reference, candidate)
+    out["diff"] = diff(reference, candidate, launch_noise, candidate_ranks, throughput_ratio).to_dict()
     return out

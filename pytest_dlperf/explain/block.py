@@ -29,19 +29,18 @@ def _table(d: dict) -> list[str]:
     width = max([len(unit)] + [min(len(c["name"]), 60) for c in d["top"]])
     out = [f"  step {_ms(d['reference_step_ms'])} -> {_ms(d['candidate_step_ms'])} ms; {d['beyond_noise']} of "
            f"{d['compared']} {unit} changed beyond the noise ({d['noise']}; launch-to-launch "
-           f"{d['launch_noise']:.1%}); {d['steps']['reference']} and {d['steps']['candidate']} steps profiled; "
-           "the ones beyond it first, by how much at least they changed",
-           *([f"  every operator x{d['host']:.3f} alike (the median of {d['host_from']} whose calls did not change: "
-              "the host's, or common to all); each change is judged beyond it"] if d.get("host", 1.0) != 1.0 else []),
-           f"  {unit:<{width}}  {'ms/step ref':>11}  {'ms/step cand':>12}  {'change':>9}  {'beyond x':>9}  "
-           f"{'calls/step':>13}  noise"]
+           f"{d.get('noise_used', d['launch_noise']):.1%}); {d['steps']['reference']} and {d['steps']['candidate']} "
+           "steps profiled; the slower beyond it first, by how much at least they changed",
+           *([f"  the profiled launches' steps moved {d['drift']:.1%} apart beyond what the measured launches found "
+              f"(the pairs' spread: {d['launch_noise']:.1%}): the host moved them, and the noise above takes the larger"]
+             if d.get("drift") is not None and d["drift"] > d["launch_noise"] else []),
+           f"  {unit:<{width}}  {'ms/step ref':>11}  {'ms/step cand':>12}  {'change':>9}  {'calls/step':>13}  noise"]
     for c in d["top"]:
         name = c["name"] if len(c["name"]) <= 60 else c["name"][:57] + "..."
         calls = f"{c['reference_count']:g} -> {c['candidate_count']:g}"
         mark = c["calls"] or ("beyond" if c["beyond_noise"] else "within")
         out.append(f"  {name:<{width}}  {_ms(c['reference_ms']):>11}  {_ms(c['candidate_ms']):>12}  "
-                   f"{c['change_ms']:>+9.2f}  {c.get('excess_ms', c['change_ms']):>+9.2f}  {calls:>13}  "
-                   f"+-{_ms(c['noise_ms'])} {mark}")
+                   f"{c['change_ms']:>+9.2f}  {calls:>13}  +-{_ms(c['noise_ms'])} {mark}")
     for key in ("added", "removed"):
         if d.get(key):
             shown = d[key][:10]

@@ -3,26 +3,24 @@ per step, by how much, and whether beyond the noise the diff states.
 
 An operator's figure is its time per step, the mean over every profiled step of every rank. Its noise
 has two parts: the steps' own spread (the standard error of the difference of the two means), and the
-launch-to-launch spread, a fraction of the operator's time (``launch_noise``: the spread of the pairs'
-ratios in an A/B session; each side here is one launch, so a host that ran one launch a little slower
-moves every operator by about that fraction). Where a host ran one side's launch slower throughout, every
-operator moved by one factor (``host_factor``, the median over the operators whose calls did not change): an
-operator's change is judged beyond that factor. A change is beyond the noise when it exceeds ``Z`` times
-both noises together and ``FLOOR`` of the step; a change in an operator's calls per step (added, removed, more
-or fewer) is exact and always named."""
+launch-to-launch spread, a fraction of the operator's time. Each side here is one launch, so a host that ran
+one launch slower moves the operators by about that fraction: the fraction is the pairs' spread
+(``launch_noise``), or where larger, how far the two profiled launches' steps moved apart beyond what the
+pairs measured between the sides (``drift``: a host busier during one profiled launch than during the pairs).
+A change is beyond the noise when it exceeds ``Z`` times both together and ``FLOOR`` of the step; a change in
+an operator's calls per step (added, removed, more or fewer) is exact and always named."""
 from __future__ import annotations
 
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 from .trace import BETWEEN, RankProfile
 
 Z = 3.0  # standard errors: a few hundred operators are compared at once
 FLOOR = 0.005  # of the reference step: below this no operator's change is named
 TOP = 10
-HOST_OPS = 5  # operators the host's factor needs
 CALLS = 0.5  # calls per step: an operator on another thread can start on either side of a step's edge
 STRAGGLER_SHARE = 0.05  # of the step: a rank whose collective wait is this much below the others' is named
 
@@ -37,16 +35,10 @@ class OpChange:
     reference_count: float
     candidate_count: float
     noise_ms: float
-    host: float = 1.0  # every operator's common factor (``host_factor``): its change beyond that is judged
 
     @property
     def change_ms(self) -> float:
         return self.candidate_ms - self.reference_ms
-
-    @property
-    def excess_ms(self) -> float:
-        """The change beyond the factor every operator moved by alike."""
-        return self.candidate_ms - self.host * self.reference_ms
 
     @property
     def calls(self) -> str:
@@ -62,16 +54,15 @@ class OpChange:
 
     @property
     def surely_ms(self) -> float:
-        """How much at least it changed: its change beyond the host's factor, less its noise (the order of the
-        operators beyond the noise: a large change in a noisy operator does not hide a certain one)."""
-        return abs(self.excess_ms) - self.noise_ms
+        """How much at least it changed: its change less its noise (the order of the operators beyond the noise:
+        a large change in a noisy operator does not hide a certain one)."""
+        return abs(self.change_ms) - self.noise_ms
 
     def beyond(self, step_ms: float) -> bool:
-        return bool(self.calls) or (abs(self.excess_ms) > self.noise_ms and abs(self.excess_ms) > FLOOR * step_ms)
+        return bool(self.calls) or (abs(self.change_ms) > self.noise_ms and abs(self.change_ms) > FLOOR * step_ms)
 
     def to_dict(self, step_ms: float) -> dict:
-        return {**asdict(self), "change_ms": self.change_ms, "excess_ms": self.excess_ms, "calls": self.calls,
-                "beyond_noise": self.beyond(step_ms)}
+        return {**asdict(self), "change_ms": self.change_ms, "calls": self.calls, "beyond_noise": self.beyond(step_ms)}
 
 
 @dataclass(frozen=True)
@@ -104,8 +95,7 @@ class Diff:
     ranks: list[RankShare]
     straggler: dict | None
     steps: dict[str, int]  # profiled steps per side (every rank's together)
-    host: float = 1.0  # the factor every operator moved by alike (``host_factor``)
-    host_from: int = 0  # the operators it is the median of
+    drift: float | None = None  # how far the profiled launches moved apart beyond the pairs (None: not known)
 
     def to_dict(self) -> dict:
         return {"unit": self.unit, "reference_step_ms": self.reference_step_ms,
@@ -114,44 +104,36 @@ class Diff:
                 "removed": self.removed, "beyond_noise": self.beyond, "compared": self.compared,
                 "launch_noise": self.launch_noise, "noise": NOISE_TEXT,
                 "ranks": [asdict(r) for r in self.ranks], "straggler": self.straggler, "steps": self.steps,
-                "host": self.host, "host_from": self.host_from}
+                "drift": self.drift, "noise_used": max(self.launch_noise, self.drift or 0.0)}
 
 
 NOISE_TEXT = (f"{Z:g} x the standard error of the step-to-step spread together with the launch-to-launch "
               f"spread, and at least {FLOOR:.1%} of the step")
 
 
-def diff(reference: Mapping, candidate: Mapping, launch_noise: float,
-         candidate_ranks: Sequence[RankProfile] = ()) -> Diff:
+def diff(reference: Mapping, candidate: Mapping, launch_noise: float, candidate_ranks: Sequence[RankProfile] = (),
+         throughput_ratio: float | None = None) -> Diff:
     """The diff of two sides' summaries (``summary.summarize``: each side one profiled launch, or the reference a
-    baseline's); the straggler from the candidate's ranks where they are given."""
+    baseline's); the straggler from the candidate's ranks where they are given. ``throughput_ratio``: candidate
+    over reference as the measured launches found it (the pairs', the screen's), against which the profiled
+    launches' own step ratio shows how far the host moved them apart (None: not known)."""
     ref_step, cand_step = reference["step_ms"], candidate["step_ms"]
+    drift = abs(math.log(cand_step / ref_step * throughput_ratio)) \
+        if throughput_ratio and ref_step > 0 and cand_step > 0 else None
+    noise = max(launch_noise, drift or 0.0)
     names = sorted(set(reference["ops"]) | set(candidate["ops"]))
-    changes = [_change(name, reference, candidate, launch_noise) for name in names]
-    host, host_from = host_factor(changes, ref_step)
-    changes = [replace(c, host=host) for c in changes]
+    changes = [_change(name, reference, candidate, noise) for name in names]
     beyond = [c for c in changes if c.beyond(ref_step)]
     inside = [c for c in changes if not c.beyond(ref_step)]
-    order = sorted(beyond, key=lambda c: -c.surely_ms) + sorted(inside, key=lambda c: -abs(c.excess_ms))
+    # slower before faster (the block says what got slower), each by how much at least it changed
+    order = sorted(beyond, key=lambda c: (c.change_ms < 0, -c.surely_ms)) + \
+        sorted(inside, key=lambda c: -abs(c.change_ms))
     return Diff(unit=candidate["unit"], reference_step_ms=ref_step, candidate_step_ms=cand_step, top=order[:TOP],
                 added=sorted(c.name for c in changes if c.calls == "added"),
                 removed=sorted(c.name for c in changes if c.calls == "removed"),
                 beyond=len(beyond), compared=len(changes), launch_noise=launch_noise,
                 ranks=_ranks(reference, candidate), straggler=_straggler(candidate_ranks),
-                steps={"reference": reference["steps"], "candidate": candidate["steps"]}, host=host,
-                host_from=host_from)
-
-
-def host_factor(changes: Sequence[OpChange], step_ms: float) -> tuple[float, int]:
-    """(the factor, the operators it is the median of): the median of candidate over reference time of the
-    operators that take at least ``FLOOR`` of the step on both sides with the same calls. A host busier during
-    one side's launch moves every operator alike; a change in one operator family moves that family and not the
-    median. Fewer than ``HOST_OPS`` such operators: 1 (nothing is taken as the host's)."""
-    ratios = [c.candidate_ms / c.reference_ms for c in changes
-              if not c.calls and c.name != BETWEEN and min(c.reference_ms, c.candidate_ms) >= FLOOR * step_ms]
-    if len(ratios) < HOST_OPS:
-        return 1.0, len(ratios)
-    return statistics.median(ratios), len(ratios)
+                steps={"reference": reference["steps"], "candidate": candidate["steps"]}, drift=drift)
 
 
 def _change(name: str, ref: Mapping, cand: Mapping, launch_noise: float) -> OpChange:

@@ -20,7 +20,10 @@ def from_meta(meta: dict, role: str) -> tuple[list[RankProfile], list[str]]:
         return [], [f"{role}: {profile['error']}"]
     ranks, problems = [], []
     for entry in profile.get("ranks") or []:
-        rank = entry.get("rank", "?")
+        if not isinstance(entry, dict) or not isinstance(entry.get("rank"), int):
+            problems.append(f"{role}: a rank's profile record is not understood: {entry!r}"[:200])
+            continue
+        rank = entry["rank"]
         if entry.get("error"):
             problems.append(f"{role} rank {rank}: {entry['error']}")
             continue
@@ -28,7 +31,7 @@ def from_meta(meta: dict, role: str) -> tuple[list[RankProfile], list[str]]:
             problems.append(f"{role} rank {rank}: no trace was copied")
             continue
         try:
-            ranks.append(read(Path(entry["local"]), int(rank)))
+            ranks.append(read(Path(entry["local"]), rank))
         except TraceError as exc:
             problems.append(f"{role}: {exc}")
     return ranks, problems

@@ -62,3 +62,18 @@ def problem(summary: Any) -> str | None:
 
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v >= 0
+
+
+def mismatch(reference: Mapping[str, Any], candidate: Mapping[str, Any]) -> str | None:
+    """Why two summaries cannot be diffed (None: they can): one side's operators against the other's kernels."""
+    if reference["unit"] != candidate["unit"]:
+        return (f"the reference's profile has {reference['unit']}, the candidate's {candidate['unit']} (a GPU trace "
+                "without its kernels, or a CPU recording against a GPU launch): they cannot be diffed")
+    return None
+
+
+def unmatched(reference: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
+    """The ranks one side profiled and the other did not, said (their shares are left out of the rank lines)."""
+    ref, cand = {r["rank"] for r in reference["ranks"]}, {r["rank"] for r in candidate["ranks"]}
+    return ([f"rank {r} was profiled on the reference only" for r in sorted(ref - cand)]
+            + [f"rank {r} was profiled on the candidate only" for r in sorted(cand - ref)])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 STEP_PREFIX = "ProfilerStep#"
 BETWEEN = "(between operators)"
 CPU_CATS = ("cpu_op", "user_annotation", "python_function")
+MARK_CATS = ("user_annotation", "cpu_op")  # where the profiler's step markers are the steps
 KERNEL_CATS = ("kernel",)
 MEMORY_CATS = ("gpu_memcpy", "gpu_memset")
 RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
@@ -77,18 +79,26 @@ def read(path: Path, rank: int) -> RankProfile:
     try:
         raw = path.read_bytes()
         doc = json.loads(gzip.decompress(raw) if path.name.endswith(".gz") else raw)
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError, RecursionError,
+            MemoryError) as exc:
         raise TraceError(f"rank {rank}'s trace {path}: cannot be read ({exc})") from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc if isinstance(doc, list) else None
     if not isinstance(events, list):
         raise TraceError(f"rank {rank}'s trace {path}: not a Chrome trace (no traceEvents list)")
-    return RankProfile(rank, profile_events(events, f"rank {rank}'s trace {path}"), str(path))
+    try:
+        return RankProfile(rank, profile_events(events, f"rank {rank}'s trace {path}"), str(path))
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # TraceError is a ValueError: said as it is
+        if isinstance(exc, TraceError):
+            raise
+        raise TraceError(f"rank {rank}'s trace {path}: an event the reader does not understand ({exc})") from None
 
 
 def profile_events(events: list, source: str) -> list[StepProfile]:
     """The steps of a trace's events (complete events, ``ph`` X)."""
     spans = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and _timed(e)]
-    marks = sorted((e for e in spans if str(e.get("name", "")).startswith(STEP_PREFIX)), key=lambda e: e["ts"])
+    # the CPU's markers: a CUDA trace also has each step's copy on the GPU's timeline (gpu_user_annotation)
+    marks = sorted((e for e in spans if str(e.get("name", "")).startswith(STEP_PREFIX) and e.get("cat") in MARK_CATS),
+                   key=lambda e: e["ts"])
     if not marks:
         raise TraceError(f"{source}: no {STEP_PREFIX} markers (profile with a schedule and call prof.step())")
     steps = [StepProfile(float(m["dur"]) / 1e6) for m in marks]
@@ -180,6 +190,8 @@ def _gpu(spans: list[dict], events: list, steps: list[StepProfile], bounds: list
         comm = _union(kinds["compute"] + kinds["communication"]) - compute
         memory = _union(kinds["compute"] + kinds["communication"] + kinds["memory"]) - compute - comm
         busy = compute + comm + memory
+        if kinds["communication"]:  # on GPUs a collective waits in its kernels: the CPU's spans only queue it
+            steps[k].collective = _union(kinds["communication"]) / 1e6
         steps[k].shares = {"compute": compute / total, "communication": comm / total, "memory": memory / total,
                            "idle": max(0.0, total - busy) / total}
 

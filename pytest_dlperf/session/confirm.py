@@ -121,7 +121,8 @@ class Confirmation:
                          recorded_commit=base.entry.versions.get("git", "").removesuffix("+dirty") or None)
         if found.spec is None:
             out = {v.metric: not_confirmed(v, base, said, found) for v in suspects}
-            self._explain_against_recording(case, m, base, out)
+            self._explain_against_recording(case, m, base, out, result.median / base.entry.median
+                                            if base.entry.median else None)
             return out
         first = ", ".join(f"{v.metric} {v.change:+.1%}" for v in suspects if v.change is not None)
         self.say(f"dlperf {got.case.id}: failed its stored baseline ({first}) and the software differs "
@@ -137,7 +138,8 @@ class Confirmation:
                  + f" ({len(run.record.pairs)} pairs, {seconds:.0f} s)")
         return out
 
-    def _explain_against_recording(self, case: CaseSpec, m: Measurement, base: Recorded, out: dict[str, Verdict]) -> None:
+    def _explain_against_recording(self, case: CaseSpec, m: Measurement, base: Recorded, out: dict[str, Verdict],
+                                   ratio: float | None) -> None:
         """A regression not confirmed, explained against the profile its baseline recorded (``--dlperf-explain``
         not never; a baseline recorded with --dlperf-explain always keeps one): one profiled launch of this
         session's software, never counted. The launch-to-launch spread is the recording's: its launches'
@@ -148,7 +150,12 @@ class Confirmation:
         runs = base.entry.values(metrics.PRIMARY.name)
         cv = statistics.stdev(runs) / statistics.fmean(runs) if len(runs) > 1 else DEFAULT_LAUNCH_NOISE / math.sqrt(2)
         first = next(iter(out))
-        found = self.side_by_side.against_recorded(case, m, summary, max(LEAST_LAUNCH_NOISE, cv * math.sqrt(2)))
+        try:
+            found = self.side_by_side.against_recorded(case, m, summary, max(LEAST_LAUNCH_NOISE, cv * math.sqrt(2)),
+                                                       ratio)
+        except Exception as exc:  # noqa: BLE001 - the verdict is settled: an explanation that breaks says so
+            found = {"what": "against the recording's profile", "problems": [],
+                     "why": f"explaining raised {type(exc).__name__}: {exc}".splitlines()[0]}
         out[first] = replace(out[first], confirmation={**(out[first].confirmation or {}), "explanation": found})
 
     def _judgement(self, result: CaseResult, judgement: Judgement, settled: dict[str, Verdict]) -> Judgement:

@@ -274,7 +274,10 @@ class DLPerfSession:
         case = result.case
         got = profile_once(self.bench, case, m, self.explain.steps, "recorded")
         if got.why is None and got.ranks:
-            result.trace_summary = explain.summarize(got.ranks)
+            try:
+                result.trace_summary = explain.summarize(got.ranks)
+            except (ValueError, ZeroDivisionError) as exc:  # a rank without steps
+                got.why = f"its profile could not be summarized: {exc}"
         said = "; ".join([got.why] if got.why else got.problems)
         if said:
             self.gate.note(f"{case.id}: its profile is recorded without some ranks: {said}" if result.trace_summary

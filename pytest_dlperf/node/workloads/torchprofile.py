@@ -45,16 +45,39 @@ def profile_steps(step: Callable[[], object], steps: int, directory: str, rank: 
     activities = [torch.profiler.ProfilerActivity.CPU]
     if cuda:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
+    prof = None
     try:
-        with torch.profiler.profile(activities=activities,
-                                    schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
-                                    on_trace_ready=write) as prof:
-            for _ in range(steps + 1):
-                float(step())  # the loss on the host: the step ends before the profiler's next
-                sync()
+        prof = torch.profiler.profile(activities=activities,
+                                      schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
+                                      on_trace_ready=write)
+        prof.start()
+    except Exception as exc:  # noqa: BLE001 - the profiler (Kineto) could not start: the steps run all the same
+        said["error"], prof = f"the profiler did not start: {exc}".splitlines()[0], None
+    # Every rank runs every step, profiled or not: the steps hold collectives, and a rank that left them would
+    # leave the others waiting. A step's own failure is the training's, raised as in the window.
+    for _ in range(steps + 1):
+        float(step())  # the loss on the host: the step ends before the profiler's next
+        sync()
+        if prof is not None:
+            try:
                 prof.step()
-    except RuntimeError as exc:  # the profiler itself (Kineto) failed: said, no trace
-        said.setdefault("error", f"the profiler failed: {exc}".splitlines()[0])
+            except Exception as exc:  # noqa: BLE001
+                said["error"], prof = f"the profiler failed: {exc}".splitlines()[0], _stopped(prof)
+    if prof is not None:
+        try:
+            prof.stop()
+        except Exception as exc:  # noqa: BLE001
+            said.setdefault("error", f"the profiler failed to stop: {exc}".splitlines()[0])
     if "file" not in said and "error" not in said:
         said["error"] = "the profiler wrote no trace"
+    if "file" in said and "error" in said:
+        del said["file"]  # a trace from a profiler that failed is not kept as one
     return said
+
+
+def _stopped(prof: torch.profiler.profile) -> None:
+    """Stop a profiler that failed, quietly (what it said is already kept)."""
+    try:
+        prof.stop()
+    except Exception:  # noqa: BLE001
+        pass
