@@ -145,6 +145,24 @@ def test_profiled_launches_the_host_moved_apart_beyond_what_the_pairs_measured_w
     assert explain.diff(side(1.0), side(1.2), 0.02, throughput_ratio=1 / 1.2).drift == pytest.approx(0.0, abs=1e-12)
 
 
+def test_operators_the_host_moved_each_its_own_way_widen_the_noise_and_one_that_moved_alone_stands_out():
+    """Ten operators, each moved by the host between the two launches by its own amount (+-30%, as memory-bound
+    and multi-threaded ones move on a shared CPU) while the steps agree: none is beyond the noise, which says
+    the dispersion; one of them three times slower besides: that one is."""
+    moves = [1.3, 0.75, 1.2, 0.8, 1.25, 0.7, 1.1, 0.9, 1.15, 0.85]
+
+    def side(factors: list[float]) -> dict:
+        ops = {f"op{i}": {"ms": 4.0 * f, "var": 0.01, "calls": 1.0} for i, f in enumerate(factors)}
+        return {"contract": 1, "unit": "operators", "steps": 5, "step_ms": 40.0, "ops": ops,
+                "ranks": [{"rank": 0, "step_ms": 40.0, "collective": 0.0, "breakdown": {}}]}
+
+    d = explain.diff(side([1.0] * 10), side(moves), 0.02, throughput_ratio=1.0)
+    assert d.dispersion is not None and d.dispersion > 0.15 and d.beyond == 0
+    hot = explain.diff(side([1.0] * 10), side([3.0, *moves[1:]]), 0.02, throughput_ratio=1.0)
+    assert hot.beyond == 1 and hot.top[0].name == "op0"
+    assert explain.diff(side([1.0] * 7), side(moves[:7]), 0.02).dispersion is None  # too few operators to say
+
+
 # ---------------------------------------------------------------- the diff
 def test_the_planted_products_are_the_top_line_and_a_trace_against_itself_shows_nothing():
     d = _diff(side(REFERENCE, "reference"), side(CANDIDATE, "candidate"), DEFAULT_LAUNCH_NOISE)
@@ -207,8 +225,8 @@ def test_a_launch_whose_ranks_could_not_write_or_copy_their_traces_says_which():
 def test_dlperf_explain_diffs_two_saved_launches_and_names_a_directory_without_traces(tmp_path, capsys):
     assert cli.main(["explain", str(REFERENCE), str(CANDIDATE)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("what got slower (") and out[2].split()[0] == "operators"
-    assert out[3].split()[0] == "aten::bmm"
+    header = next(i for i, ln in enumerate(out) if ln.split()[:2] == ["operators", "ms/step"])
+    assert out[0].startswith("what got slower (") and out[header + 1].split()[0] == "aten::bmm"
     assert cli.main(["explain", str(REFERENCE), str(CANDIDATE), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["diff"]["top"][0]["name"] == "aten::bmm"
     assert cli.main(["explain", str(tmp_path), str(CANDIDATE)]) == 1

@@ -31,9 +31,7 @@ def _table(d: dict) -> list[str]:
            f"{d['compared']} {unit} changed beyond the noise ({d['noise']}; launch-to-launch "
            f"{d.get('noise_used', d['launch_noise']):.1%}); {d['steps']['reference']} and {d['steps']['candidate']} "
            "steps profiled; the slower beyond it first, by how much at least they changed",
-           *([f"  the profiled launches' steps moved {d['drift']:.1%} apart beyond what the measured launches found "
-              f"(the pairs' spread: {d['launch_noise']:.1%}): the host moved them, and the noise above takes the larger"]
-             if d.get("drift") is not None and d["drift"] > d["launch_noise"] else []),
+           *_why_wider(d),
            f"  {unit:<{width}}  {'ms/step ref':>11}  {'ms/step cand':>12}  {'change':>9}  {'calls/step':>13}  noise"]
     for c in d["top"]:
         name = c["name"] if len(c["name"]) <= 60 else c["name"][:57] + "..."
@@ -46,6 +44,18 @@ def _table(d: dict) -> list[str]:
             shown = d[key][:10]
             out.append(f"  {key}: {', '.join(shown)}" + (f" and {len(d[key]) - 10} more" if len(d[key]) > 10 else ""))
     return out
+
+
+def _why_wider(d: dict) -> list[str]:
+    """Where the launch-to-launch noise used is not the pairs' spread, which one it is."""
+    drift, spread, pairs = d.get("drift") or 0.0, d.get("dispersion") or 0.0, d["launch_noise"]
+    if max(drift, spread) <= pairs:
+        return []
+    if drift >= spread:
+        return [f"  the profiled launches' steps moved {drift:.1%} apart beyond what the measured launches found (the "
+                f"pairs' spread: {pairs:.1%}): the host moved them, and the noise takes that"]
+    return [f"  the operators moved {spread:.1%} apart from each other between the two launches (the pairs' spread: "
+            f"{pairs:.1%}): the host moves some operators more than others, and the noise takes that"]
 
 
 def _ranks(d: dict) -> list[str]:

@@ -21,6 +21,7 @@ from .trace import BETWEEN, RankProfile
 Z = 3.0  # standard errors: a few hundred operators are compared at once
 FLOOR = 0.005  # of the reference step: below this no operator's change is named
 TOP = 10
+DISPERSION_OPS = 8  # operators the dispersion needs
 CALLS = 0.5  # calls per step: an operator on another thread can start on either side of a step's edge
 STRAGGLER_SHARE = 0.05  # of the step: a rank whose collective wait is this much below the others' is named
 
@@ -54,9 +55,10 @@ class OpChange:
 
     @property
     def surely_ms(self) -> float:
-        """How much at least it changed: its change less its noise (the order of the operators beyond the noise:
-        a large change in a noisy operator does not hide a certain one)."""
-        return abs(self.change_ms) - self.noise_ms
+        """How much at least it changed (the order of the operators beyond the noise): an operator whose calls
+        changed, its change (the calls are certain, and so is the time they took); another, its change less its
+        noise (a large change in a noisy operator does not hide a certain one)."""
+        return abs(self.change_ms) - (0.0 if self.calls else self.noise_ms)
 
     def beyond(self, step_ms: float) -> bool:
         return bool(self.calls) or (abs(self.change_ms) > self.noise_ms and abs(self.change_ms) > FLOOR * step_ms)
@@ -96,6 +98,7 @@ class Diff:
     straggler: dict | None
     steps: dict[str, int]  # profiled steps per side (every rank's together)
     drift: float | None = None  # how far the profiled launches moved apart beyond the pairs (None: not known)
+    dispersion: float | None = None  # how differently the operators moved between the launches (``dispersion``)
 
     def to_dict(self) -> dict:
         return {"unit": self.unit, "reference_step_ms": self.reference_step_ms,
@@ -104,7 +107,8 @@ class Diff:
                 "removed": self.removed, "beyond_noise": self.beyond, "compared": self.compared,
                 "launch_noise": self.launch_noise, "noise": NOISE_TEXT,
                 "ranks": [asdict(r) for r in self.ranks], "straggler": self.straggler, "steps": self.steps,
-                "drift": self.drift, "noise_used": max(self.launch_noise, self.drift or 0.0)}
+                "drift": self.drift, "dispersion": self.dispersion,
+                "noise_used": max(self.launch_noise, self.drift or 0.0, self.dispersion or 0.0)}
 
 
 NOISE_TEXT = (f"{Z:g} x the standard error of the step-to-step spread together with the launch-to-launch "
@@ -120,8 +124,9 @@ def diff(reference: Mapping, candidate: Mapping, launch_noise: float, candidate_
     ref_step, cand_step = reference["step_ms"], candidate["step_ms"]
     drift = abs(math.log(cand_step / ref_step * throughput_ratio)) \
         if throughput_ratio and ref_step > 0 and cand_step > 0 else None
-    noise = max(launch_noise, drift or 0.0)
     names = sorted(set(reference["ops"]) | set(candidate["ops"]))
+    spread = dispersion([_change(name, reference, candidate, 0.0) for name in names], ref_step)
+    noise = max(launch_noise, drift or 0.0, spread or 0.0)
     changes = [_change(name, reference, candidate, noise) for name in names]
     beyond = [c for c in changes if c.beyond(ref_step)]
     inside = [c for c in changes if not c.beyond(ref_step)]
@@ -133,7 +138,23 @@ def diff(reference: Mapping, candidate: Mapping, launch_noise: float, candidate_
                 removed=sorted(c.name for c in changes if c.calls == "removed"),
                 beyond=len(beyond), compared=len(changes), launch_noise=launch_noise,
                 ranks=_ranks(reference, candidate), straggler=_straggler(candidate_ranks),
-                steps={"reference": reference["steps"], "candidate": candidate["steps"]}, drift=drift)
+                steps={"reference": reference["steps"], "candidate": candidate["steps"]}, drift=drift,
+                dispersion=spread)
+
+
+def dispersion(changes: Sequence[OpChange], step_ms: float) -> float | None:
+    """How differently the operators moved between the two launches: 1.4826 x the median absolute deviation of
+    the log ratios (candidate over reference) of the operators that take ``FLOOR`` of the step on both sides
+    with the same calls (``DISPERSION_OPS`` at least, else None). On a shared host one launch's neighbours
+    slow some operators and not others (memory-bound ones, multi-threaded ones): this is that noise, measured
+    in the diff itself; an operator that changed alone stands out of it, and one that moved with the others
+    is not blamed for the host."""
+    logs = [math.log(c.candidate_ms / c.reference_ms) for c in changes
+            if not c.calls and c.name != BETWEEN and min(c.reference_ms, c.candidate_ms) >= FLOOR * step_ms]
+    if len(logs) < DISPERSION_OPS:
+        return None
+    mid = statistics.median(logs)
+    return 1.4826 * statistics.median(abs(x - mid) for x in logs)
 
 
 def _change(name: str, ref: Mapping, cand: Mapping, launch_noise: float) -> OpChange:
