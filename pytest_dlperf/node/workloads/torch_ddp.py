@@ -57,7 +57,6 @@ import torch.nn.functional as F
 from torch.distributed.elastic.multiprocessing.errors import record
 
 import steplog  # the step-log contract, copied beside this file
-import torchprofile  # a profiled launch's extra steps, copied beside this file
 from nodefacts import cpu_model  # copied beside this file, as steplog.py
 
 START = steplog.StartClock()  # the launch's and this process's start: time to first step
@@ -887,8 +886,11 @@ def main(argv: list[str] | None = None) -> int:
     dynamo = Dynamo(cache) if args.compile else None
     timed, counted = run_steps(args, step, comm, device, sync, args.batch_size * per_sample * world, dynamo)
     compiles = comm.all_gather_object(dynamo.record(timed)) if dynamo else None
-    profiled = comm.all_gather_object(torchprofile.profile_steps(
-        step, args.profile_steps, args.profile_dir, rank, cuda, sync)) if args.profile_steps > 0 else None
+    profiled = None
+    if args.profile_steps > 0:  # a profiled launch (torchrun's): torchprofile.py is copied beside this file then
+        import torchprofile
+        profiled = comm.all_gather_object(torchprofile.profile_steps(
+            step, args.profile_steps, args.profile_dir, rank, cuda, sync))
     if data is not None:
         data["wait_seconds"] = [w.tolist() for w in comm.all_gather(torch.tensor(
             batches.waits[timed.warmup:timed.warmup + timed.iters], dtype=torch.float64, device=device))]
