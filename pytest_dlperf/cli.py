@@ -255,45 +255,27 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from . import explain
 
     got = explain.explanation(explain.from_dir(args.a, "reference"), explain.from_dir(args.b, "candidate"),
-                              args.launch_noise, args.throughput_ratio, what=f"{args.a} against {args.b}", traces={"reference": str(args.a),
-                                                                                         "candidate": str(args.b)})
+                              args.launch_noise, args.throughput_ratio, what=f"{args.a} against {args.b}",
+                              traces={"reference": str(args.a), "candidate": str(args.b)})
     print(json.dumps(got, indent=1) if args.json else "\n".join(explain.lines(got)))
     return 0 if got.get("diff") else 1
 
 
 def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
+    from .optiontypes import fraction, positive_ratio
+
     e = sub.add_parser("explain", help="what got slower: two profiled launches' traces (rank<R>.json) diffed")
     e.add_argument("a", type=Path, metavar="REFERENCE",
                    help="a directory of rank<R>.json traces, or a launch's run directory holding trace/")
     e.add_argument("b", type=Path, metavar="CANDIDATE", help="the same, of the side judged against the reference")
-    e.add_argument("--launch-noise", type=_fraction, default=0.02, metavar="FRAC",
+    e.add_argument("--launch-noise", type=fraction, default=0.02, metavar="FRAC",
                    help="the launch-to-launch spread of the case's throughput (an A/B session's pairs say it; "
                         "default %(default)s)")
-    e.add_argument("--throughput-ratio", type=_positive_float, default=None, metavar="R",
+    e.add_argument("--throughput-ratio", type=positive_ratio, default=None, metavar="R",
                    help="candidate over reference throughput as the measured launches found it (an A/B case's ratio): "
                         "the profiled launches' move beyond it widens the noise")
     e.add_argument("--json", action="store_true", help="print the explanation as results.json keeps it")
     e.set_defaults(fn=cmd_explain)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number such as 0.93, got {text!r}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.02, got {text!r}")
-    return value
 
 
 def _add_data_parser(sub: argparse._SubParsersAction) -> None:

@@ -29,6 +29,7 @@ positive_int = _number(int, 1, False, "a whole number")
 non_negative_int = _number(int, 0, False, "a whole number")
 positive_seconds = _number(float, 0, True, "seconds")
 non_negative_seconds = _number(float, 0, False, "seconds")
+positive_ratio = _number(float, 0, True, "a ratio")
 
 
 def csv(text: str) -> list[str]:

@@ -61,6 +61,21 @@ def test_a_cases_row_holds_its_figures_and_what_it_did_not_measure():
     assert (none["GPU busy"], none["energy"], none["result"]) == ("-", "-", why)
 
 
+def recorded_step(results: dict[str, dict], log: str = ""):  # noqa: ANN201 - gpu_check.run_step's shape
+    """A stand-in for gpu_check.run_step: each step exits 0 with ``log`` as its output, and the steps named in
+    ``results`` leave that results.json (a recorded shape) in their --dlperf-report directory."""
+    def step(check, name, planned, argv, env=None):  # noqa: ANN001, ANN202
+        check.steps[name] = {"returncode": 0, "log": f"{name}.log"}
+        (check.out / f"{name}.log").write_text(log)
+        if name in results:
+            report = Path(next(a for a in argv if a.startswith("--dlperf-report=")).split("=", 1)[1])
+            report.mkdir(parents=True)
+            (report / "results.json").write_text(json.dumps(results[name]))
+        return True
+
+    return step
+
+
 def test_an_ab_row_is_the_sessions_verdict(tmp_path, monkeypatch):
     """The A/B session's results.json, as the session writes its paired case, read into one row."""
     ratios = [0.979, 0.981, 0.980]
@@ -71,14 +86,7 @@ def test_an_ab_row_is_the_sessions_verdict(tmp_path, monkeypatch):
                         complete=True)
     check = gpu_check.Check(tmp_path, deadline=float("inf"))
 
-    def session(check, name, planned, argv, env=None):  # noqa: ANN001 - the step's command, its results.json
-        report = Path(next(a for a in argv if a.startswith("--dlperf-report=")).split("=", 1)[1])
-        report.mkdir(parents=True)
-        (report / "results.json").write_text(json.dumps({"ab": {"cases": {CASE.id: paired.to_dict()}}}))
-        check.steps[name] = {"returncode": 0}
-        return True
-
-    monkeypatch.setattr(gpu_check, "run_step", session)
+    monkeypatch.setattr(gpu_check, "run_step", recorded_step({"planted": {"ab": {"cases": {CASE.id: paired.to_dict()}}}}))
     gpu_check.ab(check, "planted", "A/B planted 2%", "env=DLPERF_PLANT_SLOWDOWN=0.02", 6, 150)
     (row,) = check.rows
     assert row["result"].startswith(f"{paired.verdict['verdict'].upper()} after 3 pair(s), ratio 0.98")
@@ -100,16 +108,8 @@ def test_the_data_step_reads_each_sources_row_and_says_which_was_not_measured(tm
                                            "input_share": {"value": 0.19, "flag": "data-bound: ..."},
                                            "loader_throughput": metric(2500.0)}}]
 
-    def session(check, name, planned, argv, env=None):  # noqa: ANN001 - the step's command, its results.json
-        check.steps[name] = {"returncode": 0, "log": f"{name}.log"}
-        (check.out / f"{name}.log").write_text("1 skipped: --backend ddp: nvidia.dali is not installed\n")
-        if name == "data":
-            report = Path(next(a for a in argv if a.startswith("--dlperf-report=")).split("=", 1)[1])
-            report.mkdir(parents=True)
-            (report / "results.json").write_text(json.dumps({"cases": cases}))
-        return True
-
-    monkeypatch.setattr(gpu_check, "run_step", session)
+    monkeypatch.setattr(gpu_check, "run_step", recorded_step({"data": {"cases": cases}},
+                                                             "1 skipped: --backend ddp: nvidia.dali is not installed\n"))
     gpu_check.data(check)
     synthetic, real = check.rows[:2]
     assert synthetic["what"] == "resnet50-fp32-bs256-224px-1n1g" and synthetic["throughput"] == "3000.0 samples/s"
@@ -129,16 +129,7 @@ def test_the_explain_step_reads_the_blocks_top_kernel_and_says_when_there_is_non
                    "diff": {"unit": "kernels", "top": [top], "beyond_noise": 4, "ranks": [{"rank": 0}]}}
     results = {"ab": {"cases": {"resnet50-fp32-bs256-224px-1n1g": {"verdict": "slower", "explanation": explanation}}}}
 
-    def session(check, name, planned, argv, env=None):  # noqa: ANN001 - the step's command, its results.json
-        check.steps[name] = {"returncode": 0, "log": f"{name}.log"}
-        (check.out / f"{name}.log").write_text("")
-        if name == "explain":
-            report = Path(next(a for a in argv if a.startswith("--dlperf-report=")).split("=", 1)[1])
-            report.mkdir(parents=True)
-            (report / "results.json").write_text(json.dumps(results))
-        return True
-
-    monkeypatch.setattr(gpu_check, "run_step", session)
+    monkeypatch.setattr(gpu_check, "run_step", recorded_step({"explain": results}))
     check = gpu_check.Check(tmp_path, deadline=float("inf"))
     gpu_check.explained(check)
     (row,) = check.rows

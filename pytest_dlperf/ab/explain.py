@@ -6,7 +6,6 @@ launch fails, says why in its block, and its verdict stands."""
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
@@ -15,6 +14,7 @@ from ..clusters.base import ClusterError
 from ..measure import Bench, launch
 from ..runner import RunFailed
 from ..explain import RankProfile
+from ..explain.diff import robust_sd
 from ..specs import CaseSpec, Measurement
 from .options import ExplainOptions
 from .pairs import PairedCase
@@ -41,10 +41,7 @@ def launch_noise(rec: PairedCase) -> float:
     disturbed does not make every operator noisy), at least LEAST_LAUNCH_NOISE; with fewer than three pairs
     DEFAULT_LAUNCH_NOISE."""
     logs = [math.log(p.ratio) for p in rec.pairs if p.ratio > 0]
-    if len(logs) < 3:
-        return DEFAULT_LAUNCH_NOISE
-    mid = statistics.median(logs)
-    return max(LEAST_LAUNCH_NOISE, 1.4826 * statistics.median(abs(x - mid) for x in logs))
+    return max(LEAST_LAUNCH_NOISE, robust_sd(logs)) if len(logs) >= 3 else DEFAULT_LAUNCH_NOISE
 
 
 def what_of(options: ExplainOptions) -> str:

@@ -2,6 +2,9 @@
 kernel by kernel) and rank by rank (issue #57; docs/explain.md)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from .block import lines
 from .diff import Diff, diff
 from .read import from_dir, from_meta
@@ -10,7 +13,7 @@ from .trace import RankProfile, TraceError
 
 MODES = ("auto", "always", "never")
 
-__all__ = ["MODES", "Diff", "compared", "RankProfile", "TraceError", "diff", "explanation", "from_dir", "from_meta", "lines", "of_confirmation", "problem",
+__all__ = ["MODES", "Diff", "compared", "RankProfile", "TraceError", "diff", "explanation", "from_dir", "from_meta", "lines", "of_confirmation", "of_regression", "problem",
            "summarize"]
 
 
@@ -19,6 +22,15 @@ def of_confirmation(confirmation: dict | None) -> dict | None:
     against the recording's profile (``explanation``); None: not explained."""
     c = confirmation or {}
     return c.get("explanation") or (c.get("pairs") or {}).get("explanation")
+
+
+def of_regression(verdicts: Iterable[Any]) -> dict | None:
+    """A case's explanation for its test and summary: the first REGRESSION verdict's (``of_confirmation``)."""
+    for v in verdicts:
+        found = of_confirmation(v.confirmation)
+        if found is not None and v.status == "regression":
+            return found
+    return None
 
 
 def explanation(reference: tuple[list[RankProfile], list[str]], candidate: tuple[list[RankProfile], list[str]],

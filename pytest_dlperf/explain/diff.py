@@ -7,7 +7,9 @@ launch-to-launch spread, a fraction of the operator's time. Each side here is on
 one launch slower moves the operators by about that fraction: the fraction is the pairs' spread
 (``launch_noise``), or where larger, how far the two profiled launches' steps moved apart beyond what the
 pairs measured between the sides (``drift``: a host busier during one profiled launch than during the pairs).
-A change is beyond the noise when it exceeds ``Z`` times both together and ``FLOOR`` of the step; a change in
+Where larger still, how differently the operators moved from one another between the two launches
+(``dispersion``: a neighbour slows some operators and not others). A change is beyond the noise when it
+exceeds ``Z`` times both together and ``FLOOR`` of the step; a change in
 an operator's calls per step (added, removed, more or fewer) is exact and always named."""
 from __future__ import annotations
 
@@ -144,17 +146,21 @@ def diff(reference: Mapping, candidate: Mapping, launch_noise: float, candidate_
 
 def dispersion(changes: Sequence[OpChange], step_ms: float) -> float | None:
     """How differently the operators moved between the two launches: 1.4826 x the median absolute deviation of
-    the log ratios (candidate over reference) of the operators that take ``FLOOR`` of the step on both sides
+    the log ratios (``robust_sd``; candidate over reference) of the operators that take ``FLOOR`` of the step on both sides
     with the same calls (``DISPERSION_OPS`` at least, else None). On a shared host one launch's neighbours
     slow some operators and not others (memory-bound ones, multi-threaded ones): this is that noise, measured
     in the diff itself; an operator that changed alone stands out of it, and one that moved with the others
     is not blamed for the host."""
     logs = [math.log(c.candidate_ms / c.reference_ms) for c in changes
             if not c.calls and c.name != BETWEEN and min(c.reference_ms, c.candidate_ms) >= FLOOR * step_ms]
-    if len(logs) < DISPERSION_OPS:
-        return None
-    mid = statistics.median(logs)
-    return 1.4826 * statistics.median(abs(x - mid) for x in logs)
+    return robust_sd(logs) if len(logs) >= DISPERSION_OPS else None
+
+
+def robust_sd(values: Sequence[float]) -> float:
+    """A standard deviation estimated robustly: 1.4826 x the median absolute deviation (one value a busy host
+    disturbed does not widen it)."""
+    mid = statistics.median(values)
+    return 1.4826 * statistics.median(abs(x - mid) for x in values)
 
 
 def _change(name: str, ref: Mapping, cand: Mapping, launch_noise: float) -> OpChange:

@@ -87,9 +87,9 @@ def read(path: Path, rank: int) -> RankProfile:
         raise TraceError(f"rank {rank}'s trace {path}: not a Chrome trace (no traceEvents list)")
     try:
         return RankProfile(rank, profile_events(events, f"rank {rank}'s trace {path}"), str(path))
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # TraceError is a ValueError: said as it is
-        if isinstance(exc, TraceError):
-            raise
+    except TraceError:
+        raise  # (a ValueError: said as it is)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise TraceError(f"rank {rank}'s trace {path}: an event the reader does not understand ({exc})") from None
 
 

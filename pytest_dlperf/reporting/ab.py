@@ -116,8 +116,8 @@ def markdown(section: dict, plot: str | None = None) -> list[str]:
     lines += [f"- {line}" for line in sides_lines(section)]
     for name, c in section.get("cases", {}).items():
         if c.get("explanation") is not None:
-            lines += ["", f"### `{name}`: {explain.lines(c['explanation'])[0]}", "", "```",
-                      *explain.lines(c["explanation"])[1:], "```"]
+            block = explain.lines(c["explanation"])
+            lines += ["", f"### `{name}`: {block[0]}", "", "```", *block[1:], "```"]
     if plot:
         lines += ["", f"![A/B pairs](plots/{plot})"]
     return lines + [""]

@@ -131,11 +131,9 @@ def _gate_notes(results: ResultSet) -> list[str]:
         lines.append(f"- `{r.case.backend}/{r.case.id}` {v.metric}: **{v.status.value.upper()}**: "
                      f"{v.message}" + (f" Changed since the baseline: {changed}."
                                        if v.status == "regression" else ""))
-    shown: set[int] = set()
-    for r, v in notes:  # a confirmed regression's "what got slower" (its side-by-side pairs' profiled launches)
-        found = explain.of_confirmation(v.confirmation)
-        if found is not None and v.status == "regression" and id(r) not in shown:
-            shown.add(id(r))
+    for r in results.results:  # a regression's "what got slower", once a case
+        found = explain.of_regression((r.verdict or {}).values())
+        if found is not None:
             block = explain.lines(found)
             lines += ["", f"`{r.case.backend}/{r.case.id}`: {block[0]}", "", "```", *block[1:], "```", ""]
     if missing:

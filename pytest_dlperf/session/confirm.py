@@ -192,11 +192,8 @@ def _screen_notes(judgement: Judgement) -> list[str]:
 
 def _explained(settled: Iterable[Verdict]) -> list[str]:
     """The "what got slower" block of the confirmation's pairs (ab.explain), once for the case."""
-    for v in settled:
-        found = explain.of_confirmation(v.confirmation)
-        if found is not None and v.status is VerdictStatus.REGRESSION:
-            return explain.lines(found)
-    return []
+    found = explain.of_regression(settled)
+    return explain.lines(found) if found is not None else []
 
 
 def _change(v: Verdict) -> str:
