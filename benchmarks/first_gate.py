@@ -13,7 +13,10 @@ Phases (one work directory holds them all; run them in order):
 
 Every gate is the README's plain ``pytest suites/`` against the stored baselines, with the default
 confirmation; what the screen said of each case is read back from its verdict's confirmation, so one
-session gives both figures: what the screen failed, and what failed. Nothing is modelled. (The planted
+session gives both figures: what the screen failed, and what failed. Nothing is modelled. Each line also
+says how many cases the gate before issue #63 would have stopped as HARDWARE on the same machine (its probe
+moved: ``moved``), and how many of those the attribution now confirms side by side. To try a host whose
+speed moves, run every phase under ``../shared/tools/drifting-host --``. (The planted
 sessions plant a variable, DLPERF_PLANT_SLOWDOWN, which the recording did not have: a software difference,
 confirmed side by side with the variable unset. benchmarks/side_by_side.py plants commits and environments.)
 
@@ -92,17 +95,28 @@ def cases_of(work: Path, label: str) -> list[dict]:
     return doc["cases"]
 
 
+def moved(v: dict) -> bool:
+    """Whether a primary verdict's host moved as the gate before issue #63 called another machine (HARDWARE,
+    not judged, before any attribution): the hardware probe beyond 25% on the same identity (``host_speed``),
+    or the pace probe slower beyond its spread (``pace.host_slower``). An upper bound for the old rule: it
+    also probed up to three more times before such a verdict and kept the best figure."""
+    return bool(v.get("host_speed")) or bool((v.get("pace") or {}).get("host_slower"))
+
+
 def verdicts(cases: list[dict]) -> list[dict]:
     """Per case: its tolerated verdicts, what the attribution and confirmation made of a screen failure
-    (host, confirmed, cleared, undecided, not confirmed), and the launches its side-by-side pairs added."""
+    (host, confirmed, cleared, undecided, not confirmed), the launches its side-by-side pairs added, and
+    whether the gate before issue #63 would have stopped it as HARDWARE (``moved``)."""
     out = []
     for c in cases:
         v = c.get("verdict") or {}
         said = {m: v[m]["status"] for m in TOLERATED if m in v}
         confirmation = next((v[m]["confirmation"] for m in v if isinstance(v[m].get("confirmation"), dict)), None)
         pairs = (confirmation or {}).get("pairs") or {}
+        primary = v.get(metrics.PRIMARY.name) or {}
         out.append({"case": c["case"]["id"], "status": said, "launches": len(c["runs"]),
-                    "confirmation": (confirmation or {}).get("outcome", ""), "added": 2 * pairs.get("pairs", 0)})
+                    "confirmation": (confirmation or {}).get("outcome", ""), "added": 2 * pairs.get("pairs", 0),
+                    "old_hardware": moved(primary)})
     return out
 
 
@@ -115,12 +129,15 @@ def row(meta: dict, results: list[dict]) -> str:
     screened = [c for c in cases if c["confirmation"]]  # each failed its screen (REGRESSION or NOISY)
     extra = sum(c["added"] for c in screened)
     outcome = {k: sum(c["confirmation"] == k for c in screened) for k in ("host", "confirmed", "cleared", "undecided")}
+    hardware = sum("hardware" in c["status"].values() for c in cases)
+    old = [c for c in cases if c["old_hardware"]]
     when = time.strftime("%H:%M", time.localtime(meta["started"]))
     return (f"{label:10s} {when}  rc={meta['rc']}  {meta['wall']:6.0f} s  cases {len(cases):2d}  "
-            f"screen fails {len(screened):2d}  host {outcome['host']:2d}  confirmed {outcome['confirmed']:2d}  "
-            f"cleared {outcome['cleared']:2d}  undecided {outcome['undecided']:2d}  "
+            f"HARDWARE {hardware}  screen fails {len(screened):2d}  host {outcome['host']:2d}  "
+            f"confirmed {outcome['confirmed']:2d}  cleared {outcome['cleared']:2d}  undecided {outcome['undecided']:2d}  "
             f"REGRESSION {len(regression):2d} {','.join(regression) or '-'}  NOISY {len(noisy)}  "
-            f"side-by-side launches {extra}")
+            f"side-by-side launches {extra}  before #63: HARDWARE {len(old)} "
+            f"(of them confirmed now {sum(c['confirmation'] == 'confirmed' for c in old)})")
 
 
 def case_medians(cases: list[dict]) -> dict[str, tuple[float, float | None]]:
@@ -183,8 +200,10 @@ def main() -> int:
     p.add_argument("--gates", type=int, default=3)
     p.add_argument("--plant", type=float, default=0.10)
     p.add_argument("--after-minutes", type=float, default=60.0)
-    p.add_argument("extra", nargs="*", help="more pytest arguments for every session (after --)")
-    a = p.parse_args()
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)  # argparse took "-- -k X" after the phase for its own
+    a = p.parse_args(argv[:cut])
+    a.extra = argv[cut + 1:]  # more pytest arguments for every session (after --)
     a.work.mkdir(parents=True, exist_ok=True)
     if a.phase == "record":
         session(a.work, "record", a.extra, "--update-baselines")

@@ -191,12 +191,13 @@ def add_gate_options(parser: pytest.Parser) -> None:
     a("--dlperf-noisy", choices=NOISY, default="fail",
       help="a case too noisy to judge: fail (default) or warn and pass")
     a("--dlperf-hardware", choices=HARDWARE, default=None,
-      help="a case whose baseline was recorded on other hardware (the fingerprints differ) is not "
+      help="a case whose baseline was recorded on other hardware (an identity fact of the fingerprints "
+           "differs: HARDWARE), or whose failure is the host's (HOST: nothing recorded differs), is not "
            "judged: skip it, or fail it (default: fail under CI, i.e. CI or BUILD_NUMBER set; skip otherwise)")
     a("--dlperf-probe-seconds", type=positive_seconds, default=1.5, metavar="S",
       help="length of the hardware probe run on every node before a case's first launch (default %(default)s)")
     a("--dlperf-reprobe-pause", type=non_negative_seconds, default=REPROBE_PAUSE, metavar="S",
-      help="seconds between the extra probes taken before a HARDWARE verdict and when recording "
+      help="seconds between the extra probes a recording takes before it keeps its fingerprints "
            "(default %(default)s: the host's slow spells last seconds)")
 
 

@@ -15,8 +15,8 @@ class VerdictStatus(str, Enum):
     IMPROVEMENT = "improvement"
     NOISY = "noisy"
     MISSING = "missing"
-    # not judged: the baseline was recorded on other hardware (session.gate.hardware_verdict), or this
-    # session's host ran slower than the recording's by the pace probe (host_slower)
+    # not judged: the baseline was recorded on other hardware, an identity fact of the machine differs
+    # (session.gate.hardware_verdict); the same machine at another speed is judged (issue #63)
     HARDWARE = "hardware"
     # not judged: a drop with no spread on either side to tell it from noise (NEEDED_LAUNCHES)
     UNJUDGED = "unjudged"
@@ -64,6 +64,9 @@ class Verdict:
     # the screen's failure attributed and confirmed (session.confirm): "outcome" (confirmed, cleared, undecided,
     # not confirmed, host), "screen" (the stored baseline's status), the reference and the side-by-side verdict
     confirmation: dict | None = None
+    # the hardware probe's figures that moved since the recording on a machine of the same identity
+    # (fingerprint.compare's ``speed``), for the attribution's HOST message; [] where none moved or none compared
+    host_speed: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.status = VerdictStatus(self.status)  # a plain string ("pass") names its status too

@@ -2,14 +2,17 @@
 
 A fingerprint is the JSON object ``pytest_dlperf/node/hwprobe.py`` prints on a node (its
 module docstring is the contract). ``compare`` takes the fingerprints stored with a baseline and
-the ones measured now, both mapping node name -> fingerprint, and tells a slower MACHINE from
-slower SOFTWARE:
+the ones measured now, both mapping node name -> fingerprint, and tells ANOTHER MACHINE from the
+same machine at another speed (issue #63):
 
-- identity facts (CPU model, flags, CPU count and quota, GPU model, clocks, power limit, ...)
-  are compared exactly; a difference means the baseline was recorded on other hardware;
-- the probes' performance figures (matmul GFLOP/s per core, copy GB/s) are compared as a ratio
-  measured / recorded against a threshold that grows with the trials' own noise; a machine that
-  is as fast as it was is not the cause of a throughput drop;
+- identity facts (CPU model, family/model/stepping, flags, CPU count, SMT, cgroup quota, memory;
+  GPU model, memory, clocks, power limit, ECC, PCIe, driver, MIG, count) are compared exactly; a
+  difference means the baseline was recorded on other hardware ("differs": HARDWARE, not judged);
+- the probes' performance figures (matmul GFLOP/s per core) are compared as a ratio measured /
+  recorded against a threshold that grows with the trials' own noise; a difference is ``speed``:
+  the same machine ran faster or slower than when it recorded (a shared VM's host moves 6-50%
+  between minutes), which is not another machine. It is said beside a failure's attribution (HOST)
+  and the recording's notes, and decides nothing;
 - a measured probe whose threads got markedly less CPU time than wall time (``cpu_wall``) ran
   on cores shared with other work: its figures are not compared ("busy"), unless the missing
   CPU time was a cgroup quota's throttling, which is reported as a difference.
@@ -66,29 +69,32 @@ def best_of(a: Mapping[str, dict], b: Mapping[str, dict]) -> dict[str, dict]:
 class FingerprintComparison:
     """The verdict on two sets of fingerprints.
 
-    ``status``: "same" (no difference, cores not busy), "differs" (some hardware fact or probe
-    figure differs), "busy" (no difference found, but a probe ran on cores shared with other
-    work, so performance was not compared), "unknown" (nothing to compare against).
-    ``differences``: short facts, measured vs recorded. ``notes``: why something was not compared.
+    ``status``: "same" (no identity fact differs, cores not busy), "differs" (an identity fact
+    differs: another machine), "busy" (no identity fact differs, but a probe ran on cores shared
+    with other work, so its speed was not compared), "unknown" (nothing to compare against).
+    ``differences``: the identity facts, measured vs recorded. ``speed``: the probe figures that moved
+    on the same machine, measured vs recorded (any status). ``notes``: why something was not compared.
     """
 
     status: str  # one of STATUSES
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # every difference is a probe figure, none an identity or a quota: a host's slow seconds can
-    # cause that, so another probe a little later may find the machine as recorded
-    performance_only: bool = False
-    # every difference is a probe figure on which this machine did BETTER than the recording one
-    # (or the recording probed at a slow moment): the hardware can hide a drop here, not cause one
-    faster_only: bool = False
+    speed: list[str] = field(default_factory=list)
+    # measured / recorded of each probe figure in ``speed``
+    ratios: list[float] = field(default_factory=list)
 
     def summary(self) -> str:
-        """One line: the differences joined, else the notes, else that the machines match."""
+        """One line: the identity differences (and probe figures) joined, else the notes, else that the
+        machines match."""
         if self.differences:
-            return "; ".join(self.differences)
+            return "; ".join(self.differences + self.speed)
         if self.notes:
             return "; ".join(self.notes)
         return "same hardware as the recording machine"
+
+    def speed_said(self) -> str:
+        """The probe figures that moved on the same machine, in words ("" : none moved beyond its noise)."""
+        return "; ".join(self.speed)
 
 
 def _fmt(value: Any) -> str:
@@ -222,7 +228,7 @@ def _performance(node: str, m: Mapping[str, Any], r: Mapping[str, Any],
         ratios.append(ratio)
         word = "slower" if ratio < 1 else "faster"
         unit = mp.get("unit") or ""
-        diffs.append(f"{label} {round(abs(ratio - 1) * 100)}% {word} than the recording machine's "
+        diffs.append(f"{label} {round(abs(ratio - 1) * 100)}% {word} than at the recording "
                      f"({mv:.1f} vs {rv:.1f} {unit})".rstrip())
     return diffs, notes, ratios
 
@@ -230,16 +236,12 @@ def _performance(node: str, m: Mapping[str, Any], r: Mapping[str, Any],
 @dataclass
 class _Tally:
     """What the node-by-node comparison has found so far."""
-    differences: list[str] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)  # identity facts
     notes: list[str] = field(default_factory=list)
-    fixed: int = 0  # differences no second probe can change
-    ratios: list[float] = field(default_factory=list)  # measured / recorded of every probe figure that differs
+    speed: list[str] = field(default_factory=list)  # probe figures that moved on the same identity
+    ratios: list[float] = field(default_factory=list)  # measured / recorded of each of ``speed``
     busy: bool = False
     compared: bool = False
-
-    def differ(self, what: str, fixed: bool) -> None:
-        self.differences.append(what)
-        self.fixed += int(fixed)
 
 
 def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *,
@@ -255,15 +257,13 @@ def compare(recorded: Mapping[str, dict] | None, measured: Mapping[str, dict], *
     tally = _Tally()
     rec, mea = list(recorded.items()), list(measured.items())
     if len(rec) != len(mea):
-        tally.differ(f"{len(mea)} nodes vs {len(rec)}", fixed=True)
+        tally.differences.append(f"{len(mea)} nodes vs {len(rec)}")
     for (node, m), (_rnode, r) in zip(mea, rec):
         _compare_node(tally, node, m, r, perf_tolerance, busy_below)
     if not tally.compared and not tally.differences:
         return FingerprintComparison("unknown", tally.differences, tally.notes)
     status = "differs" if tally.differences else "busy" if tally.busy else "same"
-    performance_only = bool(tally.differences) and not tally.fixed
-    return FingerprintComparison(status, tally.differences, tally.notes, performance_only=performance_only,
-                                 faster_only=performance_only and all(x > 1 for x in tally.ratios))
+    return FingerprintComparison(status, tally.differences, tally.notes, tally.speed, tally.ratios)
 
 
 def _compare_node(tally: _Tally, node: str, m: dict, r: dict, perf_tolerance: float, busy_below: float) -> None:
@@ -276,8 +276,7 @@ def _compare_node(tally: _Tally, node: str, m: dict, r: dict, perf_tolerance: fl
     if m.get("probe_version") != r.get("probe_version"):
         tally.notes.append(f"{node}: probe version {m.get('probe_version')} vs "
                            f"{r.get('probe_version')}: compared where the fields agree")
-    for d in _identity(node, m, r):
-        tally.differ(d, fixed=True)
+    tally.differences.extend(_identity(node, m, r))
     cpu_wall, throttled, shared = _busy(m, busy_below)
     rec_wall, _, rec_shared = _busy(r, busy_below)
     if shared:
@@ -292,13 +291,12 @@ def _compare_node(tally: _Tally, node: str, m: dict, r: dict, perf_tolerance: fl
         return
     perf, perf_notes, perf_ratios = _performance(node, m, r, perf_tolerance)
     tally.notes.extend(perf_notes)
-    tally.ratios.extend(perf_ratios)
     capped = throttled is not None and throttled > THROTTLED_S
-    if perf and capped:
-        tally.differ(f"{node}: CPU time capped by a cgroup quota during the probe "
-                     f"(throttled {throttled:.2f} s); " + "; ".join(perf), fixed=True)
+    if perf and capped:  # the quota, not the host's moment, held the cores back: another machine's shape
+        tally.differences.append(f"{node}: CPU time capped by a cgroup quota during the probe "
+                                 f"(throttled {throttled:.2f} s); " + "; ".join(perf))
         return
-    for d in perf:
-        tally.differ(f"{node}: {d}", fixed=False)
+    tally.speed.extend(f"{node}: {d}" for d in perf)
+    tally.ratios.extend(perf_ratios)
     if capped:
         tally.notes.append(f"{node}: CPU time capped by a cgroup quota during the probe (throttled {throttled:.2f} s)")

@@ -217,8 +217,21 @@ def _drift(v: Verdict, base: Recorded) -> str:
     return f" {said[:1].upper()}{said[1:]}."
 
 
+def _probes(v: Verdict) -> str:
+    """What the probes said of this host against the recording, beside the metric's change ("" : nothing moved
+    beyond its noise, or nothing was compared): the hardware probe's figures (the machine's identity matched),
+    the pace probe's ratio where it found the host slower."""
+    said = []
+    if v.host_speed:
+        said.append("the hardware probe: " + "; ".join(v.host_speed))
+    slower = (v.pace or {}).get("host_slower")
+    if slower:
+        said.append(f"the pace probe: x{slower['ratio']:.2f} of the recording's")
+    return f" The same machine (its identity as recorded) at another speed: {'; '.join(said)}." if said else ""
+
+
 def host(v: Verdict, base: Recorded) -> Verdict:
-    """A screen failure where nothing recorded differs: HOST."""
+    """A screen failure where nothing recorded differs: HOST, with the probes' figures beside the metric's."""
     sw = base.software
     assert sw is not None
     m = metrics.get(v.metric)
@@ -227,11 +240,11 @@ def host(v: Verdict, base: Recorded) -> Verdict:
     else:
         ran = f"this host measured {m.title} {_change(v)} against its recording"
     message = (f"HOST {v.case} {v.metric}: nothing recorded differs from the recording ({sw.summary()}): {ran}, or "
-               f"something the harness does not record changed (data, firmware, another tenant).{_drift(v, base)} "
-               f"The stored baseline's screen: {_screen(v)}")
+               f"something the harness does not record changed (data, firmware, another tenant).{_probes(v)}"
+               f"{_drift(v, base)} The stored baseline's screen: {_screen(v)}")
     return replace(v, status=VerdictStatus.HOST, message=message, changes=[],
                    confirmation={"outcome": str(Settled.HOST), "screen": str(v.status), "screen_change": v.change,
-                                 "software": sw.id})
+                                 "software": sw.id, "probes": _probes(v).strip() or None})
 
 
 def not_confirmed(v: Verdict, base: Recorded, said: list[str], found: Found) -> Verdict:

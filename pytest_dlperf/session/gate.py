@@ -6,6 +6,7 @@ at the end, under the file lock). The statistics live in ``baselines.rules``, th
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -61,20 +62,6 @@ class Gate:
         if text not in self.notes:
             self.notes.append(text)
 
-    def probe_again(self, result: CaseResult, nodes: list[Node],
-                    fingerprints: Fingerprints | None, context: BaselineContext | None = None) -> bool:
-        """True when only probe figures set this machine apart from the entry's recording machine
-        (a host's slow seconds do that): the session probes again before judging, or before a sitting
-        is added (--dlperf-record-sittings refuses one of another machine). Notes nothing."""
-        if fingerprints is None or (self.options.update and self.options.sittings <= 1):
-            return False
-        ctx = self._with_entry(result, nodes, context)
-        if ctx is None or ctx.entry is None:
-            return False
-        comp = compare(ctx.file.fingerprint_for(ctx.entry), fingerprints.nodes)
-        # the session keeps each node's best probe: another look can lift a slow figure, never lower one
-        return comp.performance_only and not comp.faster_only
-
     def _with_entry(self, result: CaseResult, nodes: list[Node], context: BaselineContext | None
                     ) -> BaselineContext | None:
         """The case's baseline context where its file reads (None: a broken file, which ``judge`` names)."""
@@ -84,7 +71,8 @@ class Gate:
             return None
 
     def hardware(self, bfile: BaselineFile, entry: Entry, fingerprints: Fingerprints | None) -> FingerprintComparison:
-        """Compare the machine that recorded the entry with this one; session notes say what could not be."""
+        """Compare the machine that recorded the entry with this one; session notes say what could not be,
+        and where another machine recorded it."""
         comp = compare(bfile.fingerprint_for(entry), fingerprints.nodes if fingerprints else None)
         for err in fingerprints.errors if fingerprints else []:
             self.note(f"hardware fingerprint: {err}")
@@ -94,13 +82,6 @@ class Gate:
             self.note(f"hardware fingerprint: {comp.summary()}")
         elif comp.status == "differs":
             mode = "fail" if self.options.hardware_fails else "skip"
-            if comp.faster_only:
-                self.note(f"hardware probes FASTER than the machine that recorded {bfile.path} ({comp.summary()}): "
-                          f"a throughput drop beyond the tolerance is still a REGRESSION (faster hardware cannot "
-                          f"cause it); any other result is NOT JUDGED, since it could hide a slow-down. If this "
-                          f"is the recording machine, its probe ran at a slow moment: record again "
-                          f"(--update-baselines). The cases not judged {mode} (--dlperf-hardware {mode}).")
-                return comp
             self.note(f"NOT JUDGED (hardware differs from the machine that recorded {bfile.path}): "
                       f"{comp.summary()}. Record this machine's own baseline (--update-baselines; with "
                       f"--dlperf-baseline-profile NAME to keep the committed file), or gate against a profile "
@@ -117,8 +98,10 @@ class Gate:
         case's baseline as its preflight resolved it (see ``context_of``). ``software``: what the case ran
         (recorded with its entry; None: not known).
 
-        The machines are compared first: when the fingerprints stored with the entry and this
-        session's differ beyond the probes' noise, the verdict is "hardware", not a regression.
+        The machines are compared first: where an identity fact stored with the entry differs from this
+        session's (another CPU, GPU, core count, quota), the verdict is "hardware", not a regression. The
+        same machine at another speed (its probe moved) is judged; the primary verdict carries the probe's
+        figures (``host_speed``) for the failure's attribution (HOST says them).
         """
         case = result.case
         try:
@@ -136,7 +119,10 @@ class Gate:
                 return refused
         if comp is not None and comp.status == "differs":
             return self._judge_other_hardware(result, ctx, tol, comp, reference, record, asked)
-        return self._judge_entry(result, ctx, tol, reference, record, asked)
+        judged = self._judge_entry(result, ctx, tol, reference, record, asked)
+        if comp is not None and comp.speed and judged.verdicts:
+            judged.verdicts[0].host_speed = list(comp.speed)
+        return judged
 
     def tolerances(self, ctx: BaselineContext, item: pytest.Item | None) -> tuple[Tolerances, set[str]]:
         """The case's tolerances in force (its file's, the command line's, its test marker's) and the metrics
@@ -171,20 +157,16 @@ class Gate:
     def _judge_other_hardware(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
                               comp: FingerprintComparison, reference: CaseResult | None, record: bool,
                               asked: set[str]) -> Judgement:
-        """The entry was recorded on other hardware: not judged (HARDWARE), except that on a machine
-        that probes faster a throughput drop beyond the tolerance is still a regression."""
-        if comp.faster_only and not self.options.update:
-            # this machine probes faster than the recording one: a drop is not the hardware's
-            judged = self._judge_entry(result, ctx, tol, reference, record, asked)
-            if any(v.metric == PRIMARY.name and v.status is VerdictStatus.REGRESSION for v in judged.verdicts):
-                judged.message += (f"\nthe hardware cannot explain this drop: this machine probes faster than "
-                                   f"the recording one ({comp.summary()})")
-                return judged
-        v = hardware_verdict(result, ctx.entry, tol.get(PRIMARY.name), comp)
-        result.verdict = {v.metric: v}
+        """The entry was recorded on other hardware: not judged (HARDWARE). Every metric the case measured
+        keeps its figures, change and spread in its verdict (results.json, the tables): only its status
+        says it was not judged."""
+        screened = self._verdicts(result, ctx, tol, reference, asked)
+        v = hardware_verdict(result, ctx.entry, tol.get(PRIMARY.name), comp, screened[0] if screened else None)
+        others = [not_judged_here(s, comp) for s in screened[1:]]
+        result.verdict = {x.metric: x for x in (v, *others)}
         if self.options.update:
-            return Judgement(Outcome.PASS, v.message, [v])
-        return Judgement(Outcome.FAIL if self.options.hardware_fails else Outcome.SKIP, v.message, [v])
+            return Judgement(Outcome.PASS, v.message, [v, *others])
+        return Judgement(Outcome.FAIL if self.options.hardware_fails else Outcome.SKIP, v.message, [v, *others])
 
     def _judge_entry(self, result: CaseResult, ctx: BaselineContext, tol: Tolerances,
                      reference: CaseResult | None, record: bool, asked: set[str]) -> Judgement:
@@ -244,15 +226,6 @@ class Gate:
                 said += f"\n{network}"
             if not self.options.update:
                 return Judgement(Outcome.FAIL, "\n".join(v.message for v in failing) + "\n" + said, verdicts)
-        first = verdicts[0]
-        if first.status is VerdictStatus.HARDWARE and not self.options.update:  # judge's only HARDWARE: host_slower
-            slower = first.pace["host_slower"]
-            mode = "fail" if self.options.hardware_fails else "skip"
-            self.note(f"{case.id}: NOT JUDGED (this session's host ran slower than the recording's by the pace "
-                      f"probe, x{slower['ratio']:.2f}, beyond the probe's own spread): a drop there may be the "
-                      f"host's. Run again at a quieter moment, or record the baseline again on this host. "
-                      f"The case {mode}s (--dlperf-hardware {mode}).")
-            return Judgement(Outcome(mode), first.message, verdicts)
         return Judgement(Outcome.PASS, "\n".join(v.message for v in verdicts), verdicts)
 
 def _scaling_runs(result: CaseResult, entry: Entry, reference: CaseResult | None,
@@ -266,19 +239,36 @@ def _scaling_runs(result: CaseResult, entry: Entry, reference: CaseResult | None
     return ScalingRuns(result.throughputs, reference.throughputs, entry.throughputs, ref_entry.throughputs)
 
 
-def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: FingerprintComparison) -> Verdict:
-    """The verdict for a case whose baseline was recorded on other hardware: not judged, and why."""
+def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: FingerprintComparison,
+                     screened: Verdict | None = None) -> Verdict:
+    """The verdict for a case whose baseline was recorded on other hardware: not judged, and why, with the
+    figures the screen measured (``screened``: the primary metric's verdict as if judged; its spread,
+    tests and pace are kept)."""
     case, m_med, b_med = result.case.id, result.median, entry.median
     change = m_med / b_med - 1
-    rule = ("hardware differs from the recording machine beyond the probes' noise: "
-            "a throughput difference it explains is not called a regression")
-    hidden = (" A machine that probes faster can hide a slow-down behind that figure; only a drop beyond the "
-              "tolerance is judged on it." if comp.faster_only else "")
+    rule = "hardware differs from the recording machine: a throughput difference it explains is not called a regression"
     message = (f"HARDWARE {case} {PRIMARY.name}: not judged: this machine is not the one that recorded the baseline "
                f"({comp.summary()}). Measured median {m_med:.4g} {result.case.unit} vs baseline {b_med:.4g} "
-               f"({change:+.1%}).{hidden} Record this machine's own baseline with --update-baselines (with "
+               f"({change:+.1%}). Record this machine's own baseline with --update-baselines (with "
                f"--dlperf-baseline-profile NAME to keep the committed file), or gate against a profile recorded on "
                f"the same hardware.")
+    if screened is not None:
+        return replace(screened, status=VerdictStatus.HARDWARE, message=message, rule=rule, changes=[])
     return Verdict(status=VerdictStatus.HARDWARE, case=case, metric=PRIMARY.name, tolerance=tolerance, message=message,
                    rule=rule, measured_median=m_med, measured_n=len(result.throughputs), baseline_median=b_med,
                    baseline_n=len(entry.throughputs) or 1, baseline_source=entry.source, change=change)
+
+
+def not_judged_here(screened: Verdict, comp: FingerprintComparison) -> Verdict:
+    """Another metric of a case recorded on other hardware: its figures as measured, not judged (a MISSING
+    one stays MISSING: there was nothing to judge it against)."""
+    if screened.status is VerdictStatus.MISSING:
+        return screened
+    def fig(x: float | None) -> str:
+        return f"{x:.4g}" if x is not None else "none"
+    change = f" ({screened.change:+.1%})" if screened.change is not None else ""
+    message = (f"HARDWARE {screened.case} {screened.metric}: not judged: this machine is not the one that recorded "
+               f"the baseline ({comp.summary()}). Measured {fig(screened.measured_median)} vs baseline "
+               f"{fig(screened.baseline_median)}{change}.")
+    return replace(screened, status=VerdictStatus.HARDWARE, message=message,
+                   rule="hardware differs from the recording machine", changes=[])

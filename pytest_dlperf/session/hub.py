@@ -329,11 +329,10 @@ class DLPerfSession:
         pytest.skip("dry-run: the per-node commands are printed in the summary")
 
     def _judge(self, got: Measured, item: pytest.Item | None, result: CaseResult, m: Measurement) -> Judgement:
-        """The gate's screen of the case against the baseline context its preflight resolved (after the
-        preflight's second look at the hardware), then the mode's settling of it: a stored session
+        """The gate's screen of the case against the baseline context its preflight resolved, then the mode's
+        settling of it: a stored session
         attributes and confirms a screen failure side by side; an A/B session's pairs decide in ``conclude``."""
         case = got.case
-        self.preflight.second_look(case, result)
         software = self._software_of(case, item, result)
         screen = self.gate.judge(result, self.cluster.nodes(), item, self.preflight.fingerprints,
                                  reference=self.results.find(case, Topology(1, 1)),

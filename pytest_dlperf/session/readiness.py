@@ -1,6 +1,6 @@
 """Whether a case is ready for its first launch (its preflight): its framework on every node (and, for
 an engine that spans nodes, their reach), a real-data case's dataset on every node, its baseline file and context, a hardware probe and its
-nodes' software; and the probes again, before a verdict on probe figures alone or a recording."""
+nodes' software; and the probes again before a recording is written (it keeps each node's best)."""
 from __future__ import annotations
 
 import contextlib
@@ -14,14 +14,13 @@ from ..baselines.store import SittingsError
 from ..clusters.base import Cluster, ClusterError
 from ..options import RunOptions
 from ..nodechecks import compiler, dataset, frameworks, hardware, interfaces, reach
-from ..results import CaseResult
 from ..specs import COMPILED, CaseSpec
 from .contexts import BaselineContext
 from .engines import Engines
 from .gate import Gate
 from .software import SoftwareIdentities
 
-RECHECKS = 3  # more probes, --dlperf-reprobe-pause s apart, before a HARDWARE verdict on probe figures alone
+RECHECKS = 3  # more probes, --dlperf-reprobe-pause s apart, before a recording keeps its fingerprints
 
 
 class CaseReadiness:
@@ -137,13 +136,6 @@ class CaseReadiness:
         """The case's frameworks as the preflight probe found them on node 0: name -> version."""
         probed = self.node_frameworks.get(self.cluster().nodes()[0].name, {})
         return {fw: probed[fw] for fw in self.engines.launcher(case).frameworks_for(case) if fw in probed}
-
-    def second_look(self, case: CaseSpec, result: CaseResult) -> None:
-        """Before calling the hardware different on probe figures alone, probe again a few times."""
-        name = self.engines.name(case)
-        context = self.contexts.get(name)
-        self.look_again(f"{name}-again", lambda: self.gate.probe_again(result, self.cluster().nodes(),
-                                                                      self.fingerprints, context))
 
     def look_again(self, label: str, wanted: Callable[[], bool] = lambda: True) -> None:
         """Probe up to RECHECKS more times, --dlperf-reprobe-pause s apart, while ``wanted()``: this host has

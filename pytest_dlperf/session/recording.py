@@ -37,6 +37,10 @@ class BaselineRecorder:
         """Keep the case's new entry, to be written if its test passes (SittingsError: it cannot be), with
         the software it ran (``software``; ``old_software``: the recorded entry's, which a sitting must match)."""
         new.software = software.id if software is not None else ""
+        if old is not None and comp is not None and comp.status != "differs" and comp.speed:
+            self.note(f"{result.case.id}: recorded on the machine of its last recording, at another speed by the "
+                      f"hardware probe ({comp.speed_said()}): a later session is judged against this recording's "
+                      "runs, and its probe figures only say how fast the host was")
         if self.sittings > 1 and old is not None:
             new = self.add_sitting(old, new, comp, reference, (old_software, software))
             new.software = software.id if software is not None else ""
@@ -51,11 +55,9 @@ class BaselineRecorder:
         (else left to ``fill_scaling``). SittingsError where the runs would not be of one machine and software
         (``software``: the recorded entry's and this session's)."""
         if comp is not None and comp.status == "differs":
-            slow = (" If this is the recording machine and only its probe figures differ, it probed at a slow "
-                    "moment: record again at a quieter one." if comp.performance_only else "")
             raise SittingsError(f"the recorded runs were taken on other hardware ({comp.summary()}): adding this "
                                 "session's would mix two machines in one baseline. Record it without "
-                                f"--dlperf-record-sittings to start over on this machine.{slow}")
+                                "--dlperf-record-sittings to start over on this machine.")
         same_software(*software)
         merged = add_sitting(old, new, self.sittings)
         if merged.case.topology.world_size == 1:
