@@ -14,9 +14,14 @@ from tests.test_gate_plugin import CASE, KEY, profile_file, run
 @pytest.mark.exclusive
 def test_a_recording_whose_launches_fall_into_two_modes_takes_more_and_says_how_closely_it_gates(tmp_path):
     """Two of five launches in a slow spell: the recording sees two modes, takes three more, keeps all.
-    The spell is -75%: at -50% a launch the shared host slowed by 30% on its own (2026-11-28) sat nearer
-    the planted two than the rest, and the slow mode held three."""
-    slow = f"{tmp_path / 'launches'}:2:0.75"
+    The spell is -90%: at -50% a launch the shared host slowed by 30% on its own (2026-11-28) sat nearer
+    the planted two than the rest, and the slow mode held three. At -75% (until issue #63's review) a
+    host whose speed moved 1.33x between the two planted launches (drifting-host, 10 s on, 10 s off)
+    spread the slow mode too widely for its gap (robust CV 21%: the gap must be 4 times that, 83% of the
+    median, and was 65%); at -90% the gap is about 88% of the median, which holds up to about 1.35x. A
+    host that moves by half within the planted pair, or within the other three, splits this recording
+    otherwise whatever the spell (``baselines.modes``: 1.85x within the three failed it at -90% too)."""
+    slow = f"{tmp_path / 'launches'}:2:0.9"
     r = run(tmp_path, tmp_path / "store", "-k", "1n1g", "--update-baselines", "--dlperf-repeats", "5",
             "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
     assert r.returncode == 0, r.stdout + r.stderr
