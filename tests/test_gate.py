@@ -560,3 +560,17 @@ def test_launches_in_two_modes_are_told_from_one_noisy_mode():
     assert split_modes([10.2, 14.8, 13.3]) is None  # one slow launch beside two that disagree by 11%: no gap
     assert split_modes([10.0, 10.1]) is None  # two launches are no modes
     assert tightest_drop([5.63, 5.91, 7.64, 7.7, 7.8]) == pytest.approx(1 - 5.63 / 7.64)
+
+
+def test_a_slow_mode_is_spread_against_its_own_level_not_the_fast_modes():
+    """A spell at a tenth of the speed whose two launches differ by 40% between themselves is still a mode
+    of its own: 40% of 0.25 is 0.1 samples/s, against a gap of 2.2. Measured against the fast mode's median
+    (as until 2026-11-29) its spread hid a gap of 88% (CI, test_recording_modes)."""
+    from pytest_dlperf.baselines.modes import split_modes
+
+    launches = [0.21, 0.30, 2.50, 2.41, 2.62, 2.55, 2.47, 2.58]
+    modes = split_modes(launches)
+    assert modes is not None and modes.slow == (0.21, 0.30) and len(modes.fast) == 6
+    assert split_modes([2.0, 2.6, 2.45, 2.52, 2.12]) is None  # two near 2.0-2.1 beside three near 2.5: too close
+    assert split_modes([1.0, 1.16, 2.0, 2.3]) is not None  # a gap of 72%, each side spread by about 10%
+    assert split_modes([1.0, 1.5, 2.0, 3.0]) is None  # a 33% gap, each side spread by half: one noisy mode

@@ -15,18 +15,16 @@ from tests.test_gate_plugin import CASE, KEY, profile_file, run
 def test_a_recording_whose_launches_fall_into_two_modes_takes_more_and_says_how_closely_it_gates(tmp_path):
     """Two of five launches in a slow spell: the recording sees two modes, takes three more, keeps all.
     The spell is -90%: at -50% a launch the shared host slowed by 30% on its own (2026-11-28) sat nearer
-    the planted two than the rest, and the slow mode held three. At -75% (until issue #63's review) a
-    host whose speed moved 1.33x between the two planted launches (drifting-host, 10 s on, 10 s off)
-    spread the slow mode too widely for its gap (robust CV 21%: the gap must be 4 times that, 83% of the
-    median, and was 65%); at -90% the gap is about 88% of the median, which holds up to about 1.35x. A
-    host that moves by half within the planted pair, or within the other three, splits this recording
-    otherwise whatever the spell (``baselines.modes``: 1.85x within the three failed it at -90% too)."""
+    the planted two than the rest, and the slow mode held three. The two planted launches may differ by
+    up to about 2.2x between themselves (a host that moves): ``baselines.modes`` measures each mode's spread
+    against its own level, in logs. Measured against the fast mode's median (until 2026-11-29), two planted
+    launches over about 30% apart hid the gap (CI, 2026-11-29)."""
     slow = f"{tmp_path / 'launches'}:2:0.9"
     r = run(tmp_path, tmp_path / "store", "-k", "1n1g", "--update-baselines", "--dlperf-repeats", "5",
             "--dlperf-confirm", "3", env={"TINY_SLOW_FIRST": slow})
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"{CASE}: its recording's launches fell into 2 launch(es) at " in r.stdout, r.stdout
-    assert "3 more launch(es) taken, and all 8 still split" in r.stdout
+    assert "3 more launch(es) taken, and all 8 still split" in r.stdout, r.stdout
     assert re.search(r"a drop is called only from about \d+% below its median on", r.stdout), r.stdout
     entry = json.loads(profile_file(tmp_path / "store").read_text())["entries"][KEY]
     assert len(entry["throughputs"]) == 8

@@ -14,7 +14,7 @@ from ..clusters.base import ClusterError
 from ..measure import Bench, launch
 from ..runner import RunFailed
 from ..explain import RankProfile
-from ..explain.diff import robust_sd
+from ..baselines.fingerprint import robust_sd
 from ..specs import CaseSpec, Measurement
 from .options import ExplainOptions
 from .pairs import PairedCase

@@ -18,6 +18,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from ..baselines.fingerprint import robust_sd
 from .trace import BETWEEN, RankProfile
 
 Z = 3.0  # standard errors: a few hundred operators are compared at once
@@ -154,13 +155,6 @@ def dispersion(changes: Sequence[OpChange], step_ms: float) -> float | None:
     logs = [math.log(c.candidate_ms / c.reference_ms) for c in changes
             if not c.calls and c.name != BETWEEN and min(c.reference_ms, c.candidate_ms) >= FLOOR * step_ms]
     return robust_sd(logs) if len(logs) >= DISPERSION_OPS else None
-
-
-def robust_sd(values: Sequence[float]) -> float:
-    """A standard deviation estimated robustly: 1.4826 x the median absolute deviation (one value a busy host
-    disturbed does not widen it)."""
-    mid = statistics.median(values)
-    return 1.4826 * statistics.median(abs(x - mid) for x in values)
 
 
 def _change(name: str, ref: Mapping, cand: Mapping, launch_noise: float) -> OpChange:
