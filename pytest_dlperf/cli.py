@@ -8,12 +8,14 @@
     dlperf cluster ls|create|ssh|tmux|scp|stop|start|kill|addip|rename ...   # ECS instances (FastGPU's ecluster)
     dlperf data make imagenet DIR [--images N] [--classes C] [--shards S] [--tokens T] [--vocab V] [--seed K]
     dlperf data index DIR        # a deterministic ImageNet-shaped dataset (JPEG, TFRecord, tokens); its index
+    dlperf env list|prune [--cache DIR] [--older-than 7d]   # the side environments (pip=) cached here
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -278,6 +280,54 @@ def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(fn=cmd_explain)
 
 
+def cmd_env(args: argparse.Namespace) -> int:
+    """The side environments cached on this machine (every node of the local cluster): listed, or pruned."""
+    from .node import makeenv
+
+    if args.env_command is None:
+        print("dlperf env: give a command: list (the cached environments) or prune (remove those unused)",
+              file=sys.stderr)
+        return 2
+    cache = Path(args.cache).expanduser()
+    if not cache.is_dir():
+        print(f"dlperf env {args.env_command}: {cache}: no environment cached there (give --cache DIR as the "
+              "session's --dlperf-env-cache)", file=sys.stderr)
+        return 0 if args.env_command == "list" else 2
+    if args.env_command == "list":
+        for env in makeenv.listed(cache):
+            used = time.strftime("%Y-%m-%d %H:%M", time.localtime(env["last_used"]))
+            print(f"{env['path']}  {env['builder']}  {' '.join(env['requirements'])}  {env['bytes'] / 2**20:.1f} MiB  "
+                  f"last used {used}")
+        return 0
+    for env in makeenv.prune(cache, args.older_than):
+        print(f"removed {env['path']} ({' '.join(env['requirements'])})")
+    return 0
+
+
+def _duration(text: str) -> float:
+    """7d, 12h, 30m, 45s or seconds."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    try:
+        return float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 7d, 12h or 30m, got {text!r}") from None
+
+
+def _add_env_parser(sub: argparse._SubParsersAction) -> None:
+    from .envs.options import DEFAULT_CACHE
+
+    e = sub.add_parser("env", help="the side environments (pip=) cached on this machine: list, prune")
+    esub = e.add_subparsers(dest="env_command", parser_class=_OneLineParser)
+    for verb, what in (("list", "each cached environment: its path, installer, requirements, size, last use"),
+                       ("prune", "remove the environments not used for --older-than (none in use is removed)")):
+        v = esub.add_parser(verb, help=what)
+        v.add_argument("--cache", default=DEFAULT_CACHE, metavar="DIR", help="the --dlperf-env-cache (default %(default)s)")
+        if verb == "prune":
+            v.add_argument("--older-than", type=_duration, default=0.0, metavar="D",
+                           help="only those unused this long (7d, 12h, 30m; default: every one not in use)")
+    e.set_defaults(fn=cmd_env)
+
+
 def _add_data_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("data", help="a deterministic ImageNet-shaped dataset (JPEG, TFRecord, tokens): make, index")
     dsub = d.add_subparsers(dest="data_command", parser_class=_OneLineParser)
@@ -340,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     add_bisect_parser(sub).set_defaults(fn=cmd_bisect)
     ecluster.add_parser(sub)
     _add_data_parser(sub)
+    _add_env_parser(sub)
     _add_explain_parser(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     remote: list[str] = []

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 # its own group and reads them back into its typed options when its cluster is made (builtin.py).
 # pytest registers them with this module; each is light (no SSH, Slurm, Ray or cloud library).
 pytest_plugins = ("pytest_dlperf.clusters.ssh.options", "pytest_dlperf.clusters.aliyun.options",
-                  "pytest_dlperf.clusters.slurm.options", "pytest_dlperf.clusters.ray.options", "pytest_dlperf.ab.options")
+                  "pytest_dlperf.clusters.slurm.options", "pytest_dlperf.clusters.ray.options", "pytest_dlperf.ab.options",
+                  "pytest_dlperf.envs.options")
 # The options that take a value, as this session's parser has them (short aliases only where added).
 VALUE_OPTIONS = pytest.StashKey[frozenset]()
 

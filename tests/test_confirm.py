@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -22,6 +23,7 @@ from pytest_dlperf.ab.sides import Side
 from pytest_dlperf.software import Change, NodeSoftware, Repository, Software, differences, pack, unpack
 
 from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, python_over_this_one, run_suite
+from tests.wheels import slowing_wheel
 
 # ---------------------------------------------------------------- the rules, on hand-made identities
 NODE = NodeSoftware("/usr/bin/python3", "3.11.7", {"torch": "2.12.0", "numpy": "2.1.0"}, {"OMP_NUM_THREADS": "1"})
@@ -96,10 +98,18 @@ def test_the_recorded_software_is_found_as_a_reference_where_it_can_run_again():
     other = replace(SW, nodes=(venv, venv))
     found = finder(SW, other)
     assert found.spec is not None and found.spec.python == "/usr/bin/python3" and found.spec.rev is None
-    # upgraded in place: the recorded path holds other distributions now
-    upgraded = replace(NODE, distributions={"torch": "2.13.0", "numpy": "2.1.0"})
+    # upgraded in place: the recorded path holds other distributions now; an environment over it brings the
+    # recorded ones back (issue #64): the recorded versions of those that changed or went, those added hidden
+    upgraded = replace(NODE, distributions={"torch": "2.13.0", "numpy": "2.1.0", "quicklog": "1.0"})
     found = finder(SW, replace(SW, nodes=(upgraded, upgraded)), python={0: upgraded, 1: upgraded})
-    assert found.spec is None and "upgraded in place" in found.why and "torch 2.12.0 -> 2.13.0" in found.why
+    assert found.spec is not None and found.spec.python == "/usr/bin/python3", found.why
+    assert (found.spec.pip, found.spec.hide) == (("torch==2.12.0",), ("quicklog",))
+    # ... but not on another Python version, nor where the nodes were upgraded differently
+    newer = replace(upgraded, python="3.12.1")
+    found = finder(SW, replace(SW, nodes=(newer, newer)), python={0: newer, 1: newer})
+    assert found.spec is None and "is now Python 3.12.1 on node 0" in found.why
+    found = finder(SW, replace(SW, nodes=(upgraded, NODE)), python={0: upgraded, 1: NODE})
+    assert found.spec is None and "upgraded differently on the case's nodes" in found.why
     found = finder(SW, other, python="no such file")
     assert found.spec is None and "cannot run: no such file" in found.why
     # variables: the recorded values back, and the ones the recording had unset removed
@@ -292,6 +302,35 @@ def test_a_second_python_with_a_hidden_cost_is_confirmed_with_the_recorded_pytho
     assert f"REGRESSION {CASE} throughput: confirmed side by side" in r.stdout, r.stdout
     assert f"(python={sys.executable} name=recorded" in r.stdout
     assert f"python {sys.executable} -> {tmp_path / 'slow'}/bin/python" in r.stdout
+
+
+@pytest.mark.exclusive
+def test_an_upgrade_in_place_is_confirmed_against_the_recorded_distributions_made_again(recorded, tmp_path):
+    """The environment that recorded had a library installed into it since (issue #64), one that slows
+    every training worker by half: the recorded python no longer holds the recorded distributions, so the
+    reference is an environment made over it that hides the library again, and the drop is confirmed.
+
+    The screen fails against the recording made faster (``faster_recording``); the pairs show the halving."""
+    venv = tmp_path / "venv"
+    python_over_this_one(venv)
+    python = str(venv / "bin" / "python")
+
+    def recorded_there(doc: dict) -> None:  # the recording ran on that python: the same distributions
+        for sw in doc["software"].values():
+            for node in sw["nodes"]:
+                node["executable"] = python
+
+    store = faster_recording(recorded, tmp_path / "store", recorded_there)
+    wheel = slowing_wheel(tmp_path / "wheels", 0.5)
+    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "-q", str(wheel)],
+                   check=True, capture_output=True)
+    r = run(tmp_path, store, *SIDE, f"--dlperf-env-cache={tmp_path / 'envs'}", python=python)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"REGRESSION {CASE} throughput: confirmed side by side" in r.stdout, r.stdout
+    assert f"(python={python} hide=quicklog name=recorded" in r.stdout, r.stdout
+    assert "quicklog 1.0 -> (hidden)" in r.stdout, r.stdout
+    v = verdict_of(tmp_path)
+    assert v["confirmation"]["reference"] == f"python={python} hide=quicklog name=recorded", v["confirmation"]
 
 
 def test_a_bad_confirm_reference_is_one_line_before_any_launch(tmp_path):

@@ -196,7 +196,7 @@ def pytest_addoption(parser):
 
 # The cluster kinds' packages themselves load (their options are read in every session), their
 # clusters do not.
-HEAVY = ("paramiko", "scipy", "numpy", "rich", "torch", "filelock", "pytest_dlperf.session",
+HEAVY = ("paramiko", "scipy", "numpy", "rich", "torch", "filelock", "pytest_dlperf.session", "pytest_dlperf.envs.make",
          "pytest_dlperf.clusters.ssh.cluster", "pytest_dlperf.clusters.ssh.connect",
          "pytest_dlperf.clusters.slurm.cluster", "pytest_dlperf.clusters.slurm.allocation",
          "pytest_dlperf.clusters.aliyun.cluster", "pytest_dlperf.clusters.aliyun.api", "alibabacloud_ecs20140526")

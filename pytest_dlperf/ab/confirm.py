@@ -60,7 +60,7 @@ class SideBySide:
             o = self.options
             ab = ABOptions(reference=reference, candidate=SideSpec("candidate", name="this session"),
                            tolerance=tolerance, alpha=o.alpha, min_pairs=o.min_pairs, max_pairs=o.max_pairs,
-                           undecided_fails=o.undecided_fails, explain=o.explain)
+                           undecided_fails=o.undecided_fails, explain=o.explain, env=o.env)
             self._features[key] = ABSession(ab, self.bench, self.workload_files, self.probed, tolerances)
         return self._features[key]
 

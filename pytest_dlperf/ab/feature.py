@@ -12,6 +12,7 @@ from ..provenance import changes, run_versions
 from ..measure import Bench
 from ..metrics import DeviceKind, Metric
 from ..specs import CaseSpec, Topology
+from ..envs import make as envs
 from . import sequential, worktree
 from .explain import Explainer
 from .judges import JUDGES, assessment_dict
@@ -22,6 +23,13 @@ from .sides import ROLES, Side
 
 METHOD_TEXT = ("paired t on the log ratios, a repeated-significance confidence sequence calibrated by "
                "simulation (one nominal level at every look from the first to the cap)")
+
+
+def _packages(side: Side) -> str:
+    """A side's packages for the differences: its made environment's over the base, or the nodes' own."""
+    if side.made is not None:
+        return f"{side.environment_words} ({side.made.changes()})"
+    return "(the nodes' own)"
 
 
 class ABSession:
@@ -62,7 +70,8 @@ class ABSession:
         return self._sides
 
     def check_sides(self, case: CaseSpec) -> None:
-        """Each side with its own python has it, and the case's frameworks, on the case's nodes."""
+        """Each side with pip= words has its environment made on the case's nodes (once), and each side
+        with its own python has it, and the case's frameworks, there."""
         b = self.bench
         nodes = b.cluster().nodes()[:case.topology.nodes]
         fws = b.launcher(case).frameworks_for(case)
@@ -70,18 +79,30 @@ class ABSession:
             key = (role, fws, tuple(n.name for n in nodes))
             if key not in self._checked:
                 try:
+                    self._make_env(side, nodes)
                     check_side(b.cluster(), side, nodes, fws, b.report_dir / "sides" / role)
                     self._checked[key] = None
-                except SideNotReady as exc:
+                except (SideNotReady, envs.EnvError) as exc:
                     self._checked[key] = str(exc)
             if self._checked[key] is not None:
                 raise SideNotReady(self._checked[key])
+
+    def _make_env(self, side: Side, nodes: list) -> None:
+        """The side's pip= environment on ``nodes`` (those it lacks it on), before their first launch."""
+        need = [side.base(n) for n in nodes if not side.made or n.name not in side.made.nodes]
+        if not (side.spec.pip or side.spec.hide) or not need:
+            return
+        got = envs.make_everywhere(self.bench.cluster(), need, side.spec.pip, side.spec.hide, self.options.env,
+                                   self.bench.report_dir / "sides" / side.spec.role / "env", side.where,
+                                   self.bench.live.tell)
+        side.made = got if side.made is None else replace(got, nodes={**side.made.nodes, **got.nodes},
+                                                           seconds=side.made.seconds + got.seconds)
 
     def frameworks_of(self, role: str, case: CaseSpec) -> dict[str, str]:
         """The case's framework versions on the side's python (node 0), for runs that report none:
         the side's own probe where it names a python, else the session's preflight probe."""
         side = self.sides[role]
-        if side.spec.python is None:
+        if not side.own_python:
             return self.probed(case)
         wanted = self.bench.launcher(case).frameworks_for(case)  # the side's probes of other cases too
         return {fw: side.frameworks[fw] for fw in wanted if fw in side.frameworks}
@@ -145,6 +166,8 @@ class ABSession:
             own = "(the nodes' own)"
             if ref.spec.python != cand.spec.python:
                 out.append(f"python {ref.spec.python or own} -> {cand.spec.python or own}")
+            if (ref.spec.pip, ref.spec.hide) != (cand.spec.pip, cand.spec.hide):
+                out.append(f"packages {_packages(ref)} -> {_packages(cand)}")
             if ref.commit != cand.commit:
                 out.append(f"files {ref.commit[:12] if ref.commit else '(as checked out)'} -> "
                            f"{cand.commit[:12] if cand.commit else '(as checked out)'}")

@@ -15,9 +15,9 @@ class SideNotReady(RuntimeError):
 
 def check_side(cluster: Cluster, side: Side, nodes: list[Node], frameworks: tuple[str, ...], log_dir: Path) -> None:
     """Probe the side's interpreter on ``nodes`` for ``frameworks``; keep node 0's versions on the side."""
-    if side.spec.python is None:
+    if not side.own_python:
         return
-    where = f"--dlperf-{side.spec.role} python={side.spec.python}"
+    where = side.where
     got = probe(cluster, side.nodes(nodes), list(frameworks), log_dir, name=f"side-{side.spec.role}", tag="dlperf-side")
     if got.error:
         raise SideNotReady(f"{where}: the probe could not run: {got.error}")
@@ -31,7 +31,7 @@ def check_side(cluster: Cluster, side: Side, nodes: list[Node], frameworks: tupl
         missing = [n for n, f in got.found.items() if not f.get(fw)]
         if missing:
             raise SideNotReady(f"{where}: {fw} is not installed for that python on {', '.join(missing)}: "
-                               f"install it there ({side.spec.python} -m pip install ...) or name another python")
+                               f"install it there ({side.node(nodes[0]).python} -m pip install ...) or name another python")
         versions = {n: str(f[fw].get("version")) for n, f in got.found.items()}
         if len(set(versions.values())) > 1:
             shown = ", ".join(f"{n} {v}" for n, v in versions.items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ..envs import make as envs
 from ..measure import Bench, Measured, MeasuringOrder
 from ..options import RunOptions
 from ..results import CaseResult
@@ -15,6 +16,7 @@ from ..reporting import ab as report
 from .feature import ABSession
 from .order import PairedOrder
 from .interpreter import SideNotReady
+from .sides import Side
 
 
 class ABMode:
@@ -37,10 +39,18 @@ class ABMode:
 
     def dry_run_sides(self, name: str) -> list[tuple[str, SideLike | None]]:
         try:
-            return [(f"{name} [{side.label}{f' files at {side.commit[:12]}' if side.commit else ''}]", side)
-                    for side in self.ab.sides.values()]
+            return [(f"{name} [{side.label}{f' files at {side.commit[:12]}' if side.commit else ''}"
+                     f"{self._made_first(side)}]", side) for side in self.ab.sides.values()]
         except SideNotReady as exc:
             pytest.fail(str(exc), pytrace=False)
+
+    def _made_first(self, side: Side) -> str:
+        """A pip= side's environment, made on each node before the first launch (its python then runs them)."""
+        if not (side.spec.pip or side.spec.hide):
+            return ""
+        made = envs.dry_run(side.spec.pip, side.spec.hide, self.ab.options.env)
+        return (f"; its environment made first on each node: {made}"
+                ", whose python then runs the commands below")
 
     def launches_text(self) -> str | None:
         return self.ab.launches_text()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from ..envs.options import EnvOptions
 from ..optiongroups import OptionGroup
 from ..optiontypes import count_or_env, fraction, non_negative_int, positive_int
 from .sides import SideSpec, SpecError, parse_side
@@ -65,8 +66,9 @@ def add_options(parser: pytest.Parser) -> None:
                     "(docs/ab.md)")
     a("--dlperf-candidate", default=None, metavar="SPEC",
       help="run every case on this side and on the reference, in interleaved pairs, and judge the candidate "
-           "against it. SPEC: 'current' or words python=PATH env=NAME=VALUE rev=REF repo=PATH name=LABEL, "
-           "e.g. \"python=/opt/new/bin/python env=NCCL_ALGO=Tree\"")
+           "against it. SPEC: 'current' or words python=PATH env=NAME=VALUE unset=NAME pip=REQ rev=REF repo=PATH "
+           "name=LABEL, e.g. \"pip=torch==2.12.0\" (an environment made on every node) or "
+           "\"python=/opt/new/bin/python env=NCCL_ALGO=Tree\"")
     a("--dlperf-reference", default="current", metavar="SPEC",
       help="the side the candidate is judged against, same SPEC words (default: current, this session's "
            "own environment)")
@@ -105,6 +107,7 @@ class ABOptions:
     max_pairs: int
     undecided_fails: bool
     explain: ExplainOptions = ExplainOptions()
+    env: EnvOptions = EnvOptions()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> ABOptions | None:
@@ -133,7 +136,7 @@ class ABOptions:
                                     "3 <= min <= max <= 200")
         return cls(ref, cand, tolerance=get("dlperf_ab_tolerance"), alpha=get("dlperf_ab_alpha"),
                    min_pairs=lo, max_pairs=hi, undecided_fails=get("dlperf_undecided") == "fail",
-                   explain=ExplainOptions.from_config(config))
+                   explain=ExplainOptions.from_config(config), env=EnvOptions.from_config(config))
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,7 @@ class ConfirmOptions:
     alpha: float
     undecided_fails: bool
     explain: ExplainOptions = ExplainOptions()
+    env: EnvOptions = EnvOptions()
 
     @property
     def on(self) -> bool:
@@ -162,16 +166,17 @@ class ConfirmOptions:
             reference = parse_side(text, "reference", "--dlperf-confirm-reference") if text is not None else None
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
-        if reference is not None and not (reference.python or reference.env or reference.unset or reference.rev):
-            raise pytest.UsageError(f"--dlperf-confirm-reference {text!r} names no software: give python=PATH, rev=REF, "
-                                    "env=NAME=VALUE or unset=NAME (this session's own is the candidate)")
+        if reference is not None and not (reference.python or reference.env or reference.unset or reference.rev
+                                          or reference.pip):
+            raise pytest.UsageError(f"--dlperf-confirm-reference {text!r} names no software: give python=PATH, pip=REQ, "
+                                    "rev=REF, env=NAME=VALUE or unset=NAME (this session's own is the candidate)")
         most = confirm_pairs(get("dlperf_confirm_pairs"))
         least = get("dlperf_ab_min_pairs")
         if most and (least < 3 or most < least or most > 200):
             raise pytest.UsageError(f"--dlperf-confirm-pairs {most} with --dlperf-ab-min-pairs {least}: need "
                                     "3 <= min <= max <= 200 (or --dlperf-confirm-pairs 0 for no confirmation)")
         return cls(reference, most, least, get("dlperf_ab_alpha"), get("dlperf_undecided") == "fail",
-                   ExplainOptions.from_config(config))
+                   ExplainOptions.from_config(config), EnvOptions.from_config(config))
 
 
 def confirm_pairs(given: int | None) -> int:

@@ -1,9 +1,11 @@
 """The recorded software as an A/B reference: which side spec runs again what a baseline was recorded
 with, found from the software identity it stored (``software.py``) and what differs now. In order: the
-recorded commit (``rev=``) for what lies in the repository, the recorded interpreter (``python=``) where
-it still holds the recorded distributions, the recorded variables (``env=``, ``unset=``). Where a part
-cannot be run again (a commit not in this clone, an interpreter upgraded in place, another driver), no
-reference is found, and the reason and the option that would confirm it are said instead."""
+recorded commit (``rev=``) for what lies in the repository, the recorded interpreter (``python=``), with an
+environment over it that brings back the recorded distributions where it was upgraded in place since
+(``pip=`` their recorded versions, ``hide=`` those added: ``envs``), the recorded variables (``env=``,
+``unset=``). Where a part cannot be run again (a commit not in this clone, another Python version, another
+driver), no reference is found, and the reason and the option that would confirm it are said instead; a
+recorded version the index no longer has fails the environment's make, which names it."""
 from __future__ import annotations
 
 import shlex
@@ -61,10 +63,10 @@ def find(recorded: Software | None, now: Software, differences: Sequence[Differe
         problems.append("the files that run changed where no commit keeps them (outside the repository, not "
                         "tracked by it, or in an upgraded pytest-dlperf: a python= side runs this session's files)")
     if kinds & _BY_PYTHON or (Change.HARNESS in kinds and Change.REPOSITORY not in kinds):
-        word, problem = _by_python(recorded, interpreter)
-        words += [word] if word else []
+        got, problem = _by_python(recorded, interpreter)
+        words += got
         problems += [problem] if problem else []
-        placeholders += [] if word else ["python=PATH"]
+        placeholders += [] if got else ["python=PATH"]
     if Change.ENV in kinds:
         got, problem = _by_env(recorded, now)
         words += got
@@ -98,27 +100,36 @@ def _by_rev(recorded: Software, reachable: Callable[[str], bool]) -> tuple[str |
 
 
 def _by_python(recorded: Software, interpreter: Callable[[str], Mapping[int, NodeSoftware] | str]
-               ) -> tuple[str | None, str | None]:
+               ) -> tuple[list[str], str | None]:
+    """``python=`` the recorded interpreter; where it was upgraded in place since (or is a fresh environment
+    at the recorded path), with the environment words that bring its distributions back to the recorded ones
+    over it (``pip=`` the recorded versions of those that changed or went, ``hide=`` those added since)."""
     paths = {n.executable for n in recorded.nodes}
     if len(paths) != 1:
-        return None, f"the recording ran other interpreters on its nodes ({', '.join(sorted(paths))})"
+        return [], f"the recording ran other interpreters on its nodes ({', '.join(sorted(paths))})"
     path = paths.pop()
     got = interpreter(path)
     if isinstance(got, str):
-        return None, f"the recorded python {path} cannot run: {got}"
+        return [], f"the recorded python {path} cannot run: {got}"
+    back: set[tuple[str, ...]] = set()
     for i, node in enumerate(recorded.nodes):
         have = got.get(i)
         if have is None:
-            return None, f"the recorded python {path} did not answer on node {i}"
-        if have.python != node.python or have.packages != node.packages:
-            changed = sorted(k for k in set(have.distributions) | set(node.distributions)
-                             if have.distributions.get(k) != node.distributions.get(k))
-            said = ", ".join(f"{k} {node.distributions.get(k, '(none)')} -> {have.distributions.get(k, '(removed)')}"
-                             for k in changed[:4]) + (" ..." if len(changed) > 4 else "")
-            return None, (f"the recorded python {path} no longer holds the recorded software on node {i} "
-                          f"({said or f'python {node.python} -> {have.python}'}): it was upgraded in place; keep "
-                          "the recorded environment beside the new one to confirm side by side")
-    return f"python={path}", None
+            return [], f"the recorded python {path} did not answer on node {i}"
+        if have.python != node.python:
+            return [], (f"the recorded python {path} is now Python {have.python} on node {i} (recorded: "
+                        f"{node.python}): keep the recorded environment beside the new one to confirm side by side")
+        back.add(tuple(_words_back(node.distributions, have.distributions)))
+    if len(back) > 1:
+        return [], (f"the recorded python {path} was upgraded differently on the case's nodes, so no one "
+                    "environment brings them all back")
+    return [f"python={path}", *back.pop()], None
+
+
+def _words_back(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
+    """pip= each distribution at its recorded version where it changed or went, hide= each one added since."""
+    pins = [f"pip={k}=={v}" for k, v in sorted(recorded.items()) if now.get(k) != v]
+    return pins + [f"hide={k}" for k in sorted(set(now) - set(recorded))]
 
 
 def _by_env(recorded: Software, now: Software) -> tuple[list[str], str | None]:

@@ -2,7 +2,10 @@
 and the side made ready to launch (its worktree made, its revision resolved).
 
 A spec is words split as a shell splits them: ``current`` alone, or any of ``python=PATH``,
-``env=NAME=VALUE`` and ``unset=NAME`` (repeatable), ``rev=REF``, ``repo=PATH``, ``name=LABEL`` (docs/ab.md).
+``env=NAME=VALUE``, ``unset=NAME``, ``pip=REQ`` and ``hide=DIST`` (repeatable), ``rev=REF``, ``repo=PATH``,
+``name=LABEL`` (docs/ab.md). ``pip=`` and ``hide=`` make the side an environment on every node (``envs``):
+its python's packages with those requirements applied (a pin, a wheel, a project directory, or
+``pip=-r FILE``), and without the distributions hidden (their modules and start-up hooks).
 """
 from __future__ import annotations
 
@@ -10,16 +13,19 @@ import re
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..clusters.base import Node, NodeCommand
 
 if TYPE_CHECKING:
+    from ..envs.make import MadeEnv
     from ..launchers.base import Launcher
 
 ROLES = ("reference", "candidate")
-KEYS = ("python", "env", "unset", "rev", "repo", "name")
-WORDS = "python=PATH, env=NAME=VALUE, unset=NAME, rev=REF, repo=PATH, name=LABEL"
+KEYS = ("python", "env", "unset", "pip", "hide", "rev", "repo", "name")
+WORDS = "python=PATH, env=NAME=VALUE, unset=NAME, pip=REQ, hide=DIST, rev=REF, repo=PATH, name=LABEL"
+DIST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -36,6 +42,8 @@ class SideSpec:
     python: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()  # variables the side's workers run without (the recording had them unset)
+    pip: tuple[str, ...] = ()  # requirements applied over the side's python, as installer arguments
+    hide: tuple[str, ...] = ()  # distributions of the side's python its environment hides
     rev: str | None = None
     repo: str | None = None
     name: str = ""
@@ -61,6 +69,9 @@ def parse_side(text: str, role: str, option: str | None = None) -> SideSpec:
     got: dict[str, str] = {}
     env: dict[str, str] = {}
     unset: list[str] = []
+    pip: list[str] = []
+    hide: list[str] = []
+    words = iter(words)
     for word in words:
         key, eq, value = word.partition("=")
         if not eq or key not in KEYS:
@@ -72,6 +83,14 @@ def parse_side(text: str, role: str, option: str | None = None) -> SideSpec:
             if not eq2 or not ENV_NAME.match(name):
                 raise SpecError(f"{option}: {word!r}: expected env=NAME=VALUE, e.g. env=NCCL_ALGO=Tree")
             env[name] = val
+            continue
+        if key == "pip":
+            pip += _requirement(value, words, option)
+            continue
+        if key == "hide":
+            if not DIST_NAME.match(value):
+                raise SpecError(f"{option}: {word!r}: expected hide=DIST, a distribution's name, e.g. hide=quicklog")
+            hide.append(value.lower().replace("_", "-"))
             continue
         if key == "unset":
             if not ENV_NAME.match(value):
@@ -88,9 +107,26 @@ def parse_side(text: str, role: str, option: str | None = None) -> SideSpec:
     both = sorted(set(env) & set(unset))
     if both:
         raise SpecError(f"{option}: {', '.join(both)} both set (env=) and unset (unset=): give one")
-    return SideSpec(role, text, python=got.get("python"), env=env, unset=tuple(dict.fromkeys(unset)), rev=got.get("rev"),
+    return SideSpec(role, text, python=got.get("python"), env=env, unset=tuple(dict.fromkeys(unset)), pip=tuple(pip),
+                    hide=tuple(dict.fromkeys(hide)), rev=got.get("rev"),
                     repo=str(Path(got["repo"]).expanduser().resolve()) if "repo" in got else None,
                     name=got.get("name", ""))
+
+
+def _requirement(value: str, words: Iterator[str], option: str) -> list[str]:
+    """A ``pip=`` word as installer arguments: ``-r FILE`` (the file may be the next word), a path made
+    absolute (a wheel, a project directory: each node has it at that path), or a requirement as given."""
+    if value in ("-r", "--requirement") or value.startswith("-r"):
+        path = next(words, "") if value in ("-r", "--requirement") else value[2:]
+        if not path:
+            raise SpecError(f"{option}: pip={value} names no file: pip=-r FILE, e.g. \"pip=-r requirements-next.txt\"")
+        return ["-r", str(Path(path).expanduser().resolve())]
+    if value.startswith("-"):
+        raise SpecError(f"{option}: pip={value}: an installer option is not a requirement; give a pin, a wheel, a "
+                        "project directory or -r FILE (index options: --dlperf-env-index-url, --dlperf-env-find-links)")
+    if value.startswith(("/", "./", "../", "~")) or value.endswith((".whl", ".tar.gz", ".zip")) or value == ".":
+        return [str(Path(value).expanduser().resolve())]
+    return [value]
 
 
 @dataclass
@@ -103,13 +139,36 @@ class Side:
     repo_root: Path | None = None  # the repository whose files the worktree replaces
     files_root: Path | None = None  # the worktree at ``commit``
     frameworks: dict[str, str] = field(default_factory=dict)  # node 0's versions as this side's python has them
+    made: MadeEnv | None = None  # its pip= environment on each node, once made
 
     @property
     def label(self) -> str:
         return self.spec.label
 
+    @property
+    def own_python(self) -> bool:
+        """Whether the side runs an interpreter other than the nodes' own (python=, or a pip= environment)."""
+        return bool(self.spec.python or self.spec.pip or self.spec.hide)
+
+    @property
+    def environment_words(self) -> str:
+        """The words that make its environment, as given (pip= and hide=)."""
+        return " ".join([*(f"pip={r}" for r in self.spec.pip), *(f"hide={h}" for h in self.spec.hide)])
+
+    @property
+    def where(self) -> str:
+        """The option and the words that give the side its interpreter, for its errors."""
+        python = [f"python={self.spec.python}"] if self.spec.python else []
+        return f"--dlperf-{self.spec.role} {' '.join([*python, self.environment_words]).strip()}"
+
     def node(self, node: Node) -> Node:
-        """The node as this side launches on it: with the side's interpreter."""
+        """The node as this side launches on it: with the side's interpreter (its made environment's there)."""
+        if self.made is not None and node.name in self.made.nodes:
+            return replace(node, python=self.made.python(node.name))
+        return replace(node, python=self.spec.python) if self.spec.python else node
+
+    def base(self, node: Node) -> Node:
+        """The node as the side's environment is made over it: with python= where given."""
         return replace(node, python=self.spec.python) if self.spec.python else node
 
     def nodes(self, nodes: list[Node]) -> list[Node]:
@@ -145,6 +204,6 @@ class Side:
     def to_dict(self) -> dict:
         s = self.spec
         return {"name": s.label, "spec": s.text, "python": s.python, "env": dict(s.env), "unset": list(s.unset),
-                "rev": s.rev,
+                "pip": list(s.pip), "hide": list(s.hide), "environment": self.made.to_dict() if self.made else None, "rev": s.rev,
                 "repo": str(self.repo_root) if self.repo_root else s.repo, "commit": self.commit,
                 "frameworks": dict(self.frameworks)}

@@ -66,6 +66,10 @@ class LiveLine:
             tr.write_line(text)
         self._said_at = self.clock()
 
+    def tell(self, text: str) -> None:
+        """A line always shown, on a terminal or in a log (an environment made before the first launch)."""
+        self._line(text)
+
     def said(self, text: str) -> None:
         """A launch's or a pair's end, in a log (on a terminal the line in place has shown it)."""
         if self.logging:

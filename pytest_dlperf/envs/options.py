@@ -1,0 +1,43 @@
+"""The side environments' options (--dlperf-env-*): where each node caches the environments a ``pip=``
+side makes, which installer makes them, and the index they install from. Light: loaded into every pytest
+session, it imports nothing heavy and touches nothing."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from ..optiongroups import OptionGroup
+
+DEFAULT_CACHE = "~/.cache/pytest-dlperf/envs"  # on each node, in the home of the user the cluster runs as
+INSTALLERS = ("auto", "uv", "pip")
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """How a side's environment is made on every node (docs/ab.md, "Compare two stacks")."""
+
+    cache: str = DEFAULT_CACHE
+    installer: str = "auto"
+    index_url: str = ""
+    find_links: str = ""
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> EnvOptions:
+        get = config.getoption
+        return cls(get("dlperf_env_cache"), get("dlperf_env_installer"), get("dlperf_env_index_url") or "",
+                   get("dlperf_env_find_links") or "")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    e = OptionGroup(parser, "dlperf-env", "pytest-dlperf: the environments a side's pip= words make on every node "
+                    "(docs/ab.md)")
+    e("--dlperf-env-cache", default=DEFAULT_CACHE, metavar="DIR",
+      help="where each node keeps the environments made for pip= sides, keyed by the base python and what was "
+           "installed, and reused by later sessions (default %(default)s, on each node; dlperf env list|prune)")
+    e("--dlperf-env-installer", choices=INSTALLERS, default="auto",
+      help="auto (default): uv where the node has it, else the base python's pip; uv or pip: that one")
+    e("--dlperf-env-index-url", default=None, metavar="URL",
+      help="the package index the nodes install from (default: each node's own pip.conf, PIP_* and UV_* settings)")
+    e("--dlperf-env-find-links", default=None, metavar="DIR",
+      help="a wheelhouse on each node to install from (with --dlperf-env-index-url, or for nodes offline)")

@@ -1,0 +1,379 @@
+"""Make a side's Python environment on this node (``pip=`` in a side's spec): the base interpreter's own
+packages with some requirements applied over them, cached under a directory and reused. Runs on the
+nodes and imports nothing from the harness (standard library only). Contract ``CONTRACT``:
+
+- ``python3 makeenv.py make --base PY --cache DIR [--installer auto|uv|pip] [--index-url URL]
+  [--find-links DIR] -- REQ ...``: prints progress lines, then ``MARK`` and one JSON line: ``python`` (the
+  environment's interpreter), ``digest``, ``builder``, ``seconds`` (to make it; 0 when reused), ``reused``,
+  ``added`` (distribution -> version installed in it) and ``moved`` (of those, the ones the base held at
+  another version: name -> [base, now]); or ``ERROR_MARK`` and one line saying why, and exit 2.
+- ``python3 makeenv.py list --cache DIR`` / ``prune --cache DIR --older-than SECONDS``: ``MARK`` and one
+  JSON line: the cached environments (``list``), those removed (``prune``).
+
+The environment is a venv over the base's site directories (a ``.pth`` adds them after its own, so what is
+installed in it shadows the base's): only what was asked, and what the installer had to move, differ.
+It is made in a partial directory and renamed when complete, under a per-digest lock (a second session
+making the same environment waits, and says so); a partial one left by a killed make is removed first.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MARK = "DLPERF-ENV "
+ERROR_MARK = "DLPERF-ENV-ERROR "
+CONTRACT = 1
+INFO = "dlperf-env.json"  # written last into a complete environment: what it holds, when last used
+TAIL = 12  # installer lines said on a failure
+
+_BASE_FACTS = r"""
+import importlib.metadata as md, json, sys, sysconfig
+sites = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+dists = {}
+for d in md.distributions():
+    name = (d.metadata["Name"] or "").lower().replace("_", "-")
+    if name:
+        dists.setdefault(name, d.version)
+print(json.dumps({"executable": sys.executable, "version": sys.version.split()[0], "sites": sites,
+                  "dists": dists}))
+"""
+
+_OWN_FACTS = r"""
+import importlib.metadata as md, json, site
+dists = {}
+for d in md.distributions(path=site.getsitepackages()):
+    name = (d.metadata["Name"] or "").lower().replace("_", "-")
+    if name:
+        dists.setdefault(name, d.version)
+print(json.dumps({"dists": dists}))
+"""
+
+
+class MakeError(RuntimeError):
+    """The environment cannot be made: one line, the installer's last lines after it."""
+
+
+def _say(text: str) -> None:
+    print(f"dlperf-env: {text}", flush=True)
+
+
+def _base_facts(base: str) -> dict:
+    try:
+        res = subprocess.run([base, "-c", _BASE_FACTS], capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        raise MakeError(f"the base python {base} does not exist on this node: give python=PATH of one that "
+                        "does") from None
+    if res.returncode != 0:
+        raise MakeError(f"the base python {base} did not run: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _local_paths(reqs: list[str]) -> list[Path]:
+    """The requirement arguments that name files on this node: a wheel, a project directory, a -r file."""
+    out, after_r = [], False
+    for r in reqs:
+        if after_r or r.startswith(("/", "./", "../", "~")) or r.endswith((".whl", ".tar.gz", ".zip")):
+            out.append(Path(r).expanduser())
+        after_r = r in ("-r", "--requirement")
+    return out
+
+
+def _digest_file(path: Path) -> str:
+    if path.is_dir():  # a project directory: its tracked sources are what pip builds
+        h = hashlib.sha256()
+        for p in sorted(path.rglob("*")):
+            if p.is_file() and not any(part in (".git", "__pycache__", "build", "dist") or part.endswith(".egg-info")
+                                       for part in p.relative_to(path).parts):
+                h.update(str(p.relative_to(path)).encode() + b"\0" + p.read_bytes())
+        return h.hexdigest()
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def digest(facts: dict, reqs: list[str], installer: str, index: list[str], hide: list[str] = ()) -> str:
+    """The environment's key: the base interpreter (its path, version and every distribution it holds), the
+    requirements (a local file by its content), what it hides, the installer and the index options."""
+    files = {str(p): _digest_file(p) for p in _local_paths(reqs)}
+    blob = json.dumps({"contract": CONTRACT, "base": [facts["executable"], facts["version"], facts["dists"]],
+                       "reqs": reqs, "files": files, "hide": sorted(hide), "installer": installer, "index": index},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _uv(choice: str, base: str) -> str | None:
+    """uv's path where it is installed and wanted (``auto``, ``uv``): on PATH, or beside the base python."""
+    if choice == "pip":
+        return None
+    beside = Path(base).parent / "uv"
+    uv = shutil.which("uv") or (str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None)
+    if uv is None and choice == "uv":
+        raise MakeError("--dlperf-env-installer uv: uv is not installed on this node: pip install uv there, "
+                        "or use --dlperf-env-installer pip")
+    return uv
+
+
+def _argv(uv: str | None, base: str, python: str, index: list[str], reqs: list[str]) -> list[str]:
+    """The install command into the environment's ``python``: uv's, else the base's pip (whose ``--python``
+    is a general option, before ``install``)."""
+    if uv:
+        return [uv, "pip", "install", "--python", python, *index, *reqs]
+    return [base, "-m", "pip", "--disable-pip-version-check", "--no-input", "--python", python, "install",
+            *index, *reqs]
+
+
+def _run_install(argv: list[str], env: dict[str, str]) -> None:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)  # its own group: a build it starts goes with it
+    lines: list[str] = []
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            del lines[:-200]
+        proc.wait()
+    except BaseException:  # stopped: the installer and what it started go too, before the partial is removed
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        raise
+    if proc.returncode != 0:
+        errors = [ln for ln in lines if ln.startswith("ERROR") or ln.lstrip().startswith("error:")]
+        tail = " | ".join((errors or [ln for ln in lines if ln.strip()])[-TAIL:])
+        raise MakeError(f"the installer failed (exit {proc.returncode}): {tail or 'no output'}")
+
+
+_OVERLAY = r"""
+# Made by pytest-dlperf (node/makeenv.py): the base python's site directories after this environment's own,
+# their .pth files run but those of the hidden distributions, whose modules do not import here.
+import importlib.abc, os, site, sys
+
+BASE, SKIP, HIDDEN = {base!r}, {skip!r}, {hidden!r}
+for d in BASE:
+    if os.path.isdir(d) and d not in sys.path:
+        sys.path.append(d)
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".pth") and os.path.join(d, name) not in SKIP:
+                site.addpackage(d, name, set(sys.path))
+
+
+class _Hidden(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.partition(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{fullname!r}} (hidden by pytest-dlperf's environment)",
+                                      name=fullname)
+        return None
+
+
+if HIDDEN:
+    sys.meta_path.insert(0, _Hidden())
+"""
+
+_HIDDEN_FACTS = r"""
+import importlib.metadata as md, json, os, sys
+out = {}
+for name in sys.argv[1:]:
+    try:
+        d = md.distribution(name)
+    except md.PackageNotFoundError:
+        out[name] = None
+        continue
+    files = [str(d.locate_file(f)) for f in (d.files or [])]
+    tops = (d.read_text("top_level.txt") or "").split()
+    for f in d.files or []:
+        part = f.parts[0]
+        if len(f.parts) > 1 and not part.endswith((".dist-info", ".data")) and part not in ("..", "bin"):
+            tops.append(part)
+        elif len(f.parts) == 1 and part.endswith(".py"):
+            tops.append(part[:-3])
+    out[name] = {"version": d.version, "pth": [os.path.realpath(f) for f in files if f.endswith(".pth")],
+                 "modules": sorted(set(tops))}
+print(json.dumps(out))
+"""
+
+
+def _hidden(base: str, names: list[str]) -> dict:
+    """The hidden distributions' .pth files and top-level modules in the base (MakeError: one it lacks)."""
+    if not names:
+        return {}
+    res = subprocess.run([base, "-c", _HIDDEN_FACTS, *names], capture_output=True, text=True, timeout=120)
+    got = json.loads(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 else {}
+    missing = [n for n in names if not got.get(n)]
+    if missing:
+        raise MakeError(f"hide={missing[0]}: the base python {base} holds no distribution of that name: hide only "
+                        "what it has")
+    return got
+
+
+def _venv(base: str, target: Path, sites: list[str], hidden: dict) -> str:
+    res = subprocess.run([base, "-m", "venv", "--without-pip", str(target)], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise MakeError(f"python -m venv failed: {(res.stderr.strip().splitlines() or ['no message'])[-1]}")
+    site = next(target.glob("lib/python*/site-packages"))
+    skip = sorted({p for h in hidden.values() for p in h["pth"]})
+    modules = sorted({m for h in hidden.values() for m in h["modules"]})
+    (site / "_dlperf_overlay.py").write_text(_OVERLAY.format(base=sites, skip=skip, hidden=modules))
+    (site / "_dlperf_overlay.pth").write_text("import _dlperf_overlay\n")
+    return str(target / "bin" / "python")
+
+
+def _own(python: str, facts: dict) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """What the environment holds in its own site-packages, and of that what the base held at another version."""
+    res = subprocess.run([python, "-c", _OWN_FACTS], capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        raise MakeError(f"the made environment's python did not run: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
+    added = json.loads(res.stdout.strip().splitlines()[-1])["dists"]
+    moved = {k: [facts["dists"][k], v] for k, v in added.items() if k in facts["dists"] and facts["dists"][k] != v}
+    return added, moved
+
+
+class _Stopped(BaseException):
+    """SIGTERM while making: unwinds like Ctrl-C, so the partial directory is removed."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped()
+
+
+def make(args: argparse.Namespace) -> dict:
+    reqs = [r for r in args.reqs if r != "--"]
+    hide = sorted(set(args.hide))
+    if not reqs and not hide:
+        raise MakeError("no requirement given: pip=REQ names a pin, a wheel, a project directory or -r FILE")
+    missing = [str(p) for p in _local_paths(reqs) if not p.exists()]
+    if missing:
+        raise MakeError(f"pip={missing[0]}: no such file on this node: put it at that path on every node")
+    cache = Path(args.cache).expanduser()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        probe = cache / f".write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise MakeError(f"the environment cache {cache} is not writable ({exc.strerror}): give "
+                        "--dlperf-env-cache=DIR of a writable directory") from None
+    facts = _base_facts(args.base)
+    index = [*(["--index-url", args.index_url] if args.index_url else []),
+             *(["--find-links", args.find_links] if args.find_links else [])]
+    uv = _uv(args.installer, args.base)
+    builder = "uv" if uv else "pip"
+    hidden = _hidden(args.base, hide)
+    key = digest(facts, reqs, builder, index, hide)
+    final = cache / key
+    with open(cache / f"{key}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(f"waiting for another session making the same environment ({final})")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        for stale in cache.glob(f"{key}.partial-*"):  # a make that was killed: never reused
+            shutil.rmtree(stale, ignore_errors=True)
+        info = final / INFO
+        if info.is_file():
+            got = json.loads(info.read_text())
+            os.utime(info)  # last used: what prune goes by
+            return {**got, "seconds": 0.0, "reused": True}
+        _say(f"making {final} with {builder}: {' '.join([*reqs, *(f'hide={h}' for h in hide)])}")
+        t0 = time.monotonic()
+        partial = cache / f"{key}.partial-{os.getpid()}"
+        old = signal.signal(signal.SIGTERM, _stop)
+        try:
+            python = _venv(args.base, partial, facts["sites"], hidden)
+            env = {**os.environ, "VIRTUAL_ENV": str(partial)}
+            if reqs:
+                _run_install(_argv(uv, args.base, python, index, reqs), env)
+            added, moved = _own(python, facts)
+            for script in (partial / "bin").iterdir():  # the venv's own scripts name its partial path
+                if script.is_file() and not script.is_symlink():
+                    text = script.read_bytes()
+                    if str(partial).encode() in text:
+                        script.write_bytes(text.replace(str(partial).encode(), str(final).encode()))
+            seconds = round(time.monotonic() - t0, 2)
+            got = {"contract": CONTRACT, "python": str(final / "bin" / "python"), "digest": key, "builder": builder,
+                   "requirements": reqs, "hidden": {h: hidden[h]["version"] for h in hide},
+                   "base": facts["executable"], "added": added, "moved": moved,
+                   "made_seconds": seconds}
+            (partial / INFO).write_text(json.dumps(got))
+            os.rename(partial, final)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, old)
+        return {**got, "seconds": seconds, "reused": False}
+
+
+def listed(cache: Path) -> list[dict]:
+    out = []
+    for info in sorted(cache.glob(f"*/{INFO}")):
+        try:
+            got = json.loads(info.read_text())
+        except (OSError, ValueError):
+            continue
+        size = sum(p.stat().st_size for p in info.parent.rglob("*") if p.is_file() and not p.is_symlink())
+        out.append({**got, "path": str(info.parent), "last_used": info.stat().st_mtime, "bytes": size})
+    return out
+
+
+def prune(cache: Path, older_than: float) -> list[dict]:
+    gone = []
+    now = time.time()
+    for env in listed(cache):
+        key = Path(env["path"]).name
+        with open(cache / f"{key}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # in use by a session making or reusing it
+            if now - env["last_used"] >= older_than:
+                shutil.rmtree(env["path"], ignore_errors=True)
+                gone.append(env)
+    return gone
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="verb", required=True)
+    mk = sub.add_parser("make")
+    mk.add_argument("--base", required=True)
+    mk.add_argument("--cache", required=True)
+    mk.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto")
+    mk.add_argument("--index-url", default="")
+    mk.add_argument("--find-links", default="")
+    mk.add_argument("--hide", action="append", default=[], metavar="NAME",
+                    help="a distribution of the base the environment hides: its modules and .pth files")
+    mk.add_argument("reqs", nargs=argparse.REMAINDER)
+    ls = sub.add_parser("list")
+    ls.add_argument("--cache", required=True)
+    pr = sub.add_parser("prune")
+    pr.add_argument("--cache", required=True)
+    pr.add_argument("--older-than", type=float, default=0.0)
+    args = ap.parse_args(argv)
+    try:
+        if args.verb == "make":
+            got: object = make(args)
+        elif args.verb == "list":
+            got = listed(Path(args.cache).expanduser())
+        else:
+            got = prune(Path(args.cache).expanduser(), args.older_than)
+    except MakeError as exc:
+        print(ERROR_MARK + " ".join(str(exc).split()), flush=True)
+        return 2
+    except (KeyboardInterrupt, _Stopped):
+        print(ERROR_MARK + "interrupted: the partial environment was removed", flush=True)
+        return 130
+    print(MARK + json.dumps(got), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Side environments (issue #64): ``pip=`` words make an environment over the session's python on every
+node, cached per node; the node script's make, reuse, lock, failures and cache verbs on this machine, and
+an A/B session whose candidate installs a library that slows training, on both nodes of the local cluster."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_dlperf.ab.sides import SpecError, parse_side
+from pytest_dlperf.node.makeenv import ERROR_MARK, MARK
+from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, run_suite
+from tests.wheels import make_wheel, slowing_wheel
+
+SCRIPT = Path(__file__).resolve().parents[1] / "pytest_dlperf" / "node" / "makeenv.py"
+
+
+def makeenv(cache: Path, *reqs: str, base: str = sys.executable, verb: str = "make", extra: tuple[str, ...] = (),
+            timeout: float = 300) -> tuple[subprocess.CompletedProcess, dict | str | None]:
+    """Run the node script here; its result line (JSON), or its error line (str)."""
+    argv = [sys.executable, str(SCRIPT), verb, "--cache", str(cache), *extra]
+    if verb == "make":
+        argv += ["--base", base, "--installer", "pip", "--", *reqs]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    for line in r.stdout.splitlines():
+        if line.startswith(MARK):
+            return r, json.loads(line[len(MARK):])
+        if line.startswith(ERROR_MARK):
+            return r, line[len(ERROR_MARK):]
+    return r, None
+
+
+# ---------------------------------------------------------------- the words
+def test_pip_words_are_installer_arguments_with_paths_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    s = parse_side("pip=numpy==1.26.4 pip=-r req.txt pip=./dist/x-1.0-py3-none-any.whl pip=-rmore.txt name=next",
+                   "candidate")
+    assert s.pip == ("numpy==1.26.4", "-r", str(tmp_path / "req.txt"), str(tmp_path / "dist/x-1.0-py3-none-any.whl"),
+                     "-r", str(tmp_path / "more.txt")), s.pip
+    assert parse_side("current", "reference").pip == ()
+
+
+@pytest.mark.parametrize("text, said", [
+    ("pip=", "'pip=' gives no value"), ("pip=-r", "pip=-r names no file"),
+    ("pip=--pre", "an installer option is not a requirement")])
+def test_a_bad_pip_word_is_one_line_naming_it(text, said):
+    with pytest.raises(SpecError) as info:
+        parse_side(text, "candidate")
+    assert said in str(info.value) and "\n" not in str(info.value) and "--dlperf-candidate" in str(info.value)
+
+
+# ---------------------------------------------------------------- the node script
+def test_an_environment_is_made_once_reused_and_holds_the_base_with_the_wheel_over_it(tmp_path):
+    wheel = make_wheel(tmp_path / "wheels", "six", "1.10.0", {"six.py": "__version__ = '1.10.0'\n"})
+    cache = tmp_path / "cache"
+    r, got = makeenv(cache, str(wheel))
+    assert isinstance(got, dict), r.stdout + r.stderr
+    assert got["builder"] == "pip" and not got["reused"] and got["seconds"] > 0
+    assert got["added"] == {"six": "1.10.0"}
+    import six  # the session's own, which the environment shadows
+    assert got["moved"] == {"six": [six.__version__, "1.10.0"]}
+    python = got["python"]
+    assert Path(python).parent.parent == cache / got["digest"] and not list(cache.glob("*.partial-*"))
+    out = subprocess.run([python, "-c", "import six, pytest_dlperf, pytest; print(six.__version__)"],
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "1.10.0", out.stderr  # the wheel over the base's packages, which it still sees
+    r, again = makeenv(cache, str(wheel))
+    assert again["reused"] and again["seconds"] == 0 and again["python"] == python, r.stdout
+    # another wheel's content is another environment
+    other = make_wheel(tmp_path / "other", "six", "1.10.0", {"six.py": "__version__ = '1.10.0'  # changed\n"})
+    _, third = makeenv(cache, str(other))
+    assert third["digest"] != got["digest"] and not third["reused"]
+    # dlperf env list / prune, as the node script answers them
+    _, listed = makeenv(cache, verb="list")
+    assert sorted(e["digest"] for e in listed) == sorted([got["digest"], third["digest"]])
+    os.utime(Path(python).parents[1] / "dlperf-env.json", (time.time() - 7200, time.time() - 7200))
+    _, gone = makeenv(cache, verb="prune", extra=("--older-than", "3600"))
+    assert [e["digest"] for e in gone] == [got["digest"]] and not (cache / got["digest"]).exists()
+    assert (cache / third["digest"]).is_dir()
+
+
+def test_dlperf_env_lists_and_prunes_this_machines_cache(tmp_path, capsys):
+    from pytest_dlperf import cli
+
+    cache = tmp_path / "cache"
+    _, got = makeenv(cache, str(slowing_wheel(tmp_path / "w", 0.0)))
+    assert cli.main(["env", "list", "--cache", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{cache / got['digest']}  pip  {tmp_path / 'w' / 'quicklog-1.0-py3-none-any.whl'}  "), out
+    assert cli.main(["env", "prune", "--cache", str(cache), "--older-than", "1d"]) == 0
+    assert capsys.readouterr().out == "" and (cache / got["digest"]).is_dir()  # used a moment ago
+    assert cli.main(["env", "prune", "--cache", str(cache)]) == 0
+    assert "removed" in capsys.readouterr().out and not (cache / got["digest"]).exists()
+    with pytest.raises(SystemExit):
+        cli.main(["env", "prune", "--older-than", "soon"])
+    assert "expected a duration such as 7d, 12h or 30m, got 'soon'" in capsys.readouterr().err
+
+
+def test_what_cannot_be_made_is_one_line_and_leaves_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    _, said = makeenv(cache, str(tmp_path / "missing-1.0-py3-none-any.whl"))
+    assert said == f"pip={tmp_path / 'missing-1.0-py3-none-any.whl'}: no such file on this node: put it at that path " \
+                   "on every node"
+    r, said = makeenv(cache, "dlperf-no-such-package==9.9", extra=())
+    assert r.returncode == 2 and "No matching distribution found for dlperf-no-such-package==9.9" in said, said
+    _, said = makeenv(cache, "six", base=str(tmp_path / "nopython"))
+    assert said.startswith(f"the base python {tmp_path / 'nopython'} does not exist on this node"), said
+    locked = tmp_path / "readonly"
+    locked.mkdir()
+    locked.chmod(0o500)
+    if os.access(locked, os.W_OK):  # root writes anywhere: a file where the directory should be
+        locked.chmod(0o700)
+        locked.rmdir()
+        locked.write_text("")
+    _, said = makeenv(locked / "cache", "six")
+    assert "is not writable" in said and "--dlperf-env-cache=DIR" in said, said
+    assert not [p for p in cache.iterdir() if not p.name.endswith(".lock")]  # no environment, no partial one
+
+
+def _slow_python(tmp_path: Path, seconds: int) -> Path:
+    """The session's python, whose pip takes ``seconds`` before it installs (a download in progress)."""
+    wrapper = tmp_path / "python"
+    wrapper.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        case "$*" in *"-m pip"*) sleep {seconds};; esac
+        exec {sys.executable} "$@"
+        """))
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_a_make_stopped_midway_leaves_no_partial_environment_and_no_installer(tmp_path):
+    cache = tmp_path / "cache"
+    wheel = slowing_wheel(tmp_path / "wheels", 0.0)
+    p = subprocess.Popen([sys.executable, str(SCRIPT), "make", "--cache", str(cache), "--base",
+                          str(_slow_python(tmp_path, 60)), "--installer", "pip", "--", str(wheel)],
+                         stdout=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not list(cache.glob("*.partial-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(cache.glob("*.partial-*")), "the make never started"
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 130 and f"{ERROR_MARK}interrupted: the partial environment was removed" in out, out
+    assert not list(cache.glob("*.partial-*")) and not [d for d in cache.iterdir() if d.is_dir()]
+    still = subprocess.run(["pgrep", "-f", f"sleep 60"], capture_output=True, text=True).stdout.split()
+    assert not still, f"the installer outlived its make: {still}"
+
+
+def test_two_sessions_making_one_environment_make_it_once_and_the_second_waits(tmp_path):
+    cache = tmp_path / "cache"
+    wheel = slowing_wheel(tmp_path / "wheels", 0.0)
+    argv = [sys.executable, str(SCRIPT), "make", "--cache", str(cache), "--base", str(_slow_python(tmp_path, 3)),
+            "--installer", "pip", "--", str(wheel)]
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    while not list(cache.glob("*.partial-*")):
+        time.sleep(0.05)
+    second = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    out1, _ = first.communicate(timeout=120)
+    assert "waiting for another session making the same environment" in second.stdout, second.stdout
+    a, b = (json.loads(next(ln for ln in o.splitlines() if ln.startswith(MARK))[len(MARK):]) for o in (out1, second.stdout))
+    assert not a["reused"] and b["reused"] and a["python"] == b["python"]
+
+
+# ---------------------------------------------------------------- an A/B session
+TWO_NODES = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-nodes", "2", "--dlperf-iters", "4",
+             "--dlperf-timeout", "120", "-k", "2n1g"]
+
+
+def ab(tmp_path: Path, candidate: str, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    report = tmp_path / "report"
+    r = run_suite(f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp_path / 'baselines'}", *TWO_NODES,
+                  "--dlperf-candidate", candidate, f"--dlperf-env-cache={tmp_path / 'envs'}", *args)
+    path = report / "results.json"
+    return r, (json.loads(path.read_text()) if path.exists() else {})
+
+
+@pytest.mark.exclusive
+def test_a_library_that_slows_training_installed_on_one_side_is_slower_on_both_nodes(tmp_path):
+    wheel = slowing_wheel(tmp_path / "slow", 0.3)
+    r, doc = ab(tmp_path, f"pip={wheel}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    case = "resnet50-fp32-bs2-32px-2n1g"
+    assert f"{case}: A/B SLOWER" in r.stdout, r.stdout
+    assert f"packages (the nodes' own) -> pip={wheel} (quicklog (none) -> 1.0)" in r.stdout, r.stdout
+    made = doc["ab"]["sides"]["candidate"]["environment"]
+    assert made["requirements"] == [str(wheel)] and sorted(made["nodes"]) == ["local0", "local1"], made
+    assert all(n["builder"] == "pip" and n["python"].startswith(str(tmp_path / "envs")) for n in made["nodes"].values())
+    assert "dlperf env --dlperf-candidate" in r.stdout and "not counted in any measurement" in r.stdout
+    assert doc["ab"]["sides"]["reference"]["environment"] is None
+
+
+@pytest.mark.exclusive
+def test_the_same_library_without_its_cost_is_not_slower(tmp_path):
+    wheel = slowing_wheel(tmp_path / "plain", 0.0)
+    r, doc = ab(tmp_path, f"pip={wheel}", "--dlperf-ab-tolerance", "0.2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert doc["ab"]["cases"]["resnet50-fp32-bs2-32px-2n1g"]["verdict"] != "slower"
+
+
+def test_an_environment_that_cannot_be_made_fails_the_case_before_any_launch_naming_the_node(tmp_path):
+    r, doc = ab(tmp_path, "pip=dlperf-no-such-package==9.9")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "--dlperf-candidate pip=dlperf-no-such-package==9.9: on node local0: the installer failed" in r.stdout, r.stdout
+    assert "No matching distribution found" in r.stdout and "Traceback" not in r.stdout
+    assert not list((tmp_path / "report" / "runs").glob("*/r*")) if (tmp_path / "report" / "runs").exists() else True
+    assert not [p for p in (tmp_path / "envs").iterdir() if p.is_dir()]
