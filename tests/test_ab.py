@@ -205,6 +205,14 @@ def test_the_dry_run_shows_each_sides_commands(tmp_path):
     assert "NCCL_ALGO" not in ref and "env DLPERF_RUN_TAG=" in ref
     assert "NCCL_ALGO=Tree" in cand and "/usr/bin/python3 -u" in cand
     assert "each case runs in pairs" in out
+    # a pip= side: the make command each node runs before the first launch, shown; nothing made
+    r, _ = session(tmp_path / "pip", "--dlperf-candidate", "pip=numpy==1.26.4 hide=quicklog", "--dlperf-dryrun",
+                   f"--dlperf-env-cache={tmp_path / 'envs'}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (f"# {CASE} [candidate; its environment made first on each node: PYTHON makeenv.py make --cache "
+            f"{tmp_path / 'envs'} --base PYTHON --installer auto --hide quicklog -- numpy==1.26.4, whose python then "
+            "runs the commands below]") in r.stdout, r.stdout
+    assert not (tmp_path / "envs").exists()
 
 
 def test_ctrl_c_mid_pair_keeps_the_pairs_taken_marked_incomplete(tmp_path):
