@@ -22,6 +22,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -118,6 +119,61 @@ def _uv(choice: str, base: str) -> str | None:
         raise MakeError("--dlperf-env-installer uv: uv is not installed on this node: pip install uv there, "
                         "or use --dlperf-env-installer pip")
     return uv
+
+
+def _asked(reqs: list[str]) -> set[str]:
+    """The distribution names the requirements ask for (a pin's, a wheel's, a -r file's lines', a project's)."""
+    names: set[str] = set()
+    lines: list[str] = []
+    after_r = False
+    for r in reqs:
+        if after_r:
+            lines += Path(r).expanduser().read_text().splitlines() if Path(r).expanduser().is_file() else []
+        elif r.endswith(".whl"):
+            names.add(Path(r).name.split("-")[0])
+        elif Path(r).expanduser().is_dir() and (Path(r).expanduser() / "pyproject.toml").is_file():
+            import tomllib
+            names.add(str(tomllib.loads((Path(r).expanduser() / "pyproject.toml").read_text())
+                          .get("project", {}).get("name", "")))
+        elif r not in ("-r", "--requirement"):
+            lines.append(r)
+        after_r = r in ("-r", "--requirement")
+    for line in lines:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line.split("#")[0])
+        if m:
+            names.add(m.group(1))
+    return {n.lower().replace("_", "-") for n in names if n}
+
+
+def _constraints(facts: dict, reqs: list[str], where: Path) -> list[str]:
+    """uv's ``-c FILE``: every distribution of the base at its version but those asked for. uv does not see
+    the base's packages through the overlay, so it installs what the requirements need into the environment;
+    the constraints keep those at the versions the base holds (pip sees them installed and leaves them)."""
+    asked = _asked(reqs)
+    pins = [f"{k}=={v}" for k, v in sorted(facts["dists"].items()) if k not in asked and "+" not in v]
+    where.write_text("\n".join(pins) + "\n")
+    return ["-c", str(where)]
+
+
+_PIP_TO_UV = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links",
+              "constraint": "-c"}
+
+
+def _pip_settings(base: str) -> list[str]:
+    """The node's pip settings (pip.conf, PIP_* variables) that say where packages come from, as uv's
+    options: uv reads only its own (UV_*, uv.toml), and an environment made with uv must see what pip would."""
+    res = subprocess.run([base, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60)
+    got: dict[str, tuple[int, list[str]]] = {}
+    for line in res.stdout.splitlines() if res.returncode == 0 else []:
+        key, _, value = line.partition("=")
+        scope, _, name = key.rpartition(".")
+        if name in _PIP_TO_UV:
+            rank = 2 if scope == ":env:" else 1 if scope == "global" else 0 if scope else 1
+            if rank >= got.get(name, (-1, []))[0]:
+                got[name] = (rank, value.strip().strip("'\"").split())
+    words = [w for name, (_, values) in sorted(got.items()) for v in values for w in (_PIP_TO_UV[name], v)]
+    # pip takes the best version over every index it is given; uv, by default, only the first index's
+    return [*words, "--index-strategy", "unsafe-best-match"] if "--extra-index-url" in words else words
 
 
 def _argv(uv: str | None, base: str, python: str, index: list[str], reqs: list[str]) -> list[str]:
@@ -227,12 +283,15 @@ def _venv(base: str, target: Path, sites: list[str], hidden: dict) -> str:
 
 
 def _own(python: str, facts: dict) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """What the environment holds in its own site-packages, and of that what the base held at another version."""
+    """What the environment holds in its own site-packages that the base does not (new, or at another
+    version), and of that what the base held at another version."""
     res = subprocess.run([python, "-c", _OWN_FACTS], capture_output=True, text=True, timeout=120)
     if res.returncode != 0:
         raise MakeError(f"the made environment's python did not run: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
-    added = json.loads(res.stdout.strip().splitlines()[-1])["dists"]
-    moved = {k: [facts["dists"][k], v] for k, v in added.items() if k in facts["dists"] and facts["dists"][k] != v}
+    own = json.loads(res.stdout.strip().splitlines()[-1])["dists"]
+    base = facts["dists"]
+    added = {k: v for k, v in own.items() if base.get(k) != v}  # a copy of the base's own version is no change
+    moved = {k: [base[k], v] for k, v in added.items() if k in base}
     return added, moved
 
 
@@ -290,7 +349,9 @@ def make(args: argparse.Namespace) -> dict:
             python = _venv(args.base, partial, facts["sites"], hidden)
             env = {**os.environ, "VIRTUAL_ENV": str(partial)}
             if reqs:
-                _run_install(_argv(uv, args.base, python, index, reqs), env)
+                extra = [*_constraints(facts, reqs, partial / "dlperf-constraints.txt"),
+                         *([] if index else _pip_settings(args.base))] if uv else []
+                _run_install([*_argv(uv, args.base, python, index, reqs), *extra], env)
             added, moved = _own(python, facts)
             for script in (partial / "bin").iterdir():  # the venv's own scripts name its partial path
                 if script.is_file() and not script.is_symlink():
