@@ -226,3 +226,64 @@ def test_an_environment_that_cannot_be_made_fails_the_case_before_any_launch_nam
     case = doc["ab"]["cases"]["resnet50-fp32-bs2-32px-2n1g"]
     assert case["pairs"] == 0 and "the installer failed" in case["error"], case
     assert not [p for p in (tmp_path / "envs").iterdir() if p.is_dir()]
+
+
+# ---------------------------------------------------------------- a library's commits
+LIBRARY = '''\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "quicklog"
+version = "1.0"
+
+[tool.setuptools]
+py-modules = ["sitecustomize"]
+'''
+# the library's start-up module: at SHARE > 0 it slows each training step of the workload processes
+HOOK = '''\
+import os, sys
+SHARE = {share}
+if SHARE and os.path.basename((sys.argv or [""])[0]) in {workloads!r}:
+    os.environ.setdefault("DLPERF_PLANT_SLOWDOWN", str(SHARE))
+'''
+
+
+@pytest.mark.exclusive
+def test_bisect_installs_each_commit_of_a_library_and_names_the_one_that_slowed_training(tmp_path):
+    """``dlperf bisect --install .``: each probed commit of a library (not of the benchmarks) is installed
+    into an environment made on the node, and the commit whose start-up hook slows training is named."""
+    from tests.suite import ROOT, UNUSED_PLUGINS
+    from tests.test_bisect_history import commit, git
+    from tests.wheels import WORKLOADS
+
+    lib = tmp_path / "quicklog"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    good = commit(lib, "quicklog 1.0", **{"pyproject.toml": LIBRARY, "sitecustomize.py": HOOK.format(share=0, workloads=WORKLOADS)})
+    c1 = commit(lib, "README", **{"README.md": "a logging helper\n"})
+    c2 = commit(lib, "log at start-up", **{"sitecustomize.py": HOOK.format(share=0.4, workloads=WORKLOADS)})
+    commit(lib, "README again", **{"README.md": "a logging helper, still\n"})
+    commit(lib, "a comment", **{"sitecustomize.py": "# hook\n" + HOOK.format(share=0.4, workloads=WORKLOADS)})
+    steps = tmp_path / "steps.json"
+    cmd = [sys.executable, "-m", "pytest_dlperf.cli", "bisect", "--repo", str(lib), "--good", good, "--bad", "main",
+           "--install", ".", "--steps", str(steps), "--", str(ROOT / "suites"), *UNUSED_PLUGINS, "--rootdir", str(ROOT),
+           *TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-nodes", "1", "-k", "1n1g", "--dlperf-iters", "4",
+           f"--dlperf-baseline-dir={tmp_path / 'none'}", f"--dlperf-env-cache={tmp_path / 'envs'}"]
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                       timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"first bad: {c2}" in r.stdout and f"last good: {c1}" in r.stdout, r.stdout
+    (probe, *_) = sorted((tmp_path / "steps-probes").glob("probe-*/results.json"))
+    sides = json.loads(probe.read_text())["ab"]["sides"]
+    assert sides["reference"]["install"] == "." and sides["reference"]["environment"]["requirements"][0].endswith("/tree")
+    # the good commit's environment is made once and reused by every later probe (keyed by the project's content)
+    assert len([d for d in (tmp_path / "envs").iterdir() if d.is_dir()]) == 3  # good, and the two probed commits
+
+
+def test_install_needs_a_rev_and_a_project_at_it(tmp_path):
+    with pytest.raises(SpecError, match="install=. without rev=REF"):
+        parse_side("install=.", "candidate")
+    r, _ = ab(tmp_path, "rev=HEAD install=no/such/dir")
+    assert r.returncode == 1 and "--dlperf-candidate install=no/such/dir: no project there at " in r.stdout, r.stdout

@@ -230,3 +230,25 @@ def test_other_frameworks_train_two_nodes_over_ssh(ssh_nodes, tmp_path, backend,
     if backend == "tf":
         assert all(f'"{n1.address}:' in line for line in case["runs"][0]["commands"])
     assert tagged_processes(str(tmp_path)) == []
+
+
+def test_a_pip_side_is_made_on_both_nodes_over_ssh_and_the_slower_library_found(ssh_nodes, tmp_path):
+    """Issue #64 over SSH: the candidate's environment (a library that slows every training worker) is made
+    on both nodes through their SSH channel before the first pair, one node waiting on the other's make of
+    the same environment (one file system here); the pairs find it slower; nothing stays running."""
+    from tests.wheels import slowing_wheel
+
+    wheel = slowing_wheel(tmp_path / "wheels", 0.3)
+    workdir, report = tmp_path / "remote", tmp_path / "report"
+    r = run_suite(ssh_nodes, report, f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g", "--dlperf-candidate",
+                  f"pip={wheel}", f"--dlperf-env-cache={tmp_path / 'envs'}", "--dlperf-ab-max-pairs", "8", tiny=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads((report / "results.json").read_text())
+    made = doc["ab"]["sides"]["candidate"]["environment"]
+    nodes = made["nodes"]
+    assert len(nodes) == 2 and len({n["python"] for n in nodes.values()}) == 1, made
+    assert sorted(n["reused"] for n in nodes.values()) == [False, True]  # the second waited on the first's lock
+    (commands,) = report.glob("sides/candidate/env/commands.sh")
+    assert all(ln.startswith("ssh -p ") for ln in commands.read_text().splitlines())
+    assert doc["ab"]["cases"]["resnet50-fp32-bs2-32px-2n1g"]["verdict"] == "slower", doc["ab"]["cases"]
+    assert tagged_processes(str(workdir)) == [] and not list((tmp_path / "envs").glob("*.partial-*"))

@@ -90,9 +90,9 @@ class ABSession:
     def _make_env(self, side: Side, nodes: list) -> None:
         """The side's pip= environment on ``nodes`` (those it lacks it on), before their first launch."""
         need = [side.base(n) for n in nodes if not side.made or n.name not in side.made.nodes]
-        if not (side.spec.pip or side.spec.hide) or not need:
+        if not side.spec.makes_environment or not need:
             return
-        got = envs.make_everywhere(self.bench.cluster(), need, side.spec.pip, side.spec.hide, self.options.env,
+        got = envs.make_everywhere(self.bench.cluster(), need, side.requirements, side.spec.hide, self.options.env,
                                    self.bench.report_dir / "sides" / side.spec.role / "env", side.where,
                                    self.bench.live.tell)
         side.made = got if side.made is None else replace(got, nodes={**side.made.nodes, **got.nodes},
@@ -166,7 +166,7 @@ class ABSession:
             own = "(the nodes' own)"
             if ref.spec.python != cand.spec.python:
                 out.append(f"python {ref.spec.python or own} -> {cand.spec.python or own}")
-            if (ref.spec.pip, ref.spec.hide) != (cand.spec.pip, cand.spec.hide):
+            if (ref.requirements, ref.spec.hide) != (cand.requirements, cand.spec.hide):
                 out.append(f"packages {_packages(ref)} -> {_packages(cand)}")
             if ref.commit != cand.commit:
                 out.append(f"files {ref.commit[:12] if ref.commit else '(as checked out)'} -> "

@@ -46,9 +46,9 @@ class ABMode:
 
     def _made_first(self, side: Side) -> str:
         """A pip= side's environment, made on each node before the first launch (its python then runs them)."""
-        if not (side.spec.pip or side.spec.hide):
+        if not side.spec.makes_environment:
             return ""
-        made = envs.dry_run(side.spec.pip, side.spec.hide, self.ab.options.env)
+        made = envs.dry_run(side.requirements, side.spec.hide, self.ab.options.env)
         return (f"; its environment made first on each node: {made}"
                 ", whose python then runs the commands below")
 

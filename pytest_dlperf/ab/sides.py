@@ -3,9 +3,10 @@ and the side made ready to launch (its worktree made, its revision resolved).
 
 A spec is words split as a shell splits them: ``current`` alone, or any of ``python=PATH``,
 ``env=NAME=VALUE``, ``unset=NAME``, ``pip=REQ`` and ``hide=DIST`` (repeatable), ``rev=REF``, ``repo=PATH``,
-``name=LABEL`` (docs/ab.md). ``pip=`` and ``hide=`` make the side an environment on every node (``envs``):
+``install=PATH``, ``name=LABEL`` (docs/ab.md). ``pip=`` and ``hide=`` make the side an environment on every node (``envs``):
 its python's packages with those requirements applied (a pin, a wheel, a project directory, or
-``pip=-r FILE``), and without the distributions hidden (their modules and start-up hooks).
+``pip=-r FILE``), and without the distributions hidden (their modules and start-up hooks); ``install=PATH``
+installs the project at PATH of the repository at ``rev=`` into it (asv's way of measuring a library's commit).
 """
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ if TYPE_CHECKING:
     from ..launchers.base import Launcher
 
 ROLES = ("reference", "candidate")
-KEYS = ("python", "env", "unset", "pip", "hide", "rev", "repo", "name")
-WORDS = "python=PATH, env=NAME=VALUE, unset=NAME, pip=REQ, hide=DIST, rev=REF, repo=PATH, name=LABEL"
+KEYS = ("python", "env", "unset", "pip", "hide", "rev", "repo", "install", "name")
+WORDS = "python=PATH, env=NAME=VALUE, unset=NAME, pip=REQ, hide=DIST, rev=REF, repo=PATH, install=PATH, name=LABEL"
 DIST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -46,11 +47,17 @@ class SideSpec:
     hide: tuple[str, ...] = ()  # distributions of the side's python its environment hides
     rev: str | None = None
     repo: str | None = None
+    install: str | None = None  # a project's path in the repository at rev, installed into the side's environment
     name: str = ""
 
     @property
     def label(self) -> str:
         return self.name or self.role
+
+    @property
+    def makes_environment(self) -> bool:
+        """Whether the side's environment is made on the nodes (pip=, hide=, install=)."""
+        return bool(self.pip or self.hide or self.install)
 
     def describe(self) -> str:
         """One line for the terminal: the label and what the side changes."""
@@ -102,13 +109,16 @@ def parse_side(text: str, role: str, option: str | None = None) -> SideSpec:
         got[key] = value
     if "repo" in got and "rev" not in got:
         raise SpecError(f"{option}: repo={got['repo']} without rev=REF; repo names the repository REF is in")
+    if "install" in got and "rev" not in got:
+        raise SpecError(f"{option}: install={got['install']} without rev=REF; install names a project in the repository "
+                        "at REF (install=. for its root)")
     if got.get("name") in ROLES and got["name"] != role:
         raise SpecError(f"{option}: name={got['name']} is the other side's role; choose another label")
     both = sorted(set(env) & set(unset))
     if both:
         raise SpecError(f"{option}: {', '.join(both)} both set (env=) and unset (unset=): give one")
     return SideSpec(role, text, python=got.get("python"), env=env, unset=tuple(dict.fromkeys(unset)), pip=tuple(pip),
-                    hide=tuple(dict.fromkeys(hide)), rev=got.get("rev"),
+                    hide=tuple(dict.fromkeys(hide)), rev=got.get("rev"), install=got.get("install"),
                     repo=str(Path(got["repo"]).expanduser().resolve()) if "repo" in got else None,
                     name=got.get("name", ""))
 
@@ -140,6 +150,7 @@ class Side:
     files_root: Path | None = None  # the worktree at ``commit``
     frameworks: dict[str, str] = field(default_factory=dict)  # node 0's versions as this side's python has them
     made: MadeEnv | None = None  # its pip= environment on each node, once made
+    project: Path | None = None  # install=: the project's directory in the worktree at ``commit``
 
     @property
     def label(self) -> str:
@@ -148,12 +159,18 @@ class Side:
     @property
     def own_python(self) -> bool:
         """Whether the side runs an interpreter other than the nodes' own (python=, or a pip= environment)."""
-        return bool(self.spec.python or self.spec.pip or self.spec.hide)
+        return bool(self.spec.python or self.spec.makes_environment)
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        """What its environment installs: the pip= words', then the install= project at its commit."""
+        return (*self.spec.pip, *([str(self.project)] if self.project else []))
 
     @property
     def environment_words(self) -> str:
         """The words that make its environment, as given (pip= and hide=)."""
-        return " ".join([*(f"pip={r}" for r in self.spec.pip), *(f"hide={h}" for h in self.spec.hide)])
+        return " ".join([*(f"pip={r}" for r in self.spec.pip), *(f"hide={h}" for h in self.spec.hide),
+                         *([f"install={self.spec.install}"] if self.spec.install else [])])
 
     @property
     def where(self) -> str:
@@ -204,6 +221,6 @@ class Side:
     def to_dict(self) -> dict:
         s = self.spec
         return {"name": s.label, "spec": s.text, "python": s.python, "env": dict(s.env), "unset": list(s.unset),
-                "pip": list(s.pip), "hide": list(s.hide), "environment": self.made.to_dict() if self.made else None, "rev": s.rev,
+                "pip": list(s.pip), "hide": list(s.hide), "install": s.install, "environment": self.made.to_dict() if self.made else None, "rev": s.rev,
                 "repo": str(self.repo_root) if self.repo_root else s.repo, "commit": self.commit,
                 "frameworks": dict(self.frameworks)}

@@ -10,6 +10,7 @@ from pathlib import Path
 from .sides import Side, SideSpec
 
 GIT_TIMEOUT = 120
+PROJECT_FILES = ("pyproject.toml", "setup.py")  # what makes a directory a project pip installs
 
 
 class WorktreeError(RuntimeError):
@@ -50,7 +51,7 @@ def make_ready(spec: SideSpec, entry_files: list[Path]) -> Side:
             raise WorktreeError(f"{where}: the benchmark's files ({entry_files[0] if entry_files else 'none'}) "
                                 "are not in a git repository: give repo=PATH")
     outside = [str(f) for f in entry_files if not Path(f).resolve().is_relative_to(top)]
-    if outside:
+    if outside and spec.install is None:  # install= measures a library's commit: the benchmark's files stay
         raise WorktreeError(f"{where}: {', '.join(outside)} not in {top}, so rev= would not change them: "
                             "give repo=PATH of the repository that holds them")
     res = _git(top, "rev-parse", "--verify", "--quiet", f"{spec.rev}^{{commit}}")
@@ -63,6 +64,13 @@ def make_ready(spec: SideSpec, entry_files: list[Path]) -> Side:
         shutil.rmtree(tmp, ignore_errors=True)
         raise WorktreeError(f"{where}: git worktree add failed in {top}: {(res.stderr.strip().splitlines() or ['no message'])[-1]}")
     side.files_root = tmp / "tree"
+    if spec.install is not None:
+        project = (side.files_root / spec.install).resolve()
+        if not project.is_relative_to(side.files_root) or not any((project / f).is_file() for f in PROJECT_FILES):
+            remove(side)
+            raise WorktreeError(f"--dlperf-{spec.role} install={spec.install}: no project there at {side.commit[:12]} "
+                                f"(no {' or '.join(PROJECT_FILES)}): give the project's path in that repository")
+        side.project = project
     missing = [str(f) for f in entry_files if not side.file(Path(f)).is_file()]
     if missing:
         remove(side)

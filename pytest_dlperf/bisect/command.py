@@ -22,12 +22,14 @@ from .steps import Found, Next, NotBad, ProbeRecord, Steps, next_step, now
 MAX_PAIRS = "--dlperf-ab-max-pairs"  # a resume may change it (to take more pairs); the identity leaves it out
 DEFAULT_STEPS = "dlperf-bisect.json"
 
-USAGE = """dlperf bisect --repo PATH --good REF --bad REF [--steps FILE] -- <pytest arguments>
+USAGE = """dlperf bisect --repo PATH --good REF --bad REF [--install PATH] [--steps FILE] -- <pytest arguments>
        dlperf bisect --pythons PY1,PY2,... [--steps FILE] -- <pytest arguments>"""
 
 EPILOG = """\
 Each probe is one A/B pytest session (docs/ab.md): the good item is the reference, the probed one
-the candidate; a case "slower" makes the item bad. The bad endpoint is probed first. Session logs
+the candidate; a case "slower" makes the item bad. With --install, each probed commit of the repository
+is installed into an environment made on the nodes (install=PATH of the A/B spec), so a library's
+history is bisected, not only a suite's. The bad endpoint is probed first. Session logs
 and reports go to <steps file>-probes/ (without .json). Running the same command again resumes:
 decided probes are kept. When a probe is undecided the bisect stops and prints the command that
 takes more pairs (--dlperf-ab-max-pairs, bigger, after --), which resumes.
@@ -40,6 +42,9 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001 - argparse's sub
     b.add_argument("--repo", type=Path, default=None, metavar="PATH", help="the git repository of the benchmarks")
     b.add_argument("--good", default=None, metavar="REF", help="a commit that is not slower (item 0, the reference)")
     b.add_argument("--bad", default=None, metavar="REF", help="a later commit that is slower (--good's descendant)")
+    b.add_argument("--install", default=None, metavar="PATH",
+                   help="a project's path in --repo (. for its root): each probed commit of it is installed into an "
+                        "environment made on every node, and the benchmarks run there (a library's history)")
     b.add_argument("--pythons", action="append", default=None, metavar="PY1,PY2,...",
                    help="interpreters in order, the first good, the last bad (instead of --repo/--good/--bad)")
     b.add_argument("--steps", type=Path, default=None, metavar="FILE",
@@ -70,6 +75,7 @@ class Request:
     good: str | None = None
     bad: str | None = None
     pythons: list[str] | None = None
+    install: str | None = None
     cwd: Path = field(default_factory=Path.cwd)
 
     @classmethod
@@ -80,6 +86,8 @@ class Request:
             raise UsageError("give either --pythons or --repo/--good/--bad, not both")
         if not args.pythons and None in git:
             raise UsageError("give --repo PATH --good REF --bad REF (a git range) or --pythons PY1,PY2,...")
+        if args.install is not None and args.pythons:
+            raise UsageError("--install PATH goes with --repo/--good/--bad (a library's commits), not --pythons")
         for a in pytest_args:
             for opt in (REFERENCE, CANDIDATE, REPORT):
                 if a == opt or a.startswith(opt + "="):
@@ -88,18 +96,19 @@ class Request:
         pythons = [p for word in args.pythons for p in word.split(",")] if args.pythons else None
         steps = (args.steps or Path(DEFAULT_STEPS)).expanduser().absolute()
         repo = args.repo.expanduser().resolve() if args.repo else None
-        return cls(steps, list(pytest_args), repo, args.good, args.bad, pythons)
+        return cls(steps, list(pytest_args), repo, args.good, args.bad, pythons, args.install)
 
     def items(self) -> list[Item]:
         if self.pythons is not None:
             return python_items(self.pythons)
         assert self.repo is not None and self.good is not None and self.bad is not None
-        return git_items(self.repo, self.good, self.bad)
+        return git_items(self.repo, self.good, self.bad, self.install)
 
     def identity(self) -> dict[str, object]:
         """What makes two commands the same bisect (the steps file keeps it)."""
         source: dict[str, object] = ({"kind": "pythons", "pythons": self.pythons} if self.pythons is not None else
-                                     {"kind": "git", "repo": str(self.repo), "good": self.good, "bad": self.bad})
+                                     {"kind": "git", "repo": str(self.repo), "good": self.good, "bad": self.bad,
+                                      **({"install": self.install} if self.install is not None else {})})
         return {**source, "pytest_args": identity_args(self.pytest_args), "cwd": str(self.cwd)}
 
     def rerun(self, max_pairs: int | None) -> str:
@@ -108,7 +117,8 @@ class Request:
         if self.pythons is not None:
             words += ["--pythons", ",".join(self.pythons)]
         else:
-            words += ["--repo", str(self.repo), "--good", str(self.good), "--bad", str(self.bad)]
+            words += ["--repo", str(self.repo), "--good", str(self.good), "--bad", str(self.bad),
+                      *(["--install", self.install] if self.install is not None else [])]
         pairs = str(2 * max_pairs) if max_pairs else "N"
         return shlex.join([*words, "--steps", str(self.steps), "--", *identity_args(self.pytest_args),
                            f"{MAX_PAIRS}={pairs}"])

@@ -56,8 +56,9 @@ def _log(repo: Path, *args: str) -> list[tuple[str, str]]:
     return [tuple(line.split("\x1f", 1)) for line in r.stdout.splitlines() if line]  # type: ignore[misc]
 
 
-def git_items(repo: Path, good: str, bad: str) -> list[Item]:
-    """GOOD, then ``git rev-list --first-parent --reverse GOOD..BAD``: full hashes and subjects."""
+def git_items(repo: Path, good: str, bad: str, install: str | None = None) -> list[Item]:
+    """GOOD, then ``git rev-list --first-parent --reverse GOOD..BAD``: full hashes and subjects; with
+    ``install``, each side installs that project of the repository at its commit (``install=``)."""
     repo = repo.expanduser().resolve()
     if not repo.is_dir():
         raise UsageError(f"--repo {repo}: no such directory: give the git repository the benchmarks are in")
@@ -69,7 +70,8 @@ def git_items(repo: Path, good: str, bad: str) -> list[Item]:
     if _git(repo, "merge-base", "--is-ancestor", good_hash, bad_hash).returncode != 0:
         raise UsageError(f"--good {good} is not an ancestor of --bad {bad}: give a good commit that --bad descends from")
     commits = _log(repo, "-1", good_hash) + _log(repo, "--first-parent", "--reverse", f"{good_hash}..{bad_hash}")
-    return [Item(h, subject or "(no subject)", shlex.join([f"rev={h}", f"repo={repo}"])) for h, subject in commits]
+    extra = [f"install={install}"] if install is not None else []
+    return [Item(h, subject or "(no subject)", shlex.join([f"rev={h}", f"repo={repo}", *extra])) for h, subject in commits]
 
 
 def python_items(pythons: Sequence[str]) -> list[Item]:

@@ -78,12 +78,13 @@ def _base_facts(base: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def _local_paths(reqs: list[str]) -> list[Path]:
-    """The requirement arguments that name files on this node: a wheel, a project directory, a -r file."""
-    out, after_r = [], False
+def _local_paths(reqs: list[str]) -> dict[str, Path]:
+    """The requirement arguments that name files on this node (a wheel, a project directory, a -r file): each
+    argument as given, and its path."""
+    out, after_r = {}, False
     for r in reqs:
         if after_r or r.startswith(("/", "./", "../", "~")) or r.endswith((".whl", ".tar.gz", ".zip")):
-            out.append(Path(r).expanduser())
+            out[r] = Path(r).expanduser()
         after_r = r in ("-r", "--requirement")
     return out
 
@@ -101,11 +102,12 @@ def _digest_file(path: Path) -> str:
 
 def digest(facts: dict, reqs: list[str], installer: str, index: list[str], hide: list[str] = ()) -> str:
     """The environment's key: the base interpreter (its path, version and every distribution it holds), the
-    requirements (a local file by its content), what it hides, the installer and the index options."""
-    files = {str(p): _digest_file(p) for p in _local_paths(reqs)}
+    requirements (a local file or project by its content, wherever it lies: a worktree's path is new each
+    session), what it hides, the installer and the index options."""
+    local = _local_paths(reqs)
+    keyed = [f"content:{_digest_file(local[r])}" if r in local else r for r in reqs]
     blob = json.dumps({"contract": CONTRACT, "base": [facts["executable"], facts["version"], facts["dists"]],
-                       "reqs": reqs, "files": files, "hide": sorted(hide), "installer": installer, "index": index},
-                      sort_keys=True)
+                       "reqs": keyed, "hide": sorted(hide), "installer": installer, "index": index}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -308,7 +310,7 @@ def make(args: argparse.Namespace) -> dict:
     hide = sorted(set(args.hide))
     if not reqs and not hide:
         raise MakeError("no requirement given: pip=REQ names a pin, a wheel, a project directory or -r FILE")
-    missing = [str(p) for p in _local_paths(reqs) if not p.exists()]
+    missing = [str(p) for p in _local_paths(reqs).values() if not p.exists()]
     if missing:
         raise MakeError(f"pip={missing[0]}: no such file on this node: put it at that path on every node")
     cache = Path(args.cache).expanduser()
