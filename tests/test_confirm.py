@@ -333,6 +333,44 @@ def test_an_upgrade_in_place_is_confirmed_against_the_recorded_distributions_mad
     assert v["confirmation"]["reference"] == f"python={python} hide=quicklog name=recorded", v["confirmation"]
 
 
+def slower_spread_recording(recorded: Path, store: Path) -> Path:
+    """A copy of the recorded store whose runs are a twentieth of the recorded fastest and spread over x3
+    (robust CV about 40%): this session's launches pass its screen at any speed of the host within x2, and
+    its runs are too spread for the screen to catch a 10% slow-down (the recording's power is weak)."""
+    store.mkdir(parents=True)
+    path = next(recorded.glob("*.json"))
+    doc = json.loads(path.read_text())
+    entry = doc["entries"][KEY]
+    low = min(entry["throughputs"]) / 20
+    entry["throughputs"] = [low * f for f in (1.0, 1.5, 2.0, 2.5, 3.0)]
+    entry["median"] = low * 2.0
+    if entry.get("mean") is not None:
+        entry["mean"] = low * 2.0
+    (store / path.name).write_text(json.dumps(doc))
+    return store
+
+
+@pytest.mark.exclusive
+def test_confirm_when_weak_takes_a_passing_case_of_other_software_side_by_side(recorded, tmp_path):
+    """--dlperf-confirm-when (issue #64): a slow-down the screen of a weak recording cannot see (it passes)
+    is confirmed side by side where asked; by default (flagged) the pass stands and nothing more runs."""
+    store = slower_spread_recording(recorded, tmp_path / "store")
+    slow = {"DLPERF_PLANT_SLOWDOWN": "0.5"}
+    r = run(tmp_path / "flagged", store, *SIDE, env=slow)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "side by side" not in r.stdout, r.stdout
+    r = run(tmp_path / "weak", store, *SIDE, "--dlperf-confirm-when", "weak", env=slow)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"REGRESSION {CASE} throughput: confirmed side by side" in r.stdout, r.stdout
+    assert "slow-down in about 0% of sessions (--dlperf-confirm-when weak)" in r.stdout, r.stdout
+    v = verdict_of(tmp_path / "weak")
+    assert v["confirmation"]["screen"] in ("pass", "improvement") and v["confirmation"]["outcome"] == "confirmed"
+    assert v["confirmation"]["reference"] == "unset=DLPERF_PLANT_SLOWDOWN name=recorded"
+    # the same software: nothing to confirm, whatever the option
+    r = run(tmp_path / "same", store, *SIDE, "--dlperf-confirm-when", "differs")
+    assert r.returncode == 0 and "side by side" not in r.stdout, r.stdout + r.stderr
+
+
 def test_a_bad_confirm_reference_is_one_line_before_any_launch(tmp_path):
     for spec, said in (("bogus=1", "'bogus=1' is not a spec word"), ("current", "names no software")):
         r = run(tmp_path, tmp_path / "store", "--dlperf-confirm-reference", spec)

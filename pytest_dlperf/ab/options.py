@@ -15,6 +15,7 @@ from ..optiontypes import count_or_env, fraction, non_negative_int, positive_int
 from .sides import SideSpec, SpecError, parse_side
 
 UNDECIDED = ("pass", "fail")
+CONFIRM_WHEN = ("flagged", "weak", "differs")
 CONFIRM_PAIRS = 20  # the most pairs a side-by-side confirmation takes (Pinpoint: 10 a side, 10 more while unknown)
 CONFIRM_PAIRS_ENV = "DLPERF_CONFIRM_PAIRS"  # a CI image's own default for --dlperf-confirm-pairs
 
@@ -93,6 +94,10 @@ def add_options(parser: pytest.Parser) -> None:
       help=f"the most pairs a side-by-side confirmation takes (default {CONFIRM_PAIRS}, or {CONFIRM_PAIRS_ENV}); "
            "0: none, a failure with a software difference fails as REGRESSION, not confirmed. Its other "
            "settings are the A/B session's (--dlperf-ab-alpha, --dlperf-ab-min-pairs, --dlperf-undecided)")
+    c("--dlperf-confirm-when", choices=CONFIRM_WHEN, default="flagged",
+      help="which cases whose software differs from the recording's run side by side: flagged (default): those "
+           "that failed their screen; weak: those too, and any whose recording catches a 10%% slow-down in under "
+           "half of sessions (a noisy host's screen misses it); differs: every one (docs/gate.md)")
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,7 @@ class ConfirmOptions:
     undecided_fails: bool
     explain: ExplainOptions = ExplainOptions()
     env: EnvOptions = EnvOptions()
+    when: str = "flagged"  # which cases whose software differs are confirmed: CONFIRM_WHEN
 
     @property
     def on(self) -> bool:
@@ -176,7 +182,7 @@ class ConfirmOptions:
             raise pytest.UsageError(f"--dlperf-confirm-pairs {most} with --dlperf-ab-min-pairs {least}: need "
                                     "3 <= min <= max <= 200 (or --dlperf-confirm-pairs 0 for no confirmation)")
         return cls(reference, most, least, get("dlperf_ab_alpha"), get("dlperf_undecided") == "fail",
-                   ExplainOptions.from_config(config), EnvOptions.from_config(config))
+                   ExplainOptions.from_config(config), EnvOptions.from_config(config), get("dlperf_confirm_when"))
 
 
 def confirm_pairs(given: int | None) -> int:

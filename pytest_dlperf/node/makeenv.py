@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 MARK = "DLPERF-ENV "
@@ -205,8 +206,9 @@ def _run_install(argv: list[str], env: dict[str, str]) -> None:
         proc.wait()
         raise
     if proc.returncode != 0:
-        errors = [ln for ln in lines if ln.startswith("ERROR") or ln.lstrip().startswith("error:")]
-        tail = " | ".join((errors or [ln for ln in lines if ln.strip()])[-TAIL:])
+        first = next((i for i, ln in enumerate(lines) if ln.startswith(("ERROR", "error:", "  × "))), None)
+        said = [ln.strip() for ln in (lines[first:] if first is not None else lines) if ln.strip()]
+        tail = " | ".join(said[:TAIL] if first is not None else said[-TAIL:])  # the installer's own reason
         raise MakeError(f"the installer failed (exit {proc.returncode}): {tail or 'no output'}")
 
 
@@ -305,15 +307,26 @@ def _stop(signum: int, frame: object) -> None:
     raise _Stopped()
 
 
-def make(args: argparse.Namespace) -> dict:
-    reqs = [r for r in args.reqs if r != "--"]
-    hide = sorted(set(args.hide))
-    if not reqs and not hide:
-        raise MakeError("no requirement given: pip=REQ names a pin, a wheel, a project directory or -r FILE")
-    missing = [str(p) for p in _local_paths(reqs).values() if not p.exists()]
-    if missing:
-        raise MakeError(f"pip={missing[0]}: no such file on this node: put it at that path on every node")
-    cache = Path(args.cache).expanduser()
+@dataclass(frozen=True)
+class Plan:
+    """What one make will do, resolved once: the base and its facts, the requirements, what it hides, the
+    installer, the index options and the environment's key."""
+
+    base: str
+    facts: dict
+    reqs: list[str]
+    hide: list[str]
+    hidden: dict
+    uv: str | None
+    index: list[str]
+    key: str
+
+    @property
+    def builder(self) -> str:
+        return "uv" if self.uv else "pip"
+
+
+def _writable(cache: Path) -> None:
     try:
         cache.mkdir(parents=True, exist_ok=True)
         probe = cache / f".write-test-{os.getpid()}"
@@ -322,57 +335,79 @@ def make(args: argparse.Namespace) -> dict:
     except OSError as exc:
         raise MakeError(f"the environment cache {cache} is not writable ({exc.strerror}): give "
                         "--dlperf-env-cache=DIR of a writable directory") from None
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """The make checked before anything is written: a requirement given, its files here, the base running."""
+    reqs = [r for r in args.reqs if r != "--"]
+    hide = sorted(set(args.hide))
+    if not reqs and not hide:
+        raise MakeError("no requirement given: pip=REQ names a pin, a wheel, a project directory or -r FILE")
+    missing = [str(p) for p in _local_paths(reqs).values() if not p.exists()]
+    if missing:
+        raise MakeError(f"pip={missing[0]}: no such file on this node: put it at that path on every node")
     facts = _base_facts(args.base)
     index = [*(["--index-url", args.index_url] if args.index_url else []),
              *(["--find-links", args.find_links] if args.find_links else [])]
     uv = _uv(args.installer, args.base)
-    builder = "uv" if uv else "pip"
     hidden = _hidden(args.base, hide)
-    key = digest(facts, reqs, builder, index, hide)
-    final = cache / key
-    with open(cache / f"{key}.lock", "w") as lock:
+    return Plan(args.base, facts, reqs, hide, hidden, uv, index, digest(facts, reqs, "uv" if uv else "pip", index, hide))
+
+
+def make(args: argparse.Namespace) -> dict:
+    """The environment of ``args``, from the cache or made, under its key's lock."""
+    cache = Path(args.cache).expanduser()
+    _writable(cache)
+    p = plan(args)
+    final = cache / p.key
+    with open(cache / f"{p.key}.lock", "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             _say(f"waiting for another session making the same environment ({final})")
             fcntl.flock(lock, fcntl.LOCK_EX)
-        for stale in cache.glob(f"{key}.partial-*"):  # a make that was killed: never reused
+        for stale in cache.glob(f"{p.key}.partial-*"):  # a make that was killed: never reused
             shutil.rmtree(stale, ignore_errors=True)
         info = final / INFO
         if info.is_file():
             got = json.loads(info.read_text())
             os.utime(info)  # last used: what prune goes by
             return {**got, "seconds": 0.0, "reused": True}
-        _say(f"making {final} with {builder}: {' '.join([*reqs, *(f'hide={h}' for h in hide)])}")
-        t0 = time.monotonic()
-        partial = cache / f"{key}.partial-{os.getpid()}"
-        old = signal.signal(signal.SIGTERM, _stop)
-        try:
-            python = _venv(args.base, partial, facts["sites"], hidden)
-            env = {**os.environ, "VIRTUAL_ENV": str(partial)}
-            if reqs:
-                extra = [*_constraints(facts, reqs, partial / "dlperf-constraints.txt"),
-                         *([] if index else _pip_settings(args.base))] if uv else []
-                _run_install([*_argv(uv, args.base, python, index, reqs), *extra], env)
-            added, moved = _own(python, facts)
-            for script in (partial / "bin").iterdir():  # the venv's own scripts name its partial path
-                if script.is_file() and not script.is_symlink():
-                    text = script.read_bytes()
-                    if str(partial).encode() in text:
-                        script.write_bytes(text.replace(str(partial).encode(), str(final).encode()))
-            seconds = round(time.monotonic() - t0, 2)
-            got = {"contract": CONTRACT, "python": str(final / "bin" / "python"), "digest": key, "builder": builder,
-                   "requirements": reqs, "hidden": {h: hidden[h]["version"] for h in hide},
-                   "base": facts["executable"], "added": added, "moved": moved,
-                   "made_seconds": seconds}
-            (partial / INFO).write_text(json.dumps(got))
-            os.rename(partial, final)
-        except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
-        finally:
-            signal.signal(signal.SIGTERM, old)
-        return {**got, "seconds": seconds, "reused": False}
+        _say(f"making {final} with {p.builder}: {' '.join([*p.reqs, *(f'hide={h}' for h in p.hide)])}")
+        got = _build(p, cache / f"{p.key}.partial-{os.getpid()}", final)
+        return {**got, "seconds": got["made_seconds"], "reused": False}
+
+
+def _build(p: Plan, partial: Path, final: Path) -> dict:
+    """Make the environment in ``partial`` and rename it ``final`` when complete; stopped or failed, nothing
+    is left (the installer's process group goes too)."""
+    t0 = time.monotonic()
+    old = signal.signal(signal.SIGTERM, _stop)
+    try:
+        python = _venv(p.base, partial, p.facts["sites"], p.hidden)
+        env = {**os.environ, "VIRTUAL_ENV": str(partial)}
+        if p.reqs:
+            extra = [*_constraints(p.facts, p.reqs, partial / "dlperf-constraints.txt"),
+                     *([] if p.index else _pip_settings(p.base))] if p.uv else []
+            _run_install([*_argv(p.uv, p.base, python, p.index, p.reqs), *extra], env)
+        added, moved = _own(python, p.facts)
+        for script in (partial / "bin").iterdir():  # the venv's own scripts name its partial path
+            if script.is_file() and not script.is_symlink():
+                text = script.read_bytes()
+                if str(partial).encode() in text:
+                    script.write_bytes(text.replace(str(partial).encode(), str(final).encode()))
+        got = {"contract": CONTRACT, "python": str(final / "bin" / "python"), "digest": p.key, "builder": p.builder,
+               "requirements": p.reqs, "hidden": {h: p.hidden[h]["version"] for h in p.hide},
+               "base": p.facts["executable"], "added": added, "moved": moved,
+               "made_seconds": round(time.monotonic() - t0, 2)}
+        (partial / INFO).write_text(json.dumps(got))
+        os.rename(partial, final)
+        return got
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def listed(cache: Path) -> list[dict]:

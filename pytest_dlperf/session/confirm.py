@@ -36,6 +36,7 @@ from ..baselines.entry import PROFILE_KEY
 from ..ab.options import ConfirmOptions
 from ..ab.recorded import Found, find
 from ..baselines.drift import sitting_drift
+from ..baselines.rules import catch_rate
 from ..measure import Measured
 from ..metrics import Direction, Judging
 from ..results import CaseResult
@@ -43,6 +44,9 @@ from ..software import Difference, NodeSoftware, Software, differences
 from ..specs import CaseSpec, Measurement
 from ..verdict import Judgement, Outcome, Verdict, VerdictStatus
 from .contexts import Recorded
+from .recording import CATCH_DROP
+
+WEAK_POWER = 0.5  # --dlperf-confirm-when weak: a recording whose screen catches a 10% drop less often than this
 
 
 class Settled(str, Enum):
@@ -92,7 +96,7 @@ class Confirmation:
         """The case's judgement after attribution and, where the software differs, confirmation."""
         suspects = [v for v in judgement.verdicts if v.fails(self.noisy_fails) and not metrics.get(v.metric).counted]
         if judgement.outcome is not Outcome.FAIL or not suspects:
-            return judgement
+            return self._look_anyway(got, item, result, judgement, software, m)
         base = self.lookups.recorded(result, item)
         if base is None:  # no entry: the screen had nothing to fail against (cannot happen with suspects)
             return judgement
@@ -103,8 +107,34 @@ class Confirmation:
             settled = self._confirm(got, result, suspects, base, software, diffs, m)
         return self._judgement(result, judgement, settled)
 
+    def _look_anyway(self, got: Measured, item: pytest.Item | None, result: CaseResult, judgement: Judgement,
+                     software: Software | None, m: Measurement) -> Judgement:
+        """A case that passed its screen, confirmed side by side all the same where ``--dlperf-confirm-when``
+        asks (its software differs from the recording's: every such case, or one whose recording is too
+        spread for its screen to catch a 10% slow-down in half of sessions)."""
+        primary = next((v for v in judgement.verdicts if v.metric == metrics.PRIMARY.name), None)
+        if self.options.when == "flagged" or not self.options.on or primary is None or primary.status not in (
+                VerdictStatus.PASS, VerdictStatus.IMPROVEMENT) or judgement.outcome is not Outcome.PASS:
+            return judgement
+        base = self.lookups.recorded(result, item)
+        diffs = differences(base.software, software, self.lookups.same_tree) if base and base.software and software \
+            else None
+        if not diffs:  # the same software (or not known): the screen's pass stands
+            return judgement
+        why = f"its software differs from the recording's (--dlperf-confirm-when {self.options.when})"
+        if self.options.when == "weak":
+            rate = catch_rate(base.entry, CATCH_DROP, max(3, len(result.throughputs)),
+                              base.tolerances.get(metrics.PRIMARY.name))
+            if rate is None or rate >= WEAK_POWER:
+                return judgement
+            why = (f"its software differs from the recording's, whose runs let this screen catch a {CATCH_DROP:.0%} "
+                   f"slow-down in about {rate:.0%} of sessions (--dlperf-confirm-when weak)")
+        settled = self._confirm(got, result, [primary], base, software, diffs, m, looked=why)
+        return self._judgement(result, judgement, settled) if settled else judgement
+
     def _confirm(self, got: Measured, result: CaseResult, suspects: Sequence[Verdict], base: Recorded,
-                 software: Software | None, diffs: list[Difference] | None, m: Measurement) -> dict[str, Verdict]:
+                 software: Software | None, diffs: list[Difference] | None, m: Measurement,
+                 looked: str | None = None) -> dict[str, Verdict]:
         """The suspects confirmed side by side, or not confirmed where no reference runs the recorded software."""
         case = result.case
         said = [d.text for d in diffs or []]
@@ -119,21 +149,24 @@ class Confirmation:
             found = find(base.software, software, diffs or [], reachable=self.lookups.reachable,
                          interpreter=lambda path: self.lookups.interpreter(path, case.topology.nodes),
                          recorded_commit=base.entry.versions.get("git", "").removesuffix("+dirty") or None)
+        if found.spec is None and looked:  # a screen that passed stays passed: said, not failed
+            self.note(f"{case.id}: {looked}, but no reference runs the recorded software: {found.why}")
+            return {}
         if found.spec is None:
             out = {v.metric: not_confirmed(v, base, said, found) for v in suspects}
             self._explain_against_recording(case, m, base, out, result.median / base.entry.median
                                             if base.entry.median else None)
             return out
         first = ", ".join(f"{v.metric} {v.change:+.1%}" for v in suspects if v.change is not None)
-        self.say(f"dlperf {got.case.id}: failed its stored baseline ({first}) and the software differs "
-                 f"({len(said) or 'not recorded'}): side by side with the recorded software ({found.spec.text})")
+        why = looked or f"failed its stored baseline ({first}) and the software differs ({len(said) or 'not recorded'})"
+        self.say(f"dlperf {got.case.id}: {why}: side by side with the recorded software ({found.spec.text})")
         t0 = time.monotonic()
         scaling = any(metrics.get(v.metric).judging is Judging.RATIO for v in suspects)
         tols = {mm.name: (base.tolerances.get(mm.name) if mm.judged_on(base.device, mm.name in base.asked) else None)
                 for mm in metrics.tolerated() if mm is not metrics.PRIMARY}
         run = self.side_by_side.run(case, m, found.spec, base.tolerances.get(metrics.PRIMARY.name), tols, scaling)
         seconds = time.monotonic() - t0
-        out = {v.metric: confirmed(v, base, said, found, run, seconds) for v in suspects}
+        out = {v.metric: confirmed(v, base, said, found, run, seconds, looked) for v in suspects}
         self.say(f"dlperf {got.case.id}: side by side: " + ", ".join(f"{k} {str(v.status).upper()}" for k, v in out.items())
                  + f" ({len(run.record.pairs)} pairs, {seconds:.0f} s)")
         return out
@@ -260,8 +293,9 @@ def not_confirmed(v: Verdict, base: Recorded, said: list[str], found: Found) -> 
 
 
 def confirmed(v: Verdict, base: Recorded, said: list[str], found: Found, run: SideBySideResult,
-              seconds: float) -> Verdict:
-    """A screen failure settled side by side with the recorded software (``run``)."""
+              seconds: float, looked: str | None = None) -> Verdict:
+    """A screen failure settled side by side with the recorded software (``run``); ``looked``: why a case
+    that passed its screen was confirmed all the same."""
     assert found.spec is not None
     paired = run.verdict_of(metrics.get(v.metric))
     if paired is not None and "reason" in paired:  # the cap of a confirmation is its own option
@@ -271,6 +305,7 @@ def confirmed(v: Verdict, base: Recorded, said: list[str], found: Found, run: Si
     pairs = len(run.record.pairs)
     changed = ("; changed since the recording: " + "; ".join(said)) if said else ""
     record = {"outcome": str(outcome), "screen": str(v.status), "screen_change": v.change, "reference": found.spec.text,
+              **({"looked": looked} if looked else {}),
               "side_by_side": paired, "seconds": round(seconds, 1), "pairs": run.record.to_dict()}
     if run.error and outcome is not Settled.CONFIRMED:
         why = f"the side-by-side launches stopped: {run.error}"
@@ -280,6 +315,9 @@ def confirmed(v: Verdict, base: Recorded, said: list[str], found: Found, run: Si
     if outcome is Settled.CONFIRMED:
         head = f"REGRESSION {v.case} {v.metric}: confirmed side by side: {shown} against the recorded software"
         status = VerdictStatus.REGRESSION
+    elif outcome is Settled.CLEARED and looked:
+        head = (f"OK {v.case} {v.metric}: the screen passed ({_change(v)}); {looked}; side by side with the recorded "
+                f"software: {word.upper()} {shown}")
     elif outcome is Settled.CLEARED:
         head = (f"OK {v.case} {v.metric}: the screen saw {_change(v)} against the stored baseline; side by side with the "
                 f"recorded software: {word.upper()} {shown}: the host drifted since the recording")
