@@ -242,6 +242,7 @@ def test_identity_leaves_out_max_pairs_and_the_options_a_probe_sets_are_refused(
     (["--pythons", "/a,,/b"], "an empty path"),
     (["--pythons", "/a,/b", "--repo", "."], "give either --pythons or --repo/--good/--bad, not both"),
     (["--repo", ".", "--good", "HEAD"], "give --repo PATH --good REF --bad REF"),
+    (["--pythons", "/a,/b", "--install", "."], "--install PATH goes with --repo/--good/--bad"),
 ])
 def test_usage_errors_are_one_line_exit_2(argv, message, tmp_path, capsys):
     assert cli.main(["bisect", *argv, "--steps", str(tmp_path / "s.json"), "--", "-x"]) == 2
@@ -253,7 +254,7 @@ def test_help_shows_both_usages():
     r = subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", "bisect", "--help"], capture_output=True,
                        text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     assert r.returncode == 0
-    assert "dlperf bisect --repo PATH --good REF --bad REF [--steps FILE] -- <pytest arguments>" in r.stdout
+    assert "dlperf bisect --repo PATH --good REF --bad REF [--install PATH] [--steps FILE] -- <pytest arguments>" in r.stdout
     assert "dlperf bisect --pythons PY1,PY2,... [--steps FILE] -- <pytest arguments>" in r.stdout
 
 
