@@ -12,6 +12,7 @@ from ..provenance import changes, run_versions
 from ..measure import Bench
 from ..metrics import DeviceKind, Metric
 from ..specs import CaseSpec, Topology
+from ..clusters.base import Node
 from ..envs import make as envs
 from . import sequential, worktree
 from .explain import Explainer
@@ -87,7 +88,7 @@ class ABSession:
             if self._checked[key] is not None:
                 raise SideNotReady(self._checked[key])
 
-    def _make_env(self, side: Side, nodes: list) -> None:
+    def _make_env(self, side: Side, nodes: list[Node]) -> None:
         """The side's pip= environment on ``nodes`` (those it lacks it on), before their first launch."""
         need = [side.base(n) for n in nodes if not side.made or n.name not in side.made.nodes]
         if not side.spec.makes_environment or not need:
