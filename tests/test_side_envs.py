@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +24,9 @@ SCRIPT = Path(__file__).resolve().parents[1] / "pytest_dlperf" / "node" / "makee
 
 def uv_here() -> bool:
     """Whether this machine's python has uv (the test extra installs it), as the node script looks for it."""
-    return bool(shutil.which("uv") or (Path(sys.executable).parent / "uv").is_file())
+    from pytest_dlperf.node.makeenv import _uv
+
+    return _uv("auto", sys.executable) is not None
 
 
 def makeenv(cache: Path, *reqs: str, base: str = sys.executable, verb: str = "make", extra: tuple[str, ...] = (),

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..clusters.base import Node, NodeCommand
+from ..node.makeenv import names_a_file
 
 if TYPE_CHECKING:
     from ..envs.make import MadeEnv
@@ -134,7 +135,7 @@ def _requirement(value: str, words: Iterator[str], option: str) -> list[str]:
     if value.startswith("-"):
         raise SpecError(f"{option}: pip={value}: an installer option is not a requirement; give a pin, a wheel, a "
                         "project directory or -r FILE (index options: --dlperf-env-index-url, --dlperf-env-find-links)")
-    if value.startswith(("/", "./", "../", "~")) or value.endswith((".whl", ".tar.gz", ".zip")) or value == ".":
+    if names_a_file(value):
         return [str(Path(value).expanduser().resolve())]
     return [value]
 

@@ -64,14 +64,12 @@ class MadeEnv:
 
 
 def command(node: Node, run_dir: str, script: str, requirements: Sequence[str], hide: Sequence[str],
-            options: EnvOptions, verb: str = "make") -> NodeCommand:
+            options: EnvOptions) -> NodeCommand:
     """The node's command: its own python runs the script, which makes the environment over that python."""
-    argv = [node.python, script, verb, "--cache", options.cache]
-    if verb == "make":
-        argv += ["--base", node.python, "--installer", options.installer,
-                 *(["--index-url", options.index_url] if options.index_url else []),
-                 *(["--find-links", options.find_links] if options.find_links else []),
-                 *(w for name in hide for w in ("--hide", name)), "--", *requirements]
+    argv = [node.python, script, "make", "--cache", options.cache, "--base", node.python, "--installer",
+            options.installer, *(["--index-url", options.index_url] if options.index_url else []),
+            *(["--find-links", options.find_links] if options.find_links else []),
+            *(w for name in hide for w in ("--hide", name)), "--", *requirements]
     return NodeCommand(node, argv, cwd=run_dir)
 
 

@@ -37,26 +37,17 @@ CONTRACT = 1
 INFO = "dlperf-env.json"  # written last into a complete environment: what it holds, when last used
 TAIL = 12  # installer lines said on a failure
 
-_BASE_FACTS = r"""
-import importlib.metadata as md, json, sys, sysconfig
+# Printed by a python: its distributions (every one on its path, or with "own" those in its own site-packages)
+_FACTS = r"""
+import importlib.metadata as md, json, site, sys
+own = sys.argv[1:] == ["own"]
+dists = {}
+for d in md.distributions(**({"path": site.getsitepackages()} if own else {})):
+    name = (d.metadata["Name"] or "").lower().replace("_", "-")
+    if name:
+        dists.setdefault(name, d.version)
 sites = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-dists = {}
-for d in md.distributions():
-    name = (d.metadata["Name"] or "").lower().replace("_", "-")
-    if name:
-        dists.setdefault(name, d.version)
-print(json.dumps({"executable": sys.executable, "version": sys.version.split()[0], "sites": sites,
-                  "dists": dists}))
-"""
-
-_OWN_FACTS = r"""
-import importlib.metadata as md, json, site
-dists = {}
-for d in md.distributions(path=site.getsitepackages()):
-    name = (d.metadata["Name"] or "").lower().replace("_", "-")
-    if name:
-        dists.setdefault(name, d.version)
-print(json.dumps({"dists": dists}))
+print(json.dumps({"executable": sys.executable, "version": sys.version.split()[0], "sites": sites, "dists": dists}))
 """
 
 
@@ -70,7 +61,7 @@ def _say(text: str) -> None:
 
 def _base_facts(base: str) -> dict:
     try:
-        res = subprocess.run([base, "-c", _BASE_FACTS], capture_output=True, text=True, timeout=120)
+        res = subprocess.run([base, "-c", _FACTS], capture_output=True, text=True, timeout=120)
     except FileNotFoundError:
         raise MakeError(f"the base python {base} does not exist on this node: give python=PATH of one that "
                         "does") from None
@@ -79,12 +70,17 @@ def _base_facts(base: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def names_a_file(arg: str) -> bool:
+    """Whether a requirement argument is a path (a wheel, an sdist, a project directory), not a name to resolve."""
+    return arg == "." or arg.startswith(("/", "./", "../", "~")) or arg.endswith((".whl", ".tar.gz", ".zip"))
+
+
 def _local_paths(reqs: list[str]) -> dict[str, Path]:
     """The requirement arguments that name files on this node (a wheel, a project directory, a -r file): each
     argument as given, and its path."""
     out, after_r = {}, False
     for r in reqs:
-        if after_r or r.startswith(("/", "./", "../", "~")) or r.endswith((".whl", ".tar.gz", ".zip")):
+        if after_r or names_a_file(r):
             out[r] = Path(r).expanduser()
         after_r = r in ("-r", "--requirement")
     return out
@@ -171,7 +167,7 @@ def _pip_settings(base: str) -> list[str]:
         key, _, value = line.partition("=")
         scope, _, name = key.rpartition(".")
         if name in _PIP_TO_UV:
-            rank = 2 if scope == ":env:" else 1 if scope == "global" else 0 if scope else 1
+            rank = {":env:": 2, "global": 1}.get(scope, 0)  # a variable over pip.conf, [global] over a command's section
             if rank >= got.get(name, (-1, []))[0]:
                 got[name] = (rank, value.strip().strip("'\"").split())
     words = [w for name, (_, values) in sorted(got.items()) for v in values for w in (_PIP_TO_UV[name], v)]
@@ -289,7 +285,7 @@ def _venv(base: str, target: Path, sites: list[str], hidden: dict) -> str:
 def _own(python: str, facts: dict) -> tuple[dict[str, str], dict[str, list[str]]]:
     """What the environment holds in its own site-packages that the base does not (new, or at another
     version), and of that what the base held at another version."""
-    res = subprocess.run([python, "-c", _OWN_FACTS], capture_output=True, text=True, timeout=120)
+    res = subprocess.run([python, "-c", _FACTS, "own"], capture_output=True, text=True, timeout=120)
     if res.returncode != 0:
         raise MakeError(f"the made environment's python did not run: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
     own = json.loads(res.stdout.strip().splitlines()[-1])["dists"]
