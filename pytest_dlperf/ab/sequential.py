@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 from numbers import Integral, Real
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy import special
+if TYPE_CHECKING:
+    import numpy as np
 
 # The calibration's simulation: fixed, so a session's boundary is the same in every run. 40,000
 # sequences put the achieved error rate within about +-0.0011 (one standard error) of alpha = 0.05.
@@ -40,6 +42,13 @@ LARGEST_MAX_PAIRS = 200
 REFERENCE = "reference"
 CANDIDATE = "candidate"
 ROOM = "more pairs would narrow it (--dlperf-ab-max-pairs)"
+
+
+def _special() -> ModuleType:
+    """scipy.special, imported when a session first decides a pair: numpy and scipy take most of a second
+    to import, which every pytest session would pay where no A/B runs."""
+    from scipy import special
+    return special
 
 
 def _is_real(value: object) -> bool:
@@ -110,6 +119,8 @@ def _null_t_squared(min_pairs: int, max_pairs: int) -> np.ndarray:
     float32 throughout (half the time of float64): its rounding is far below the Monte Carlo error.
     With S1, S2 the running sums of x and x^2, t^2 = S1^2 (n - 1) / (n S2 - S1^2).
     """
+    import numpy as np  # here: see _special
+
     rng = np.random.default_rng(SEED)
     n = np.arange(min_pairs, max_pairs + 1, dtype=np.float32)
     out = np.empty((SEQUENCES, n.size), dtype=np.float32)
@@ -142,6 +153,9 @@ def nominal_level(alpha: float, min_pairs: int, max_pairs: int) -> float:
     Method(alpha, 0.0, min_pairs, max_pairs)  # the same checks and messages as the options'
     if min_pairs == max_pairs:
         return float(alpha)
+    import numpy as np  # here: see _special
+
+    special = _special()
     t2 = _null_t_squared(min_pairs, max_pairs)
     df = np.arange(min_pairs - 1, max_pairs, dtype=float)
     k = max(1, math.floor(alpha * SEQUENCES + 1e-9))
@@ -195,7 +209,7 @@ class Interval:
 
 def t_quantile(level: float, df: float) -> float:
     """q_df(1 - level/2): the two-sided Student t critical value (df may be fractional: Welch)."""
-    return float(special.stdtrit(df, 1 - level / 2))
+    return float(_special().stdtrit(df, 1 - level / 2))
 
 
 def _moments(x: Sequence[float]) -> tuple[int, float, float]:

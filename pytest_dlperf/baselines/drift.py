@@ -13,9 +13,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from scipy.stats import t as student_t
-
 from .entry import Entry, run_groups
+from .significance import scipy_stats
 
 MIN_SITTINGS = 3  # fewer sittings give no spread worth stating
 LEVEL = 0.95  # the prediction interval's coverage, two-sided
@@ -25,7 +24,7 @@ FLOOR = 0.01  # chromeperf: a median change under 1% is never a step
 def sigmas(sittings: int) -> float:
     """The band's half-width in standard deviations of the sittings' log medians: a 95% prediction
     interval for one more sitting (Student's t with K-1 degrees of freedom)."""
-    return float(student_t.ppf(0.5 + LEVEL / 2, sittings - 1)) * math.sqrt(1 + 1 / sittings)
+    return float(scipy_stats().t.ppf(0.5 + LEVEL / 2, sittings - 1)) * math.sqrt(1 + 1 / sittings)
 
 
 @dataclass(frozen=True)
