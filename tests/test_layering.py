@@ -3,6 +3,7 @@ node/ importing nothing of the harness, the statistics importing no I/O), every 
 every module imports alone in a fresh interpreter, and docs/layout.md names exactly the tree's files."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -38,31 +39,88 @@ def test_every_top_level_module_is_in_a_layer_and_the_node_contract_names_every_
     assert {m.removeprefix("pytest_dlperf.") for m in node["forbidden_modules"]} == tops - {"node"}
 
 
-def _modules(copied: Path) -> list[tuple[str, str]]:
-    """(name, code importing it alone): the package's modules by name; the workloads as their nodes import
-    them, from a copy of their folder (tf_mwms.py makes its private temporary folder beside itself)."""
-    out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if WORKLOADS in path.parents:
-            out.append((path.stem, f"import sys; sys.path.insert(0, {str(copied)!r}); import {path.stem}"))
-            continue
-        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        out.append((name, f"import {name}"))
-    return out
+def _workloads(copied: Path) -> list[tuple[str, str]]:
+    """(name, code importing it alone) for each node-side workload, as its node imports it: by name, from a
+    copy of its folder (tf_mwms.py makes its private temporary folder beside itself)."""
+    return [(p.stem, f"import sys; sys.path.insert(0, {str(copied)!r}); import {p.stem}")
+            for p in sorted(WORKLOADS.glob("*.py"))]
+
+
+def _package_modules() -> list[str]:
+    """The harness's modules by name (the workloads aside: they run on nodes and import by file name)."""
+    return [".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            for p in sorted(PACKAGE.rglob("*.py")) if WORKLOADS not in p.parents]
+
+
+# One interpreter imports every harness module once (so the third-party libraries they use stay loaded), drops
+# the harness's own modules, then forks a child per module that imports it alone: an import circle among the
+# harness's modules shows as it would in a fresh interpreter, at a fork's cost instead of an interpreter's
+# start and its libraries' imports each time (180 s of CI's shared phase, as one interpreter per module).
+# A child prints nothing and exits 0, or exits 1: the test then imports that module in a fresh interpreter.
+_FORKING_IMPORTER = r"""
+import json, os, sys
+names = json.loads(sys.stdin.read())
+ours = lambda m: m == "pytest_dlperf" or m.startswith("pytest_dlperf.")
+for name in names:
+    try:
+        __import__(name)
+    except BaseException:
+        pass
+for m in [m for m in sys.modules if ours(m)]:
+    del sys.modules[m]
+failed = []
+for name in names:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            __import__(name)
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        failed.append(name)
+print(json.dumps(failed))
+"""
+
+
+def _fresh_import(item: tuple[str, str]) -> str | None:
+    """None, or why ``code`` failed in a fresh interpreter (its last line of error)."""
+    name, code = item
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return None if r.returncode == 0 else f"{name}: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter(tmp_path):
-    """An import circle shows only when its modules are imported in a certain order: each alone, first."""
+    """An import circle shows only when its modules are imported in a certain order: each alone, first. The
+    harness's modules each in a fork of an interpreter holding none of them (a failure there is tried again
+    in a fresh interpreter, whose error is the one shown); the workloads each in a fresh interpreter."""
     copied = tmp_path / "workloads"
     shutil.copytree(WORKLOADS, copied)
-    def attempt(item: tuple[str, str]) -> str | None:
-        name, code = item
-        r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-        return None if r.returncode == 0 else f"{name}: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        failed = [f for f in pool.map(attempt, _modules(copied)) if f]
+    names = _package_modules()
+    assert "pytest_dlperf.plugin" in names and "pytest_dlperf.node.makeenv" in names
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        fresh = pool.map(_fresh_import, _workloads(copied))
+        r = subprocess.run([sys.executable, "-c", _FORKING_IMPORTER], input=json.dumps(names), cwd=ROOT,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        forked = json.loads(r.stdout.strip().splitlines()[-1])
+        failed = [f for f in fresh if f] + [f for f in pool.map(_fresh_import, [(n, f"import {n}") for n in forked]) if f]
     assert not failed, "\n".join(failed)
+
+
+def test_the_forking_importer_finds_an_import_circle(tmp_path):
+    """The check itself: two modules importing a name from each other fail when the first is imported alone."""
+    pkg = tmp_path / "pytest_dlperf"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from pytest_dlperf.b import B\nA = 1\n")
+    (pkg / "b.py").write_text("from pytest_dlperf.a import A\nB = 2\n")
+    (pkg / "c.py").write_text("C = 3\n")
+    r = subprocess.run([sys.executable, "-c", _FORKING_IMPORTER], input=json.dumps(["pytest_dlperf.a", "pytest_dlperf.c"]),
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == ["pytest_dlperf.a"]
 
 
 def _layout_paths(text: str) -> dict[str, int]:
