@@ -29,6 +29,7 @@ HARDWARE = ("skip", "fail")
 # over minutes fall on one case's launches alike, which the significance test takes for the case's speed.
 ORDERS = ("rounds", "case")
 DEVICES = ("cpu", "gpu")  # --dlperf-devices
+PLOTS = ("on", "off")  # --dlperf-plots
 DEFAULT_ORDER = "rounds"
 
 
@@ -157,6 +158,9 @@ def add_report_options(parser: pytest.Parser) -> None:
       help="print the exact per-node commands of every case; train nothing")
     a("--dlperf-report", default=None, metavar="DIR",
       help="directory for results.json and run logs (default .dlperf/reports/<time>)")
+    a("--dlperf-plots", choices=PLOTS, default="on",
+      help="off: draw no PNG plots (results.json, summary.md and benchmark.json as ever; `dlperf report "
+           "RESULTS.json` draws them later), for sessions nobody looks at the plots of (default %(default)s)")
 
 
 def add_gate_options(parser: pytest.Parser) -> None:
@@ -233,6 +237,7 @@ class RunOptions:
     data_workers: int | None = None  # --dlperf-data-workers (None: from each node's cores and devices)
     data_make: bool = False  # --dlperf-data-make: build the dataset on the nodes that lack it
     drop_caches: bool = False  # --dlperf-drop-caches: empty the page cache before each real-data launch reads
+    plots: bool = True  # --dlperf-plots: draw the report's PNG plots
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -322,6 +327,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         devices=get("dlperf_devices"),
         compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=cache,
         data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"), data_make=get("dlperf_data_make"),
-        drop_caches=get("dlperf_drop_caches"),
+        drop_caches=get("dlperf_drop_caches"), plots=get("dlperf_plots") == "on",
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

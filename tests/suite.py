@@ -23,13 +23,16 @@ QUICK_PROBES = ("--dlperf-probe-seconds", "0.5", "--dlperf-reprobe-pause", "0")
 # import alone took 0.9-1.2 s a session here; anyio's, which imports trio, 0.2-0.3 s); blocking a
 # plugin that is not installed is a no-op.
 UNUSED_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:anyio")
+# No PNG plots, which cost each session about as much as its imports (docs/measurements.md, CI): a test that
+# looks at them gives --dlperf-plots=on after (tests/test_reports.py, tests/test_ab.py).
+NO_PLOTS = ("--dlperf-plots=off",)
 
 
 def command(*args: str, suite: Path | None = None, prefix: Sequence[str] = (), python: str | None = None) -> list[str]:
-    """``python -m pytest SUITE -q -rfEs ... args`` (the repository's rootdir, no cache); ``python``: another
-    interpreter than this one's (the local cluster's nodes run the workload with it too)."""
+    """``python -m pytest SUITE -q -rfEs ... args`` (the repository's rootdir, no cache, no plots); ``python``:
+    another interpreter than this one's (the local cluster's nodes run the workload with it too)."""
     return [*prefix, python or sys.executable, "-m", "pytest", str(suite or SUITES), *UNUSED_PLUGINS, "-q", "-rfEs",
-            "--rootdir", str(ROOT), *args]
+            "--rootdir", str(ROOT), *NO_PLOTS, *args]
 
 
 def run_suite(*args: str, suite: Path | None = None, env: Mapping[str, str] | None = None,

@@ -87,7 +87,7 @@ def test_bad_ab_options_are_usage_errors(tmp_path, args, said):
 @pytest.mark.exclusive
 def test_a_planted_slowdown_is_slower_with_its_pairs_reported(tmp_path):
     junit = tmp_path / "junit.xml"
-    r, doc = session(tmp_path, "--dlperf-candidate", PLANT, f"--junitxml={junit}")
+    r, doc = session(tmp_path, "--dlperf-candidate", PLANT, f"--junitxml={junit}", "--dlperf-plots=on")
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"{CASE}: A/B SLOWER: candidate" in r.stdout and "env DLPERF_PLANT_SLOWDOWN: (unset) -> 0.5" in r.stdout
     ab = doc["ab"]

@@ -44,7 +44,8 @@ def gated(tmp_path_factory) -> Path:
     path.write_text(json.dumps(doc, indent=1))
     summary = tmp / "step-summary.md"
     summary.write_text("earlier step\n")
-    r = run(tmp / "gated", store, "--junitxml", str(tmp / "junit.xml"), env={"GITHUB_STEP_SUMMARY": str(summary)})
+    r = run(tmp / "gated", store, "--junitxml", str(tmp / "junit.xml"), "--dlperf-plots=on",
+            env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert r.returncode == 1, r.stdout + r.stderr
     (tmp / "gated.out").write_text(r.stdout)
     return tmp
@@ -109,6 +110,15 @@ def test_dlperf_report_rerenders_and_compare_prints_ratios(gated, tmp_path):
     assert r.returncode == 0, r.stderr
     assert (out / "summary.md").read_text() == (gated / "gated" / "summary.md").read_text()
     assert sorted(p.name for p in (out / "plots").iterdir()) == sorted(p.name for p in (gated / "gated" / "plots").iterdir())
+    # the recording drew no plots (--dlperf-plots=off, as tests/suite.py asks): dlperf report draws them from its results
+    recorded = gated / "recorded"
+    assert not (recorded / "plots").exists() and "## Plots" not in (recorded / "summary.md").read_text()
+    r = subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", "report", str(recorded / "results.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (recorded / "plots").iterdir()) == ["tiny-resnet50-fp32-bs2-32px-efficiency.png",
+                                                                      "tiny-resnet50-fp32-bs2-32px-throughput.png"]
+    assert "## Plots" in (recorded / "summary.md").read_text()
     r = subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", "compare", str(gated / "recorded" / "results.json"),
                         str(gated / "gated" / "results.json")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

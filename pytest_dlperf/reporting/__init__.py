@@ -145,7 +145,7 @@ def write_results(report_dir: Path, results: ResultSet, environment: dict, optio
     atomic_write_text(path, json.dumps(doc, indent=1, default=str) + "\n")
     for precision, per_model in doc["summary"].items():
         atomic_write_text(report_dir / f"dlperf_{precision}.json", json.dumps(per_model, indent=1) + "\n")
-    write_readable(report_dir, results, environment, failures, ab)
+    write_readable(report_dir, results, environment, failures, ab, plots=options.get("plots", True))
     return path
 
 
@@ -162,17 +162,18 @@ def readable_paths(report_dir: Path, results: ResultSet, ab: dict | None = None)
 
 
 def write_readable(report_dir: Path, results: ResultSet, environment: dict, failures: dict[str, str],
-                   ab: dict | None = None) -> Path:
-    """summary.md and plots/*.png for people, benchmark.json for pytest-benchmark; summary.md is
-    also appended to ``$GITHUB_STEP_SUMMARY`` when a GitHub Actions step runs us."""
+                   ab: dict | None = None, plots: bool = True) -> Path:
+    """summary.md and plots/*.png (unless ``plots`` is off: --dlperf-plots) for people, benchmark.json for
+    pytest-benchmark; summary.md is also appended to ``$GITHUB_STEP_SUMMARY`` when a GitHub Actions step
+    runs us."""
     import os
 
-    from . import ab as ab_report, benchmark, markdown, plots
+    from . import ab as ab_report, benchmark, markdown, plots as drawn
 
-    written = plots.write_all(report_dir / "plots", results) if results.results else []
+    written = drawn.write_all(report_dir / "plots", results) if results.results and plots else []
     text = markdown.render(results, failures, written, budget=environment.get("budget"))
     if ab is not None:
-        text += "\n\n" + "\n".join(ab_report.markdown(ab, ab_report.plot(ab, report_dir / "plots")))
+        text += "\n\n" + "\n".join(ab_report.markdown(ab, ab_report.plot(ab, report_dir / "plots") if plots else None))
     path = report_dir / "summary.md"
     atomic_write_text(path, text + "\n")
     if results.results:
