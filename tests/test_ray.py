@@ -51,8 +51,10 @@ def assert_nothing_left(cluster, out: str) -> None:  # noqa: ANN001
 
 
 def test_the_ladder_trains_with_ddp_and_fsdp_on_ray_nodes_and_nothing_is_left(ray_cluster, tmp_path):
-    """The dry-run lists the Ray nodes and each node's command; then ddp and fsdp train the ladder 1n1g,
-    2n1g, 4n1g on the four nodes, files going through Ray to each node's own /tmp and back."""
+    """The dry-run lists the Ray nodes and each node's command; then ddp trains the ladder 1n1g, 2n1g, 4n1g
+    on the four nodes and fsdp its 2n1g, files going through Ray to each node's own /tmp and back. (FSDP
+    differs from DDP in the workload, not in what the cluster does; tests/test_llm.py trains it at 1n1g and
+    2n1g. Its 1n1g and 4n1g here took a third of this test's time.)"""
     head, *workers = ray_cluster.addresses
     dry = run_suite(ray_cluster, tmp_path / "dry", "--backend", "ddp", "--dlperf-dryrun", "-k", "4n1g")
     out = dry.stdout + dry.stderr
@@ -65,7 +67,7 @@ def test_the_ladder_trains_with_ddp_and_fsdp_on_ray_nodes_and_nothing_is_left(ra
     assert_nothing_left(ray_cluster, out)
 
     report = tmp_path / "report"
-    r = run_suite(ray_cluster, report, "--backend", "ddp,fsdp")
+    r = run_suite(ray_cluster, report, "--backend", "ddp,fsdp", "-k", "ddp or 2n1g")
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     doc = json.loads((report / "results.json").read_text())
@@ -73,7 +75,7 @@ def test_the_ladder_trains_with_ddp_and_fsdp_on_ray_nodes_and_nothing_is_left(ra
     assert cluster["kind"] == "ray" and [n["name"] for n in cluster["nodes"]] == ray_cluster.addresses
     assert cluster["ray"]["address"] == ray_cluster.address and cluster["ray"]["placement_groups"]
     seen = {(c["case"]["backend"], c["case"]["topology"]): c for c in doc["cases"]}
-    assert set(seen) == {(b, t) for b in ("ddp", "fsdp") for t in ("1n1g", "2n1g", "4n1g")}, sorted(seen)
+    assert set(seen) == {("ddp", "1n1g"), ("ddp", "2n1g"), ("ddp", "4n1g"), ("fsdp", "2n1g")}, sorted(seen)
     for (backend, topology), case in seen.items():
         n = int(topology[0])
         assert case["world_size_seen"] == n and case["median"] > 0, (backend, topology)
