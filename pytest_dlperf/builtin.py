@@ -20,8 +20,10 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
     if options.cluster == "local":
         from .clusters.local import LocalCluster
 
+        # --dlperf-local-lease session: a lock in the report directory, which this session's xdist workers share
+        own = options.report_dir / "nodes" / "lease.lock" if options.local_lease == "session" else None
         return LocalCluster(nodes=options.nodes or 2, slots=options.gpus_per_node,
-                            base_dir=options.report_dir / "nodes")
+                            base_dir=options.report_dir / "nodes", lease_path=own)
     if options.cluster == "ssh":
         from .clusters.ssh.factory import make_ssh_cluster
         from .clusters.ssh.options import SSHOptions

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ HARDWARE = ("skip", "fail")
 ORDERS = ("rounds", "case")
 DEVICES = ("cpu", "gpu")  # --dlperf-devices
 PLOTS = ("on", "off")  # --dlperf-plots
+LOCAL_LEASES = ("machine", "session")  # --dlperf-local-lease
 DEFAULT_ORDER = "rounds"
 
 
@@ -61,6 +63,11 @@ def add_workload_options(parser: pytest.Parser) -> None:
            "nodes, srun), or a kind an installed plugin adds")
     a("--dlperf-nodes", alias="--nodes", type=positive_int, default=None, metavar="N",
       help="largest number of nodes in the ladder (local default 2; ssh: the hosts given). Alias: --nodes")
+    a("--dlperf-local-lease", choices=LOCAL_LEASES, default=None,
+      help="local cluster: machine: every session on this machine takes turns, one measurement at a time; "
+           "session: only this session's own xdist workers do, for sessions that judge no speed and may run "
+           "beside another (a functional check; the project's own tests). Default: DLPERF_LOCAL_LEASE, else "
+           "machine")
     a("--dlperf-gpus-per-node", type=positive_int, default=None, metavar="G",
       help="devices per node (GPUs; on a CPU node, worker processes). Default: GPUs found, else 1")
     a("--dlperf-devices", choices=DEVICES, default=None,
@@ -238,6 +245,7 @@ class RunOptions:
     data_make: bool = False  # --dlperf-data-make: build the dataset on the nodes that lack it
     drop_caches: bool = False  # --dlperf-drop-caches: empty the page cache before each real-data launch reads
     plots: bool = True  # --dlperf-plots: draw the report's PNG plots
+    local_lease: str = "machine"  # --dlperf-local-lease: who takes turns on the local cluster (LOCAL_LEASES)
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -265,6 +273,17 @@ def _pace_mode(config: pytest.Config) -> str:
         raise pytest.UsageError("--dlperf-pace-probe and --dlperf-no-pace-probe: give one of them (neither: "
                                 "probe as the case's baseline was recorded)")
     return "on" if on else "off" if off else "auto"
+
+
+def _local_lease(given: str | None) -> str:
+    """--dlperf-local-lease, else DLPERF_LOCAL_LEASE (a CI image's own default), else machine."""
+    if given:
+        return given
+    text = os.environ.get("DLPERF_LOCAL_LEASE", "").strip()
+    if text and text not in LOCAL_LEASES:
+        raise pytest.UsageError(f"DLPERF_LOCAL_LEASE={text!r}: expected one of {', '.join(LOCAL_LEASES)} (or unset it "
+                                "for machine)")
+    return text or "machine"
 
 
 def _data(sources: list[str] | None, directory: str | None) -> tuple[tuple[str, ...], str]:
@@ -328,5 +347,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=cache,
         data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"), data_make=get("dlperf_data_make"),
         drop_caches=get("dlperf_drop_caches"), plots=get("dlperf_plots") == "on",
+        local_lease=_local_lease(get("dlperf_local_lease")),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

@@ -357,3 +357,36 @@ def test_a_plugin_adds_a_cluster_kind_and_sigterm_between_cases_still_closes_it(
                             tmp_path, case_mark.exists, signal.SIGTERM, start_timeout=120, env=env)
     assert code == pytest.ExitCode.INTERRUPTED, out
     assert closed.read_text() == "closed", out
+
+
+def test_the_local_lease_is_the_machines_unless_a_session_asks_for_its_own(tmp_path, monkeypatch):
+    """--dlperf-local-lease (else DLPERF_LOCAL_LEASE): machine, every session here takes turns on one lock;
+    session, a lock in the session's report directory, which only its own xdist workers share."""
+    from types import SimpleNamespace
+
+    from filelock import FileLock, Timeout
+
+    from pytest_dlperf import builtin, options
+    from pytest_dlperf.clusters.local import MACHINE_LEASE
+
+    monkeypatch.delenv("DLPERF_LOCAL_LEASE", raising=False)
+    assert options._local_lease(None) == "machine"
+    monkeypatch.setenv("DLPERF_LOCAL_LEASE", "session")
+    assert options._local_lease(None) == "session" and options._local_lease("machine") == "machine"
+    monkeypatch.setenv("DLPERF_LOCAL_LEASE", "nobody")
+    with pytest.raises(pytest.UsageError, match="DLPERF_LOCAL_LEASE='nobody': expected one of machine, session"):
+        options._local_lease(None)
+
+    def cluster(lease: str, name: str):  # noqa: ANN202
+        given = SimpleNamespace(cluster="local", nodes=2, gpus_per_node=None, report_dir=tmp_path / name,
+                                local_lease=lease)
+        return builtin.pytest_dlperf_make_cluster(config=None, options=given)
+
+    assert cluster("machine", "a").lease_path == MACHINE_LEASE
+    mine, other = cluster("session", "a"), cluster("session", "b")
+    assert mine.lease_path == tmp_path / "a" / "nodes" / "lease.lock"
+    with mine.lease():
+        with pytest.raises(Timeout):  # this session's other workers wait for it
+            FileLock(str(mine.lease_path), timeout=0).acquire()
+        with other.lease():  # another session's does not
+            pass

@@ -75,14 +75,19 @@ class LocalProcess(NodeProcess):
             self.popen.wait(timeout=5)
 
 
+# The lock every session on this machine takes turns on, unless it asks for its own (--dlperf-local-lease).
+MACHINE_LEASE = Path(tempfile.gettempdir()) / "pytest-dlperf-local.lock"
+
+
 class LocalCluster(Cluster):
     """N nodes on this machine, each with its share of cores (and GPUs)."""
 
     kind = "local"
 
     def __init__(self, nodes: int, slots: int | None = None, base_dir: Path | None = None,
-                 pin: bool = True) -> None:
-        """``slots`` per node defaults to the node's share of GPUs, else one worker."""
+                 pin: bool = True, lease_path: Path | None = None) -> None:
+        """``slots`` per node defaults to the node's share of GPUs, else one worker; ``lease_path``: the lock
+        that sessions taking turns hold (default: one for every session on this machine, MACHINE_LEASE)."""
         if nodes < 1 or (slots is not None and slots < 1):
             raise ClusterError("a local cluster needs at least one node with one slot")
         cpus = sorted(os.sched_getaffinity(0))
@@ -91,6 +96,7 @@ class LocalCluster(Cluster):
         gpu_shares = _split(list(range(len(gpus))), nodes) if gpus else [[] for _ in range(nodes)]
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="dlperf-local-"))
         self.pin = pin and shutil.which("taskset") is not None and len(cpus) >= nodes
+        self.lease_path = Path(lease_path or MACHINE_LEASE)
         self._nodes = [
             Node(
                 name=f"local{i}",
@@ -180,7 +186,9 @@ class LocalCluster(Cluster):
 
     @contextlib.contextmanager
     def lease(self) -> Iterator[None]:
-        """One run at a time on this machine: parallel pytest workers take turns."""
-        with FileLock(os.path.join(tempfile.gettempdir(), "pytest-dlperf-local.lock")):
+        """One run at a time among the sessions that share ``lease_path`` (by default every session on this
+        machine): parallel pytest workers take turns."""
+        self.lease_path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.lease_path)):
             yield
 

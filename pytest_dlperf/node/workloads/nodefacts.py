@@ -45,7 +45,8 @@ TRAINING_ENV_PREFIXES = ("NCCL_", "OMP_", "MKL_", "KMP_", "CUDA_", "TORCH_", "PY
 TRAINING_ENV_SUFFIXES = ("_VISIBLE_DEVICES",)
 # DLPERF_ variables of the harness itself, which no training reads: each launch's tag, the options'
 # environment defaults and the project's test tier.
-HARNESS_ENV = frozenset({"DLPERF_RUN_TAG", "DLPERF_CONFIRM", "DLPERF_CONFIRM_PAIRS", "DLPERF_TESTS_TIER"})
+HARNESS_ENV = frozenset({"DLPERF_RUN_TAG", "DLPERF_CONFIRM", "DLPERF_CONFIRM_PAIRS", "DLPERF_TESTS_TIER",
+                         "DLPERF_LOCAL_LEASE"})
 # Terraform's variables share TensorFlow's prefix and carry tokens and passwords: not training's, left out.
 NOT_TRAINING_PREFIXES = ("TF_VAR_", "TF_TOKEN_", "TF_CLI_", "TF_WORKSPACE")
 # A variable whose name says it holds a secret is kept as a digest of its value (a change is still seen,
