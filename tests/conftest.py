@@ -14,8 +14,8 @@ import pytest_dlperf.session  # noqa: E402,F401
 # --- pytest-xdist: tests that judge the machine's speed run alone ------------------------------
 # Under `-n N` every test holds a shared lock on one file of the run; a test marked
 # ``@pytest.mark.exclusive`` (it judges a hardware probe's or a run's speed, which another worker's
-# start-up or plotting would disturb) holds it exclusively, so no other test runs beside it. The other
-# tests' sessions judge no speed: they launch beside each other (DLPERF_LOCAL_LEASE below).
+# start-up or plotting would disturb) holds it exclusively, so no other test runs beside it. The
+# product's own leases already keep two measurements from overlapping on one cluster.
 import fcntl  # noqa: E402
 import os  # noqa: E402
 import tempfile  # noqa: E402
@@ -30,11 +30,6 @@ import pytest  # noqa: E402
 # (test_confirm.py) and of recordings in modes (test_recording_modes.py) give them themselves.
 os.environ.setdefault("DLPERF_CONFIRM", "0")
 os.environ.setdefault("DLPERF_CONFIRM_PAIRS", "0")
-# The sessions the tests start take turns on the local cluster within themselves only (--dlperf-local-lease
-# session): under xdist a test that judges speed runs alone anyway (below), and the others judge none, so two
-# workers' sessions need not wait for each other's launches (in CI a Ctrl-C test waited minutes for another
-# worker's compiled decoder, and once ran out of time, "never ready to be signalled").
-os.environ.setdefault("DLPERF_LOCAL_LEASE", "session")
 
 
 def pytest_configure(config: pytest.Config) -> None:
