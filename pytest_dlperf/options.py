@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import os
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 
 from .metrics import DeviceKind, tolerated
 from .optiongroups import OptionGroup, add_short_names, value_options
-from .optiontypes import csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
+from .optiontypes import choice_or_env, csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
 from .specs import COMPILE_MODES, DATA_SOURCES, PRECISIONS, SYNTHETIC
 
 __all__ = ["RunOptions", "add_options", "add_short_names", "from_config", "value_options"]
@@ -277,13 +276,7 @@ def _pace_mode(config: pytest.Config) -> str:
 
 def _local_lease(given: str | None) -> str:
     """--dlperf-local-lease, else DLPERF_LOCAL_LEASE (a CI image's own default), else machine."""
-    if given:
-        return given
-    text = os.environ.get("DLPERF_LOCAL_LEASE", "").strip()
-    if text and text not in LOCAL_LEASES:
-        raise pytest.UsageError(f"DLPERF_LOCAL_LEASE={text!r}: expected one of {', '.join(LOCAL_LEASES)} (or unset it "
-                                "for machine)")
-    return text or "machine"
+    return choice_or_env(given, "DLPERF_LOCAL_LEASE", LOCAL_LEASES, "machine")
 
 
 def _data(sources: list[str] | None, directory: str | None) -> tuple[tuple[str, ...], str]:

@@ -63,3 +63,15 @@ def count_or_env(given: int | None, variable: str, default: int, unit: str) -> i
         raise pytest.UsageError(f"{variable}={text!r}: expected a whole number of {unit} >= 0 (or unset it for the "
                                 "default)")
     return int(text)
+
+
+def choice_or_env(given: str | None, variable: str, choices: tuple[str, ...], default: str) -> str:
+    """An option's choice, else the environment ``variable``'s (a CI image's own default), else ``default``;
+    a variable that is not one of ``choices`` is a usage error naming it."""
+    if given:
+        return given
+    text = os.environ.get(variable, "").strip()
+    if text and text not in choices:
+        raise pytest.UsageError(f"{variable}={text!r}: expected one of {', '.join(choices)} (or unset it for "
+                                f"{default})")
+    return text or default
