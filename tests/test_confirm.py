@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dlperf.ab.recorded import find
+from pytest_dlperf.ab.recorded import find, side_words
 from pytest_dlperf.ab.sides import parse_side
 from pytest_dlperf.baselines.drift import sitting_drift
 from pytest_dlperf.baselines.entry import Entry
@@ -331,6 +332,66 @@ def test_an_upgrade_in_place_is_confirmed_against_the_recorded_distributions_mad
     assert "quicklog 1.0 -> (hidden)" in r.stdout, r.stdout
     v = verdict_of(tmp_path)
     assert v["confirmation"]["reference"] == f"python={python} hide=quicklog name=recorded", v["confirmation"]
+
+
+@pytest.mark.exclusive
+def test_an_ab_side_recorded_runs_the_recorded_distributions_again_after_an_upgrade_in_place(recorded, tmp_path):
+    """``--dlperf-reference recorded`` (issue #64): the environment that recorded had a library installed into it
+    since, one that halves every training worker; the A/B reference is the recorded software found from the
+    case's baseline (the recorded python, with the library hidden again), the candidate the session's own, and
+    the pairs say SLOWER. The recording itself is not judged here, so any copy of it serves."""
+    venv = tmp_path / "venv"
+    python_over_this_one(venv)
+    python = str(venv / "bin" / "python")
+
+    def recorded_there(doc: dict) -> None:
+        for sw in doc["software"].values():
+            for node in sw["nodes"]:
+                node["executable"] = python
+
+    store = faster_recording(recorded, tmp_path / "store", recorded_there)
+    wheel = slowing_wheel(tmp_path / "wheels", 0.5)
+    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "-q", str(wheel)],
+                   check=True, capture_output=True)
+    r = run(tmp_path, store, "--dlperf-reference", "recorded", "--dlperf-candidate", "current",
+            "--dlperf-ab-max-pairs", "6", f"--dlperf-env-cache={tmp_path / 'envs'}", python=python)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"dlperf A/B: recorded: the recorded software of {CASE}: python={python} hide=quicklog" in r.stdout, r.stdout
+    assert "quicklog 1.0 -> (hidden)" in r.stdout, r.stdout
+    ab = json.loads((tmp_path / "report" / "results.json").read_text())["ab"]
+    side = ab["sides"]["reference"]
+    assert side["name"] == "recorded" and side["spec"] == f"recorded (python={python} hide=quicklog)", side
+    assert side["hide"] == ["quicklog"] and side["environment"]["hide"] == ["quicklog"]
+    assert ab["cases"][CASE]["verdict"] == "slower", ab["cases"][CASE]
+
+
+def test_an_ab_side_recorded_without_a_recording_to_run_again_is_one_line_and_no_launch(tmp_path):
+    """No baseline for the case, or ``recorded`` beside other words: one line, and nothing launched."""
+    r = run(tmp_path, tmp_path / "empty", "--dlperf-reference", "recorded", "--dlperf-candidate", "current")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (f"--dlperf-reference recorded: {CASE}: no baseline in profile" in r.stdout
+            and "record it first (pytest --update-baselines)" in r.stdout), r.stdout
+    assert not any((tmp_path / "report" / "runs").glob("*/p0-*"))
+    r = run(tmp_path / "words", tmp_path / "empty", "--dlperf-reference", "recorded pip=quicklog", "--dlperf-candidate",
+            "current")
+    assert r.returncode == 4 and "recorded is the whole recorded software" in r.stderr, r.stdout + r.stderr
+    r = run(tmp_path / "confirm", tmp_path / "empty", "--dlperf-confirm-reference", "recorded", "--collect-only", "-q")
+    assert r.returncode == 0, r.stdout + r.stderr  # the confirmation's own default, named
+
+
+def test_a_recorded_side_is_the_recorded_python_with_its_distributions_and_variables_back():
+    upgraded = replace(NODE, distributions={"torch": "2.13.0", "numpy": "2.1.0", "quicklog": "1.0"},
+                       env={"OMP_NUM_THREADS": "2"})
+    assert side_words(SW, (upgraded, upgraded), lambda path: {0: upgraded, 1: upgraded}) == [
+        "python=/usr/bin/python3", "pip=torch==2.12.0", "hide=quicklog", "env=OMP_NUM_THREADS=1"]
+    assert side_words(SW, SW.nodes, lambda path: dict(enumerate(SW.nodes))) == ["python=/usr/bin/python3"]
+    for recorded, now, python, why in (
+            (None, SW.nodes, {}, "recorded before pytest-dlperf recorded software"),
+            (SW, None, {}, "this session's software is not known"),
+            (SW, SW.nodes[:1], {}, "recorded on 2 node(s), this case runs on 1"),
+            (SW, SW.nodes, "no such file", "the recorded python /usr/bin/python3 cannot run: no such file")):
+        with pytest.raises(ValueError, match=re.escape(why)):
+            side_words(recorded, now, lambda path: python)
 
 
 def slower_spread_recording(recorded: Path, store: Path) -> Path:

@@ -3,6 +3,7 @@ session's test, report and terminal get from them. Made by the session when --dl
 is given; the measuring order (``order.PairedOrder``) takes the pairs."""
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from .judges import JUDGES, assessment_dict
 from .options import ABOptions
 from .pairs import PairedCase
 from .interpreter import SideNotReady, check_side
-from .sides import ROLES, Side
+from .sides import RECORDED, ROLES, Side, parse_side
 
 METHOD_TEXT = ("paired t on the log ratios, a repeated-significance confidence sequence calibrated by "
                "simulation (one nominal level at every look from the first to the cap)")
@@ -37,12 +38,16 @@ class ABSession:
     """Sides, records and verdicts of one A/B session."""
 
     def __init__(self, options: ABOptions, bench: Bench, workload_files: list[Path],
-                 probed: Callable[[CaseSpec], dict[str, str]], tolerances: Mapping[str, float | None]) -> None:
+                 probed: Callable[[CaseSpec], dict[str, str]], tolerances: Mapping[str, float | None],
+                 recorded: Callable[[CaseSpec], list[str]] | None = None) -> None:
         """``workload_files``: each engine's entry script (a rev side checks them out at its commit);
         ``probed(case)``: the case's framework versions the session's preflight found on node 0;
-        ``tolerances``: the command line's per metric (the other metrics' paired verdicts use them)."""
+        ``tolerances``: the command line's per metric (the other metrics' paired verdicts use them);
+        ``recorded(case)``: the spec words of the case's recorded software, after its preflight (a ``recorded``
+        side's; SideNotReady says why there are none)."""
         self.options, self.bench, self.workload_files = options, bench, workload_files
-        self.probed, self.tolerances = probed, tolerances
+        self.probed, self.tolerances, self.recorded = probed, tolerances, recorded
+        self._recorded_words: dict[str, tuple[str, list[str]]] = {}  # role -> (the first case, its words)
         self.method = sequential.Method(alpha=options.alpha, tolerance=options.tolerance,
                                         min_pairs=options.min_pairs, max_pairs=options.max_pairs)
         self.records: dict[str, PairedCase] = {}
@@ -76,6 +81,8 @@ class ABSession:
         b = self.bench
         nodes = b.cluster().nodes()[:case.topology.nodes]
         fws = b.launcher(case).frameworks_for(case)
+        for role in [r for r in ROLES if r in self._recorded_words or self.sides[r].spec.recorded]:
+            self._as_recorded(role, case)
         for role, side in self.sides.items():
             key = (role, fws, tuple(n.name for n in nodes))
             if key not in self._checked:
@@ -87,6 +94,28 @@ class ABSession:
                     self._checked[key] = str(exc)
             if self._checked[key] is not None:
                 raise SideNotReady(self._checked[key])
+
+    def _as_recorded(self, role: str, case: CaseSpec) -> None:
+        """A ``recorded`` side becomes the words of its first case's recorded software (``ab.recorded``); one side
+        runs every case, so each later case must have been recorded with the same software."""
+        side = self.sides[role]
+        where = f"--dlperf-{role} {side.spec.text}"
+        if self.recorded is None:
+            raise SideNotReady(f"{where}: this session keeps no recording to run again")
+        try:
+            words = self.recorded(case)
+        except SideNotReady as exc:
+            raise SideNotReady(f"{where}: {case.id}: {exc}") from None
+        first, want = self._recorded_words.setdefault(role, (case.id, words))
+        said = shlex.join(words) or "as this session runs"
+        if words != want:
+            raise SideNotReady(f"{where}: {case.id} was recorded with other software than {first} ({said}, against "
+                               f"{shlex.join(want) or 'as this session runs'}): select the cases of one recording (-k), "
+                               "or name the side's software")
+        if side.spec.recorded:
+            spec = parse_side(shlex.join([*words, f"name={side.label}"]), role)
+            self._sides = {**self.sides, role: Side(replace(spec, text=f"{RECORDED} ({said})"))}
+            self.bench.live.tell(f"dlperf A/B: {side.label}: the recorded software of {case.id}: {said}")
 
     def _make_env(self, side: Side, nodes: list[Node]) -> None:
         """The side's pip= environment on ``nodes`` (those it lacks it on), before their first launch."""

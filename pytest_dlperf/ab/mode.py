@@ -46,6 +46,9 @@ class ABMode:
 
     def _made_first(self, side: Side) -> str:
         """A pip= side's environment, made on each node before the first launch (its python then runs them)."""
+        if side.spec.recorded:
+            return ("; the case's recorded software, found from its baseline before its first launch (python=, pip=, "
+                    "hide=, env=, unset= words), runs the commands below in its place")
         if not side.spec.makes_environment:
             return ""
         made = envs.dry_run(side.requirements, side.spec.hide, self.ab.options.env)

@@ -172,6 +172,8 @@ class ConfirmOptions:
             reference = parse_side(text, "reference", "--dlperf-confirm-reference") if text is not None else None
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if reference is not None and reference.recorded:  # what the confirmation finds by default
+            reference = None
         if reference is not None and not (reference.python or reference.env or reference.unset or reference.rev
                                           or reference.pip):
             raise pytest.UsageError(f"--dlperf-confirm-reference {text!r} names no software: give python=PATH, pip=REQ, "

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..software import SECRET_MARK, Change, Difference, NodeSoftware, Software
-from .sides import SideSpec, SpecError, parse_side
+from .sides import RECORDED, SideSpec, SpecError, parse_side
 
 OPTION = "--dlperf-confirm-reference"
-NAME = "recorded"  # the reference's label in the verdicts and the report
+NAME = RECORDED  # the reference's label in the verdicts and the report
 
 # what an interpreter's side runs again (a package's files come with it); any difference no part of a reference
 # can run again leaves the recorded software out of reach
@@ -68,7 +68,7 @@ def find(recorded: Software | None, now: Software, differences: Sequence[Differe
         problems += [problem] if problem else []
         placeholders += [] if got else ["python=PATH"]
     if Change.ENV in kinds:
-        got, problem = _by_env(recorded, now)
+        got, problem = _by_env(recorded.nodes, now.nodes)
         words += got
         problems += [problem] if problem else []
     if Change.NODES in kinds:
@@ -132,12 +132,34 @@ def _words_back(recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str
     return pins + [f"hide={k}" for k in sorted(set(now) - set(recorded))]
 
 
-def _by_env(recorded: Software, now: Software) -> tuple[list[str], str | None]:
+def side_words(recorded: Software | None, now: Sequence[NodeSoftware] | None,
+               interpreter: Callable[[str], Mapping[int, NodeSoftware] | str]) -> list[str]:
+    """The words of an A/B side ``recorded`` for a case: its recording's interpreter with the recorded
+    distributions at their recorded versions (an environment over it where it was upgraded in place since), and
+    the recorded variables over the nodes' own (``now``: this session's nodes' software, by node order).
+    ValueError says why the recorded software cannot run again."""
+    if recorded is None:
+        raise ValueError("its baseline was recorded before pytest-dlperf recorded software: record it again "
+                         "(--update-baselines), or name the side's software (python=, pip=)")
+    if now is None:
+        raise ValueError("this session's software is not known (a node's software probe failed: see the notes)")
+    if len(now) != len(recorded.nodes):
+        raise ValueError(f"its baseline was recorded on {len(recorded.nodes)} node(s), this case runs on {len(now)}")
+    words, problem = _by_python(recorded, interpreter)
+    if problem is None:
+        env, problem = _by_env(recorded.nodes, now)
+        words += env
+    if problem is not None:
+        raise ValueError(problem)
+    return words
+
+
+def _by_env(recorded: Sequence[NodeSoftware], now: Sequence[NodeSoftware]) -> tuple[list[str], str | None]:
     """env=/unset= words that bring this session's variables back to the recorded ones: one word a variable
     for every node, so a variable that differs anywhere must have had one recorded value on every node; a
     secret's (kept as its digest) cannot be set again."""
-    want = [dict(n.env) for n in recorded.nodes]
-    have = [dict(n.env) for n in now.nodes]
+    want = [dict(n.env) for n in recorded]
+    have = [dict(n.env) for n in now]
     words: list[str] = []
     for k in sorted({k for rec, cur in zip(want, have) for k in set(rec) | set(cur) if rec.get(k) != cur.get(k)}):
         recorded_values = {rec.get(k) for rec in want}

@@ -1,7 +1,8 @@
 """The two sides of an A/B session: what a side changes (its spec, parsed from the command line)
 and the side made ready to launch (its worktree made, its revision resolved).
 
-A spec is words split as a shell splits them: ``current`` alone, or any of ``python=PATH``,
+A spec is words split as a shell splits them: ``current`` alone, ``recorded`` (with ``name=`` at most: each
+case's recorded software, found from its baseline before its first launch), or any of ``python=PATH``,
 ``env=NAME=VALUE``, ``unset=NAME``, ``pip=REQ`` and ``hide=DIST`` (repeatable), ``rev=REF``, ``repo=PATH``,
 ``install=PATH``, ``name=LABEL`` (docs/ab.md). ``pip=`` and ``hide=`` make the side an environment on every node (``envs``):
 its python's packages with those requirements applied (a pin, a wheel, a project directory, or
@@ -25,8 +26,9 @@ if TYPE_CHECKING:
     from ..launchers.base import Launcher
 
 ROLES = ("reference", "candidate")
+RECORDED = "recorded"  # the side word (and default label) of the recording's software
 KEYS = ("python", "env", "unset", "pip", "hide", "rev", "repo", "install", "name")
-WORDS = "python=PATH, env=NAME=VALUE, unset=NAME, pip=REQ, hide=DIST, rev=REF, repo=PATH, install=PATH, name=LABEL"
+WORDS = "recorded, python=PATH, env=NAME=VALUE, unset=NAME, pip=REQ, hide=DIST, rev=REF, repo=PATH, install=PATH, name=LABEL"
 DIST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -50,10 +52,11 @@ class SideSpec:
     repo: str | None = None
     install: str | None = None  # a project's path in the repository at rev, installed into the side's environment
     name: str = ""
+    recorded: bool = False  # each case's recorded software, as words found from its baseline (``ab.recorded``)
 
     @property
     def label(self) -> str:
-        return self.name or self.role
+        return self.name or (RECORDED if self.recorded else self.role)
 
     @property
     def makes_environment(self) -> bool:
@@ -79,7 +82,8 @@ def parse_side(text: str, role: str, option: str | None = None) -> SideSpec:
     unset: list[str] = []
     pip: list[str] = []
     hide: list[str] = []
-    words = iter(words)
+    recorded = RECORDED in words
+    words = iter(w for w in words if w != RECORDED)
     for word in words:
         key, eq, value = word.partition("=")
         if not eq or key not in KEYS:
@@ -108,6 +112,9 @@ def parse_side(text: str, role: str, option: str | None = None) -> SideSpec:
         if key in got:
             raise SpecError(f"{option}: {key}= given twice ({got[key]!r} and {value!r}); give it once")
         got[key] = value
+    if recorded and (env or unset or pip or hide or set(got) - {"name"}):
+        raise SpecError(f"{option}: recorded is the whole recorded software (its python, distributions and variables): "
+                        "give it alone, or with name=LABEL")
     if "repo" in got and "rev" not in got:
         raise SpecError(f"{option}: repo={got['repo']} without rev=REF; repo names the repository REF is in")
     if "install" in got and "rev" not in got:
@@ -121,7 +128,7 @@ def parse_side(text: str, role: str, option: str | None = None) -> SideSpec:
     return SideSpec(role, text, python=got.get("python"), env=env, unset=tuple(dict.fromkeys(unset)), pip=tuple(pip),
                     hide=tuple(dict.fromkeys(hide)), rev=got.get("rev"), install=got.get("install"),
                     repo=str(Path(got["repo"]).expanduser().resolve()) if "repo" in got else None,
-                    name=got.get("name", ""))
+                    name=got.get("name", ""), recorded=recorded)
 
 
 def _requirement(value: str, words: Iterator[str], option: str) -> list[str]:

@@ -94,7 +94,25 @@ class DLPerfSession:
         from ..ab.mode import ABMode
 
         return ABMode(ABSession(ab_options, self.bench, self.engines.entry_scripts(),
-                                self.preflight.probed_frameworks, self.gate.options.tolerance))
+                                self.preflight.probed_frameworks, self.gate.options.tolerance, self._recorded_words))
+
+    def _recorded_words(self, case: CaseSpec) -> list[str]:
+        """The spec words of the case's recorded software (an A/B side ``recorded``), from the baseline its
+        preflight resolved and the nodes' software it probed; SideNotReady says why there are none."""
+        from ..ab.interpreter import SideNotReady
+        from ..ab.recorded import side_words
+
+        ctx = self.preflight.contexts.get(self.case_name(case))
+        if ctx is None or ctx.entry is None:
+            where = f" in profile {ctx.profile!r}" if ctx is not None else ""
+            raise SideNotReady(f"no baseline{where} to run again: record it first (pytest --update-baselines), or "
+                               "name the side's software (python=, pip=)")
+        nodes = self.cluster.nodes()[:case.topology.nodes]
+        try:
+            return side_words(ctx.file.software_for(ctx.entry), self.software.of_nodes(nodes),
+                              lambda path: self._interpreter(path, case.topology.nodes))
+        except ValueError as exc:
+            raise SideNotReady(str(exc)) from None
 
     # ------------------------------------------------------------------ set-up
     @property
