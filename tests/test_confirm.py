@@ -305,14 +305,11 @@ def test_a_second_python_with_a_hidden_cost_is_confirmed_with_the_recorded_pytho
     assert f"python {sys.executable} -> {tmp_path / 'slow'}/bin/python" in r.stdout
 
 
-@pytest.mark.exclusive
-def test_an_upgrade_in_place_is_confirmed_against_the_recorded_distributions_made_again(recorded, tmp_path):
-    """The environment that recorded had a library installed into it since (issue #64), one that slows
-    every training worker by half: the recorded python no longer holds the recorded distributions, so the
-    reference is an environment made over it that hides the library again, and the drop is confirmed.
-
-    The screen fails against the recording made faster (``faster_recording``); the pairs show the halving."""
-    venv = tmp_path / "venv"
+def upgraded_in_place(recorded: Path, tmp: Path) -> tuple[str, Path]:
+    """A venv over this interpreter that the recording ran on (a copy of the recorded store, ``faster_recording``,
+    naming it), into which a library that halves every training worker was installed since: its python and the
+    store."""
+    venv = tmp / "venv"
     python_over_this_one(venv)
     python = str(venv / "bin" / "python")
 
@@ -321,10 +318,21 @@ def test_an_upgrade_in_place_is_confirmed_against_the_recorded_distributions_mad
             for node in sw["nodes"]:
                 node["executable"] = python
 
-    store = faster_recording(recorded, tmp_path / "store", recorded_there)
-    wheel = slowing_wheel(tmp_path / "wheels", 0.5)
+    store = faster_recording(recorded, tmp / "store", recorded_there)
+    wheel = slowing_wheel(tmp / "wheels", 0.5)
     subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "-q", str(wheel)],
                    check=True, capture_output=True)
+    return python, store
+
+
+@pytest.mark.exclusive
+def test_an_upgrade_in_place_is_confirmed_against_the_recorded_distributions_made_again(recorded, tmp_path):
+    """The environment that recorded had a library installed into it since (issue #64), one that slows
+    every training worker by half: the recorded python no longer holds the recorded distributions, so the
+    reference is an environment made over it that hides the library again, and the drop is confirmed.
+
+    The screen fails against the recording made faster (``faster_recording``); the pairs show the halving."""
+    python, store = upgraded_in_place(recorded, tmp_path)
     r = run(tmp_path, store, *SIDE, f"--dlperf-env-cache={tmp_path / 'envs'}", python=python)
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"REGRESSION {CASE} throughput: confirmed side by side" in r.stdout, r.stdout
@@ -340,19 +348,7 @@ def test_an_ab_side_recorded_runs_the_recorded_distributions_again_after_an_upgr
     since, one that halves every training worker; the A/B reference is the recorded software found from the
     case's baseline (the recorded python, with the library hidden again), the candidate the session's own, and
     the pairs say SLOWER. The recording itself is not judged here, so any copy of it serves."""
-    venv = tmp_path / "venv"
-    python_over_this_one(venv)
-    python = str(venv / "bin" / "python")
-
-    def recorded_there(doc: dict) -> None:
-        for sw in doc["software"].values():
-            for node in sw["nodes"]:
-                node["executable"] = python
-
-    store = faster_recording(recorded, tmp_path / "store", recorded_there)
-    wheel = slowing_wheel(tmp_path / "wheels", 0.5)
-    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "-q", str(wheel)],
-                   check=True, capture_output=True)
+    python, store = upgraded_in_place(recorded, tmp_path)
     r = run(tmp_path, store, "--dlperf-reference", "recorded", "--dlperf-candidate", "current",
             "--dlperf-ab-max-pairs", "6", f"--dlperf-env-cache={tmp_path / 'envs'}", python=python)
     assert r.returncode == 1, r.stdout + r.stderr
