@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import hookspecs, rootdir
-from .ab.options import ABOptions, ConfirmOptions
 from .options import add_options, add_short_names, from_config, value_options
 
 if TYPE_CHECKING:
@@ -22,9 +21,11 @@ if TYPE_CHECKING:
 # The built-in cluster kinds' option plugins: each adds its own options (its ``pytest_addoption``) in
 # its own group and reads them back into its typed options when its cluster is made (builtin.py).
 # pytest registers them with this module; each is light (no SSH, Slurm, Ray or cloud library).
+# Each is imported here first, so that pytest rewrites its asserts (one imported by another plugin first is
+# warned of in every session): envs.options before ab.options, which imports it.
 pytest_plugins = ("pytest_dlperf.clusters.ssh.options", "pytest_dlperf.clusters.aliyun.options",
-                  "pytest_dlperf.clusters.slurm.options", "pytest_dlperf.clusters.ray.options", "pytest_dlperf.ab.options",
-                  "pytest_dlperf.envs.options")
+                  "pytest_dlperf.clusters.slurm.options", "pytest_dlperf.clusters.ray.options",
+                  "pytest_dlperf.envs.options", "pytest_dlperf.ab.options")
 # The options that take a value, as this session's parser has them (short aliases only where added).
 VALUE_OPTIONS = pytest.StashKey[frozenset]()
 
@@ -75,6 +76,8 @@ class DLPerfFront:
     """Registered in every session; builds the DLPerfSession on first need and hands over to it."""
 
     def __init__(self, config: pytest.Config) -> None:
+        from .ab.options import ABOptions, ConfirmOptions  # a plugin of its own (pytest_plugins), imported by then
+
         self.config = config
         self.options = from_config(config)  # validates the values given (exit 4 on a bad one)
         self.ab_options = ABOptions.from_config(config)  # None unless --dlperf-candidate (A/B)

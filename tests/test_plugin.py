@@ -158,6 +158,9 @@ def test_plugin_is_quiet_in_sessions_without_benchmarks(pytester):
     assert r.ret == 0
     assert "dlperf" not in r.stdout.str()
     assert not (pytester.path / ".dlperf").exists()
+    # loaded by its entry point in a fresh interpreter, as in a user's session: not a warning either
+    r = pytester.runpytest_subprocess("-q")
+    assert r.ret == 0 and "warning" not in r.stdout.str().lower(), r.stdout.str()
 
 
 def test_dryrun_prints_per_node_torchrun_commands_and_trains_nothing(suite):
