@@ -8,7 +8,8 @@
     dlperf cluster ls|create|ssh|tmux|scp|stop|start|kill|addip|rename ...   # ECS instances (FastGPU's ecluster)
     dlperf data make imagenet DIR [--images N] [--classes C] [--shards S] [--tokens T] [--vocab V] [--seed K]
     dlperf data index DIR        # a deterministic ImageNet-shaped dataset (JPEG, TFRecord, tokens); its index
-    dlperf env list|prune [--cache DIR] [--older-than 7d]   # the side environments (pip=) cached here
+    dlperf env list|prune [--cache DIR] [--older-than 7d] [-- <pytest args>]   # the side environments (pip=)
+                                 # cached here, or on every node of the cluster pytest's arguments name
 """
 from __future__ import annotations
 
@@ -281,13 +282,20 @@ def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    """The side environments cached on this machine (every node of the local cluster): listed, or pruned."""
+    """The side environments cached on this machine (every node of the local cluster), or with pytest's
+    arguments after ``--`` on every node of the cluster they name: listed, or pruned."""
     from .node import makeenv
 
     if args.env_command is None:
         print("dlperf env: give a command: list (the cached environments) or prune (remove those unused)",
               file=sys.stderr)
         return 2
+    if args.remote:  # through the cluster's own channel, as a session reaches its nodes (envs.cache)
+        import subprocess
+
+        verb = "--dlperf-env-list" if args.env_command == "list" else f"--dlperf-env-prune={args.older_than}"
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.remote, verb,
+                               f"--dlperf-env-cache={args.cache}"]).returncode
     cache = Path(args.cache).expanduser()
     if not cache.is_dir():
         print(f"dlperf env {args.env_command}: {cache}: no environment cached there (give --cache DIR as the "
@@ -304,26 +312,19 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
-def _duration(text: str) -> float:
-    """7d, 12h, 30m, 45s or seconds."""
-    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    try:
-        return float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a duration such as 7d, 12h or 30m, got {text!r}") from None
-
-
 def _add_env_parser(sub: argparse._SubParsersAction) -> None:
     from .envs.options import DEFAULT_CACHE
+    from .optiontypes import duration
 
-    e = sub.add_parser("env", help="the side environments (pip=) cached on this machine: list, prune")
+    e = sub.add_parser("env", help="the side environments (pip=) cached on this machine, or after -- pytest's "
+                                   "arguments, on every node of the cluster they name: list, prune")
     esub = e.add_subparsers(dest="env_command", parser_class=_OneLineParser)
     for verb, what in (("list", "each cached environment: its path, installer, requirements, size, last use"),
                        ("prune", "remove the environments not used for --older-than (none in use is removed)")):
         v = esub.add_parser(verb, help=what)
         v.add_argument("--cache", default=DEFAULT_CACHE, metavar="DIR", help="the --dlperf-env-cache (default %(default)s)")
         if verb == "prune":
-            v.add_argument("--older-than", type=_duration, default=0.0, metavar="D",
+            v.add_argument("--older-than", type=duration, default=0.0, metavar="D",
                            help="only those unused this long (7d, 12h, 30m; default: every one not in use)")
     e.set_defaults(fn=cmd_env)
 
@@ -394,8 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     _add_explain_parser(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     remote: list[str] = []
-    # dlperf cluster ssh TASK ... -- a command to run there; dlperf bisect ... -- pytest's arguments
-    if argv[:1] in (["cluster"], ["bisect"]) and "--" in argv:
+    # dlperf cluster ssh TASK ... -- a command to run there; dlperf bisect|env ... -- pytest's arguments
+    if argv[:1] in (["cluster"], ["bisect"], ["env"]) and "--" in argv:
         argv, remote = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     args = p.parse_args(argv)
     args.remote = remote

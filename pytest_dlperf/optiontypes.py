@@ -75,3 +75,12 @@ def choice_or_env(given: str | None, variable: str, choices: tuple[str, ...], de
         raise pytest.UsageError(f"{variable}={text!r}: expected one of {', '.join(choices)} (or unset it for "
                                 f"{default})")
     return text or default
+
+
+def duration(text: str) -> float:
+    """Seconds from ``7d``, ``12h``, ``30m``, ``45s`` or a plain number of seconds."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    try:
+        return float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 7d, 12h or 30m, got {text!r}") from None

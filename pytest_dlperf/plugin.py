@@ -59,6 +59,39 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(DLPerfFront(config), "dlperf_front")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """--dlperf-env-list or --dlperf-env-prune D: the side environments' caches on every node of the cluster,
+    in place of the tests (``envs.cache``)."""
+    if not config.getoption("dlperf_env_list") and config.getoption("dlperf_env_prune") is None:
+        return None
+    from _pytest.main import wrap_session  # what pytest's own --fixtures runs in place of the tests
+
+    return wrap_session(config, _env_caches)
+
+
+def _env_caches(config: pytest.Config, session: pytest.Session) -> int:
+    from . import builtin
+    from .envs.cache import on_every_node
+    from .session.cluster import ClusterHolder
+
+    pm = config.pluginmanager
+    if not pm.has_plugin("dlperf_builtin"):
+        pm.register(builtin, "dlperf_builtin")
+    options = pm.get_plugin("dlperf_front").options
+    holder = ClusterHolder(config, options)
+    try:
+        cluster = holder.get()
+        said, answered = on_every_node(cluster, cluster.nodes(), config.getoption("dlperf_env_cache"),
+                                       config.getoption("dlperf_env_prune"), options.report_dir / "env-cache")
+    finally:
+        holder.close()
+    tw = config.get_terminal_writer()
+    for line in said:
+        tw.line(line)
+    return 0 if answered else 1
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     for name in ("dlperf_session", "dlperf_front"):
         plugin = config.pluginmanager.get_plugin(name)

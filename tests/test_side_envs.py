@@ -113,6 +113,23 @@ def test_dlperf_env_lists_and_prunes_this_machines_cache(tmp_path, capsys):
     assert "expected a duration such as 7d, 12h or 30m, got 'soon'" in capsys.readouterr().err
 
 
+def test_dlperf_env_after_pytests_arguments_asks_every_node_of_their_cluster(tmp_path, capfd):
+    """``dlperf env list -- ARGS``: each node of the cluster the arguments name answers through its channel (the
+    local cluster's two nodes here; over SSH: test_ssh_training), and no test runs."""
+    from pytest_dlperf import cli
+
+    cache = tmp_path / "cache"
+    _, got = makeenv(cache, str(slowing_wheel(tmp_path / "w", 0.0)))
+    where = ["--", "--dlperf-nodes", "2", f"--dlperf-report={tmp_path / 'report'}"]
+    assert cli.main(["env", "list", "--cache", str(cache), *where]) == 0
+    out = capfd.readouterr().out
+    for node in ("local0", "local1"):
+        assert f"{node}: {cache / got['digest']}  pip  " in out and f"{node}: 1 environment(s) cached" in out, out
+    assert (tmp_path / "report" / "env-cache" / "commands.sh").is_file()
+    assert cli.main(["env", "prune", "--cache", str(cache), "--older-than", "0", *where]) == 0
+    assert f"removed {cache / got['digest']}" in capfd.readouterr().out and not (cache / got["digest"]).exists()
+
+
 def test_what_cannot_be_made_is_one_line_and_leaves_nothing(tmp_path):
     cache = tmp_path / "cache"
     _, said = makeenv(cache, str(tmp_path / "missing-1.0-py3-none-any.whl"))

@@ -252,3 +252,13 @@ def test_a_pip_side_is_made_on_both_nodes_over_ssh_and_the_slower_library_found(
     assert all(ln.startswith("ssh -p ") for ln in commands.read_text().splitlines())
     assert doc["ab"]["cases"]["resnet50-fp32-bs2-32px-2n1g"]["verdict"] == "slower", doc["ab"]["cases"]
     assert tagged_processes(str(workdir)) == [] and not list((tmp_path / "envs").glob("*.partial-*"))
+    # the cache, listed and pruned on both nodes through their SSH channel (dlperf env ... -- these arguments)
+    env = tmp_path / "envs" / next(iter(nodes.values()))["digest"]
+    cache = (f"--dlperf-ssh-workdir={workdir}", f"--dlperf-env-cache={tmp_path / 'envs'}")
+    r = run_suite(ssh_nodes, tmp_path / "ls", *cache, "--dlperf-env-list")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all(f"{n.address}: {env}  " in r.stdout for n in ssh_nodes.nodes), r.stdout
+    (commands,) = (tmp_path / "ls").glob("env-cache/commands.sh")
+    assert all(ln.startswith("ssh -p ") for ln in commands.read_text().splitlines())
+    r = run_suite(ssh_nodes, tmp_path / "prune", *cache, "--dlperf-env-prune", "0")
+    assert r.returncode == 0 and f"removed {env}" in r.stdout and not env.exists(), r.stdout + r.stderr

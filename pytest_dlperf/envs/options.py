@@ -1,6 +1,7 @@
 """The side environments' options (--dlperf-env-*): where each node caches the environments a ``pip=``
-side makes, which installer makes them, and the index they install from. Light: loaded into every pytest
-session, it imports nothing heavy and touches nothing."""
+side makes, which installer makes them, and the index they install from; listing or pruning those caches on
+every node in place of the tests (``plugin.pytest_cmdline_main``). Light: loaded into every pytest session, it
+imports nothing heavy and touches nothing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from ..optiongroups import OptionGroup
+from ..optiontypes import duration
 
 DEFAULT_CACHE = "~/.cache/pytest-dlperf/envs"  # on each node, in the home of the user the cluster runs as
 INSTALLERS = ("auto", "uv", "pip")
@@ -41,3 +43,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
       help="the package index the nodes install from (default: each node's own pip.conf, PIP_* and UV_* settings)")
     e("--dlperf-env-find-links", default=None, metavar="DIR",
       help="a wheelhouse on each node to install from (with --dlperf-env-index-url, or for nodes offline)")
+    e("--dlperf-env-list", action="store_true",
+      help="list the environments cached on every node of the cluster the other options name, and run no test")
+    e("--dlperf-env-prune", type=duration, default=None, metavar="D",
+      help="remove the environments unused for D (7d, 12h, 30m; 0: every one not in use) on every node of the "
+           "cluster, and run no test")
+
