@@ -148,7 +148,30 @@ def test_what_cannot_be_made_is_one_line_and_leaves_nothing(tmp_path):
         locked.write_text("")
     _, said = makeenv(locked / "cache", "six")
     assert "is not writable" in said and "--dlperf-env-cache=DIR" in said, said
+    # a node that reaches no index: the installer's reason, and what it means (pip retries, then finds nothing)
+    _, said = makeenv(cache, "dlperf-no-such-package==9.9", extra=("--index-url", "http://127.0.0.1:9/simple"))
+    assert "a package index could not be reached from this node: [Errno 111] Connection refused" in said, said
+    assert "--dlperf-env-find-links DIR" in said
     assert not [p for p in cache.iterdir() if not p.name.endswith(".lock")]  # no environment, no partial one
+
+
+def test_a_disk_that_fills_while_installing_is_one_line_and_leaves_nothing(tmp_path):
+    """The cache on a 300 KiB file system (a tmpfs mounted here): the wheel does not fit; the installer's reason,
+    what it means, and no partial environment."""
+    full = tmp_path / "full"
+    full.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(full)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"a small file system for the cache needs mount (root): {mounted.stderr.strip()}")
+    try:
+        r, said = makeenv(full / "cache", str(make_wheel(tmp_path / "w", "bulky", "1.0",
+                                                         {"bulky/data.txt": "x" * (1 << 20)})))
+        assert r.returncode == 2 and "No space left on device" in said, said
+        assert "the disk that holds the cache is full on this node" in said and "--dlperf-env-cache=DIR" in said
+        assert not [p for p in (full / "cache").iterdir() if not p.name.endswith(".lock")]
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
 
 
 def _slow_python(tmp_path: Path, seconds: int) -> Path:

@@ -184,6 +184,26 @@ def _argv(uv: str | None, base: str, python: str, index: list[str], reqs: list[s
             *index, *reqs]
 
 
+# what the installers print when a node reaches no index (pip warns of it in retries, then finds no version)
+_UNREACHABLE = re.compile(r"Failed to establish a new connection: ([^'\"]+)|(Temporary failure in name resolution)"
+                          r"|(Network is unreachable)|(Read timed out)|(tcp connect error)")
+
+
+def _hint(lines: list[str]) -> str:
+    """What the installer's reason means for the user, where it is one of the usual two: no index reached, a
+    full disk; with the option that helps."""
+    text = "\n".join(lines)
+    if "No space left on device" in text:
+        return (" (the disk that holds the cache is full on this node: free space there, or give "
+                "--dlperf-env-cache=DIR on a larger one)")
+    found = _UNREACHABLE.search(text)
+    if found:
+        why = next(g for g in found.groups() if g)
+        return (f" (a package index could not be reached from this node: {why.strip()}; give --dlperf-env-index-url "
+                "URL of one it reaches, or --dlperf-env-find-links DIR of a wheelhouse on it)")
+    return ""
+
+
 def _run_install(argv: list[str], env: dict[str, str]) -> None:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)  # its own group: a build it starts goes with it
@@ -205,7 +225,7 @@ def _run_install(argv: list[str], env: dict[str, str]) -> None:
         first = next((i for i, ln in enumerate(lines) if ln.startswith(("ERROR", "error:", "  × "))), None)
         said = [ln.strip() for ln in (lines[first:] if first is not None else lines) if ln.strip()]
         tail = " | ".join(said[:TAIL] if first is not None else said[-TAIL:])  # the installer's own reason
-        raise MakeError(f"the installer failed (exit {proc.returncode}): {tail or 'no output'}")
+        raise MakeError(f"the installer failed (exit {proc.returncode}): {tail or 'no output'}{_hint(lines)}")
 
 
 _OVERLAY = r"""
