@@ -76,6 +76,12 @@ def test_an_environment_is_made_once_reused_and_holds_the_base_with_the_wheel_ov
     assert got["added"] == {"six": "1.10.0"}
     import six  # the session's own, which the environment shadows
     assert got["moved"] == {"six": [six.__version__, "1.10.0"]}
+    # the base's build of a local directory (pytest-dlperf itself, where it is installed from its checkout) is
+    # taken as the base has it, and said
+    from importlib.metadata import distribution
+    url = json.loads(distribution("pytest-dlperf").read_text("direct_url.json") or "{}")
+    build = ("editable" if url["dir_info"].get("editable") else "local") if "dir_info" in url else None
+    assert got["kept"].get("pytest-dlperf") == build, got
     python = got["python"]
     assert Path(python).parent.parent == cache / got["digest"] and not list(cache.glob("*.partial-*"))
     out = subprocess.run([python, "-c", "import six, pytest_dlperf, pytest; print(six.__version__)"],

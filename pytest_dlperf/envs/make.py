@@ -36,6 +36,7 @@ class NodeEnv:
     added: dict[str, str] = field(default_factory=dict)  # distribution -> version installed in it
     hidden: dict[str, str] = field(default_factory=dict)  # distribution of the base it hides -> its version
     moved: dict[str, list[str]] = field(default_factory=dict)  # of those, held by the base at another version
+    kept: dict[str, str] = field(default_factory=dict)  # the base's local builds it takes as they are: "editable"|"local"
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,9 @@ class MadeEnv:
         moved = [f"{k} {a} -> {b}" for k, (a, b) in sorted(first.moved.items())]
         new = [f"{k} (none) -> {v}" for k, v in sorted(first.added.items()) if k not in first.moved]
         hidden = [f"{k} {v} -> (hidden)" for k, v in sorted(first.hidden.items())]
-        return "; ".join(moved + new + hidden) or "nothing the base did not already hold"
+        said = "; ".join(moved + new + hidden) or "nothing the base did not already hold"
+        kept = [f"{k} ({v})" for k, v in sorted(first.kept.items())]
+        return said + (f"; the base's local builds as it has them: {', '.join(kept)}" if kept else "")
 
     def to_dict(self) -> dict:
         return {"requirements": list(self.requirements), "hide": list(self.hide), "seconds": self.seconds,
@@ -97,7 +100,7 @@ def make_everywhere(cluster: Cluster, nodes: Sequence[Node], requirements: Seque
         info = json.loads(got[-1])
         made[name] = NodeEnv(info["python"], info["digest"], info["builder"], float(info["seconds"]),
                              bool(info["reused"]), dict(info.get("added", {})), dict(info.get("hidden", {})),
-                             dict(info.get("moved", {})))
+                             dict(info.get("moved", {})), dict(info.get("kept", {})))
         env = made[name]
         say(f"dlperf env {where}: node {name}: " + (f"reused {env.python}" if env.reused else
                                                       f"made {env.python} with {env.builder} in {env.seconds:.1f} s"))

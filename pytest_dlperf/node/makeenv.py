@@ -37,17 +37,25 @@ CONTRACT = 1
 INFO = "dlperf-env.json"  # written last into a complete environment: what it holds, when last used
 TAIL = 12  # installer lines said on a failure
 
-# Printed by a python: its distributions (every one on its path, or with "own" those in its own site-packages)
+# Printed by a python: its distributions (every one on its path, or with "own" those in its own site-packages),
+# and which of them are builds of a local directory (PEP 610's direct_url.json: editable or not), which no index has
 _FACTS = r"""
 import importlib.metadata as md, json, site, sys
 own = sys.argv[1:] == ["own"]
-dists = {}
+dists, local = {}, {}
 for d in md.distributions(**({"path": site.getsitepackages()} if own else {})):
     name = (d.metadata["Name"] or "").lower().replace("_", "-")
-    if name:
-        dists.setdefault(name, d.version)
+    if name and name not in dists:
+        dists[name] = d.version
+        try:
+            url = json.loads(d.read_text("direct_url.json") or "{}")
+        except ValueError:
+            url = {}
+        if str(url.get("url", "")).startswith("file:") and "dir_info" in url:
+            local[name] = "editable" if url["dir_info"].get("editable") else "local"
 sites = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-print(json.dumps({"executable": sys.executable, "version": sys.version.split()[0], "sites": sites, "dists": dists}))
+print(json.dumps({"executable": sys.executable, "version": sys.version.split()[0], "sites": sites, "dists": dists,
+                  "local": local}))
 """
 
 
@@ -415,6 +423,8 @@ def _build(p: Plan, partial: Path, final: Path) -> dict:
         got = {"contract": CONTRACT, "python": str(final / "bin" / "python"), "digest": p.key, "builder": p.builder,
                "requirements": p.reqs, "hidden": {h: p.hidden[h]["version"] for h in p.hide},
                "base": p.facts["executable"], "added": added, "moved": moved,
+               # the base's builds of a local directory, taken as the base has them (no index has them)
+               "kept": {k: v for k, v in p.facts.get("local", {}).items() if k not in added and k not in p.hide},
                "made_seconds": round(time.monotonic() - t0, 2)}
         (partial / INFO).write_text(json.dumps(got))
         os.rename(partial, final)
