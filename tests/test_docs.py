@@ -1,0 +1,31 @@
+"""The docs say what the code does: every option `pytest --help` lists is in the options reference or its
+cluster kind's page (issue #65: options had gone missing from docs/options.md)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _documented(option: str, text: str) -> bool:
+    """``--dlperf-slurm-account`` is named whole, or as ``-account`` on a line that names another
+    ``--dlperf-slurm-`` option (the tables' short form)."""
+    if re.search(re.escape(option) + r"(?![a-z0-9-])", text):
+        return True
+    head, _, tail = option.rpartition("-")
+    family = head.rsplit("-", 1)[0] if head.count("-") > 3 else head  # --dlperf-aliyun-spot-price -> --dlperf-aliyun
+    return any(f"`-{tail}`" in line or f", `-{tail}" in line or f"/ `-{tail}`" in line
+               for line in text.splitlines() if f"{family}-" in line or head in line)
+
+
+def test_every_option_pytest_lists_is_documented():
+    shown = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"], capture_output=True,
+                           text=True, timeout=120).stdout
+    options = sorted(set(re.findall(r"^\s+(--dlperf-[a-z0-9-]+)", shown, re.M)))
+    assert len(options) > 50, shown
+    text = "\n".join(p.read_text() for p in [DOCS / "options.md", *DOCS.glob("cluster-*.md")])
+    missing = [o for o in options if not _documented(o, text)]
+    assert not missing, f"not in docs/options.md nor a cluster page: {missing}"
