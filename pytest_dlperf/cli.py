@@ -190,17 +190,32 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from .history import HistoryError, build_site
+    from . import history as h
 
+    if args.output is None and not args.check:
+        print("dlperf history: give -o SITE (the site to write), --check (the nightly's alarm), or both",
+              file=sys.stderr)
+        return 2
     try:
-        built, history = build_site(args.results, args.output)
-    except HistoryError as exc:
+        finder = h.make(args.change_points, h.Thresholds(args.pvalue, args.min_change, args.window, args.min_segment))
+        history = h.read(args.results, finder)
+        built = h.build(history, args.output) if args.output is not None else None
+    except (h.HistoryError, h.FinderError) as exc:
         raise SystemExit(f"dlperf history: {exc}") from None
     for s in history.skipped:
         print(f"dlperf history: left out {s.path}: {s.reason}", file=sys.stderr)
-    print(f"dlperf history: {len(history.runs)} runs, {len(history.cases)} cases, {built.pages} pages: open {built.index}"
-          + (f" ({len(history.skipped)} file(s) left out, named above and on the index page)" if history.skipped else ""))
-    return 0
+    if built is not None:
+        print(f"dlperf history: {len(history.runs)} runs, {len(history.cases)} cases, {built.pages} pages: open "
+              f"{built.index}" + (f" ({len(history.skipped)} file(s) left out, named above and on the index page)"
+                                  if history.skipped else ""))
+    if not args.check:
+        return 0
+    found = h.alarms(history, h.changes(history), args.last)
+    for alarm in found:
+        print(f"dlperf history: {alarm.text()}")
+    print(f"dlperf history --check: {len(found) or 'no'} worse level change(s) among each line's last {args.last} "
+          f"run(s) of {len(history.runs)}, by {finder.describe()}")
+    return 1 if found else 0
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
@@ -312,6 +327,30 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_change_point_options(h: argparse.ArgumentParser) -> None:
+    """How dlperf history finds a line's level changes, and its --check (docs/history.md, "Change points")."""
+    from .history import FINDERS, Thresholds
+    from .optiontypes import fraction, positive_int
+
+    t = Thresholds()
+    h.add_argument("--check", action="store_true",
+                   help="exit 1 when a level change in the worse direction starts among a line's last --last runs, "
+                        "naming it and the dlperf bisect command that would find its commit")
+    h.add_argument("--last", type=positive_int, default=3, metavar="N",
+                   help="the runs of each line --check looks at (default %(default)s: a nightly's own and the two before)")
+    h.add_argument("--change-points", choices=FINDERS, default="auto",
+                   help="otava: Apache Otava's change points; steps: the history's own segmentation (moves of at least "
+                        "the tolerance); auto (default): otava where installed")
+    h.add_argument("--pvalue", type=fraction, default=t.pvalue, metavar="P",
+                   help="Otava: a change point's most p-value (default %(default)s)")
+    h.add_argument("--min-change", type=fraction, default=t.min_change, metavar="F",
+                   help="Otava: a change point's least relative size (default %(default)s)")
+    h.add_argument("--window", type=positive_int, default=t.window, metavar="W",
+                   help="Otava: its sliding window, in runs (default %(default)s)")
+    h.add_argument("--min-segment", type=positive_int, default=t.min_segment, metavar="S",
+                   help="Otava: the fewest runs on each side of a change point (default %(default)s)")
+
+
 def _add_env_parser(sub: argparse._SubParsersAction) -> None:
     from .envs.options import DEFAULT_CACHE
     from .optiontypes import duration
@@ -383,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     h = sub.add_parser("history", help="a static site over many runs (opens from disk): lines, ladders, run pages")
     h.add_argument("results", nargs="+", metavar="RESULTS",
                    help="results.json files, report directories (every results.json under them) or globs")
-    h.add_argument("-o", "--output", type=Path, required=True, metavar="SITE", help="the directory to write the site into")
+    h.add_argument("-o", "--output", type=Path, default=None, metavar="SITE", help="the directory to write the site into")
+    _add_change_point_options(h)
     h.set_defaults(fn=cmd_history)
     from .bisect.command import add_parser as add_bisect_parser
     from .clusters.aliyun import ecluster

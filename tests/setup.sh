@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -e ".[test,tf,paddle,aliyun,ray,dali]"
+# dlperf history's change points: Apache Otava's analysis needs only numpy and scipy; its declared dependencies
+# pin numpy 2.2 and pull BigQuery, Postgres and Slack clients, so it goes in without them (docs/history.md)
+python3 -m pip install -q --no-deps "apache-otava==0.8.0"
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 command -v slurmctld >/dev/null || missing+=(slurm-wlm)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +18,7 @@ from PIL import Image
 
 from pytest_dlperf import cli
 from pytest_dlperf.history import HistoryError, build_site
-from pytest_dlperf.history import charts, overview
+from pytest_dlperf.history import changepoints, charts, overview
 from pytest_dlperf.history.hrefs import run_href
 from pytest_dlperf.history.logtimes import latest_time
 from pytest_dlperf.history.model import History
@@ -586,3 +588,49 @@ def test_the_ladder_in_a_blocked_browser_and_the_check_can_fail(nights, tools, o
     devtools.pump(0.3)
     assert any("cloud.plotly.com" in a for a in devtools.attempted), devtools.attempted
     assert any("cdn.dlperf.test" in a for a in devtools.attempted), devtools.attempted
+
+
+def test_otava_finds_a_move_below_the_tolerance_where_the_steps_do_not() -> None:
+    """Apache Otava's change points (issue #67): a 1.5% move over 0.5% night-to-night noise is found, with its
+    p-value; the segmentation needs the tolerance (5%). A flat line has none; a move in the last two nights
+    waits for a third (min_segment)."""
+    rng = random.Random(3)
+    flat = [100.0 * (1 + rng.gauss(0, 0.005)) for _ in range(40)]
+    otava = changepoints.make("otava")
+    assert otava.find(flat, 0.05) == [] and find_steps(flat, 0.05) == []
+    crept = flat[:25] + [v * 0.985 for v in flat[25:]]
+    (step,) = otava.find(crept, 0.05)
+    assert step.at == 25 and -0.02 < step.change < -0.01 and step.pvalue < 0.001, step
+    assert find_steps(crept, 0.05) == []
+    late = flat[:38] + [v * 0.95 for v in flat[38:]]
+    assert otava.find(late, 0.05) == []  # two nights on the new level: not yet
+    assert [s.at for s in otava.find(late + [95.0], 0.05)] == [38]
+
+
+def test_without_otava_the_history_keeps_its_steps_and_says_so(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "otava", None)  # as where it is not installed
+    auto = changepoints.make("auto")
+    assert auto.name == "steps" and "Apache Otava is not installed" in auto.describe()
+    assert changepoints.OTAVA_INSTALL in auto.describe()
+    with pytest.raises(changepoints.FinderError, match="--change-points otava: Apache Otava is not installed"):
+        changepoints.make("otava")
+
+
+def test_the_nightly_check_fails_on_a_new_worse_change_and_names_the_bisect(tmp_path, capsys) -> None:
+    """``dlperf history --check``: a 1.5% drop from night 28 of 31 (a new commit that night): exit 1, the case, the
+    figure, the size, the commit range and the bisect command; the same drop from night 15 is no longer new."""
+    write(Plan(nights=31, regression_at=28, drop=0.985, noise=0.005, regressed=(PLANTED,)), tmp_path / "new")
+    assert cli.main(["history", str(tmp_path / "new"), "--check"]) == 1
+    out = capsys.readouterr().out
+    said = [ln for ln in out.splitlines() if "WORSE" in ln]  # its throughput, and with it the 2n1g's scaling
+    assert [re.search(r"\] (\w+(?: \w+)?) -1\.", ln).group(1) for ln in said] == [
+        "throughput", "speedup", "scaling efficiency"], out
+    assert all(f"WORSE ddp/{PLANTED} [" in ln and ", p " in ln for ln in said), out
+    assert all(f"commits {commit_of(27)}..{commit_of(28)}: dlperf bisect --good {commit_of(27)} --bad {commit_of(28)} "
+               f"-- -k {PLANTED}" in ln for ln in said), out
+    assert "3 worse level change(s) among each line's last 3 run(s) of 31, by change points by Apache Otava" in out
+    assert cli.main(["history", str(tmp_path / "new"), "--check", "--change-points", "steps"]) == 0  # below 5%
+    write(Plan(nights=31, regression_at=15, drop=0.985, noise=0.005, regressed=(PLANTED,)), tmp_path / "old")
+    assert cli.main(["history", str(tmp_path / "old"), "--check"]) == 0
+    assert cli.main(["history", str(tmp_path / "old")]) == 2  # neither a site nor a check asked for
+    assert "give -o SITE" in capsys.readouterr().err

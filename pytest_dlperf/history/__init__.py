@@ -1,24 +1,34 @@
 """``dlperf history``: a static site over many runs' results.json (docs/history.md).
 
-Public: ``build_site(arguments, out)`` reads the results the arguments name and writes the site;
+Public: ``read(arguments, finder)`` reads the results the arguments name, ``build_site`` also writes the
+site; ``make`` the finder of level changes (``changepoints``), ``changes`` and ``alarms`` what --check says;
 ``HistoryError`` is input that gives no site (one line to show)."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from .changepoints import FINDERS, Finder, FinderError, Segmentation, Thresholds, make
+from .check import Alarm, alarms
 from .model import History
+from .overview import changes
 from .site import Built, build
 from .sources import HistoryError, Skipped, expand, read_all
 
-__all__ = ["Built", "History", "HistoryError", "Skipped", "build_site"]
+__all__ = ["FINDERS", "Alarm", "Built", "Finder", "FinderError", "History", "HistoryError", "Skipped", "Thresholds",
+           "alarms", "build", "build_site", "changes", "make", "read"]
 
 
-def build_site(arguments: list[str], out: Path) -> tuple[Built, History]:
-    """The site of every results.json the arguments name; files that cannot be read are left out
-    and named (``History.skipped``); HistoryError where no run at all can be drawn."""
+def read(arguments: list[str], finder: Finder = Segmentation()) -> History:
+    """The history of every results.json the arguments name; files that cannot be read are left out and
+    named (``History.skipped``); HistoryError where no run at all can be drawn."""
     runs, bisections, skipped = read_all(expand(arguments))
     if not runs and not bisections:
         why = "; ".join(f"{s.path}: {s.reason}" for s in skipped)
         raise HistoryError(f"no results.json could be read ({why})")
-    history = History(runs, skipped, bisections)
+    return History(runs, skipped, bisections, finder)
+
+
+def build_site(arguments: list[str], out: Path, finder: Finder = Segmentation()) -> tuple[Built, History]:
+    """The site of every results.json the arguments name (``read``)."""
+    history = read(arguments, finder)
     return build(history, out), history

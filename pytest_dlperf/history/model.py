@@ -7,6 +7,7 @@ from functools import cached_property, lru_cache
 
 from ..results import CaseResult
 from ..specs import CaseSpec
+from .changepoints import Finder, Segmentation
 from .charts import Failed, Point
 from .runs import NO_PROFILE, Run
 from .sources import Bisection, Skipped
@@ -41,6 +42,7 @@ class History:
     runs: list[Run]
     skipped: list[Skipped] = field(default_factory=list)
     bisections: list[Bisection] = field(default_factory=list)
+    finder: Finder = Segmentation()  # how a line's level changes are found (``changepoints``)
 
     def __post_init__(self) -> None:
         self.labels: dict[Group, str] = {}

@@ -13,7 +13,8 @@ from .charts import Failed, Point
 from .html import esc, link, table
 from .hrefs import case_href, run_href
 from .model import Group, History
-from .steps import Step, find_steps
+from .changepoints import Finder
+from .steps import Step
 
 DEFAULT_THRESHOLD = 0.05  # a step's least size where no run of the line was judged (the gate's default tolerance)
 SPARK_POINTS = 100  # a trend is drawn from at most this many figures (medians of neighbours beyond)
@@ -44,11 +45,13 @@ def threshold(points: Sequence[Point], metric: str) -> float:
     return statistics.median(tolerances) if tolerances else DEFAULT_THRESHOLD
 
 
-def line_steps(points: Sequence[Point], metric: str) -> dict[int, Step]:
-    """The steps of one line in one metric, keyed by the index (in ``points``) of the first run on
+def line_steps(points: Sequence[Point], metric: str, finder: Finder) -> dict[int, Step]:
+    """The level changes of one line in one metric, keyed by the index (in ``points``) of the first run on
     the new level; runs without the metric are passed over."""
     at = [(i, y) for i, p in enumerate(points) if (y := charts.judged(p.result, metric)) is not None]
-    found = find_steps([y for _, y in at], threshold(points, metric))
+    if any(y <= 0 for _, y in at):
+        return {}
+    found = finder.find([y for _, y in at], threshold(points, metric))
     return {at[s.at][0]: s for s in found}
 
 
@@ -59,7 +62,7 @@ def changes(history: History) -> list[Change]:
         for g, points in groups.items():
             by_run: dict[int, list[tuple[str, Step]]] = {}
             for metric in charts.METRICS:
-                for i, step in line_steps(points, metric).items():
+                for i, step in line_steps(points, metric, history.finder).items():
                     by_run.setdefault(i, []).append((metric, step))
             starts = sorted(by_run)
             for n, i in enumerate(starts):
@@ -70,14 +73,15 @@ def changes(history: History) -> list[Change]:
 
 def _moves(change: Change) -> str:
     return "<br>".join(f'<span class="verdict {"bad" if s.change < 0 else "good"}">{s.change:+.1%}</span> '
-                       f"{esc(charts.METRICS[m].lower())} {s.before:.4g} &rarr; {s.after:.4g}" for m, s in change.moves)
+                       f"{esc(charts.METRICS[m].lower())} {s.before:.4g} &rarr; {s.after:.4g}"
+                       + (f" (p {s.pvalue:.1e})" if s.pvalue is not None else "") for m, s in change.moves)
 
 
 def changes_table(history: History, found: list[Change]) -> str:
     """The overview's table: one row a step, newest first, filterable with the index's filter box."""
     if not found:
-        return ("<h2>What changed</h2><p>No step change in any case's line: no level moved by its tolerance "
-                "and stayed moved (docs/history.md says how steps are found).</p>")
+        return ("<h2>What changed</h2><p>No level change in any case's line, by "
+                f"{esc(history.finder.describe())} (docs/history.md, \"Change points\").</p>")
     rows, attrs = [], []
     for c in found:
         b, a = c.before.run, c.after.run
@@ -91,8 +95,9 @@ def changes_table(history: History, found: list[Change]) -> str:
         attrs.append({"data-search": f"{c.key} {history.labels[c.group]} {charts.commit_label(b)} "
                                      f"{charts.commit_label(a)}".lower(), "data-verdicts": f"step {c.direction}"})
     return ('<h2>What changed <span class="count" id="changes-count"></span></h2>'
-            "<p>Each step change of a case's line, newest first: the level (median) before and after, the run "
-            "and commit range it fell between, and whether the line is still there.</p>"
+            "<p>Each level change of a case's line, newest first: the level before and after, the run and commit "
+            f"range it fell between, and whether the line is still there. Found by {esc(history.finder.describe())}."
+            "</p>"
             + table(["since", "case", "line", "change", "runs", "commits", "now"], rows, "filterable",
                     table_id="changes", row_attrs=attrs))
 

@@ -25,6 +25,7 @@ class Step:
     at: int
     before: float
     after: float
+    pvalue: float | None = None  # a change point's p-value, where its finder tests one (Apache Otava's)
 
     @property
     def change(self) -> float:
