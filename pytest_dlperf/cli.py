@@ -192,13 +192,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     from . import history as h
 
-    if args.output is None and not args.check:
-        print("dlperf history: give -o SITE (the site to write), --check (the nightly's alarm), or both",
-              file=sys.stderr)
+    if args.output is None and not args.check and args.since is None:
+        print("dlperf history: give -o SITE (the site to write), --check (the nightly's alarm), --since REF (the drift "
+              "since a pinned run), or several", file=sys.stderr)
         return 2
     try:
         finder = h.make(args.change_points, h.Thresholds(args.pvalue, args.min_change, args.window, args.min_segment))
         history = h.read(args.results, finder)
+        since = h.pinned(history, args.since, args.repo) if args.since is not None else None
         built = h.build(history, args.output) if args.output is not None else None
     except (h.HistoryError, h.FinderError) as exc:
         raise SystemExit(f"dlperf history: {exc}") from None
@@ -208,9 +209,13 @@ def cmd_history(args: argparse.Namespace) -> int:
         print(f"dlperf history: {len(history.runs)} runs, {len(history.cases)} cases, {built.pages} pages: open "
               f"{built.index}" + (f" ({len(history.skipped)} file(s) left out, named above and on the index page)"
                                   if history.skipped else ""))
+    found_changes = h.changes(history) if args.check or since is not None else []
+    if since is not None:
+        for drift in h.drifts(history, found_changes, since):
+            print(f"dlperf history --since: {drift.text(args.since)}")
     if not args.check:
         return 0
-    found = h.alarms(history, h.changes(history), args.last)
+    found = h.alarms(history, found_changes, args.last)
     for alarm in found:
         print(f"dlperf history: {alarm.text()}")
     print(f"dlperf history --check: {len(found) or 'no'} worse level change(s) among each line's last {args.last} "
@@ -338,6 +343,11 @@ def _add_change_point_options(h: argparse.ArgumentParser) -> None:
                         "naming it and the dlperf bisect command that would find its commit")
     h.add_argument("--last", type=positive_int, default=3, metavar="N",
                    help="the runs of each line --check looks at (default %(default)s: a nightly's own and the two before)")
+    h.add_argument("--since", default=None, metavar="REF",
+                   help="each line's move in each figure since the run REF names (a run id, a commit, or a tag that "
+                        "--repo resolves), with an interval and the change points between")
+    h.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
+                   help="the repository that resolves --since's tag or branch (default: here)")
     h.add_argument("--change-points", choices=FINDERS, default="auto",
                    help="otava: Apache Otava's change points; steps: the history's own segmentation (moves of at least "
                         "the tolerance); auto (default): otava where installed")

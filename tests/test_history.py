@@ -7,6 +7,7 @@ import json
 import random
 import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -634,3 +635,33 @@ def test_the_nightly_check_fails_on_a_new_worse_change_and_names_the_bisect(tmp_
     assert cli.main(["history", str(tmp_path / "old"), "--check"]) == 0
     assert cli.main(["history", str(tmp_path / "old")]) == 2  # neither a site nor a check asked for
     assert "give -o SITE" in capsys.readouterr().err
+
+
+def test_the_drift_since_a_pinned_release_is_one_line_with_its_interval_and_changes(tmp_path, capsys) -> None:
+    """``dlperf history --since REF``: a 4% drop from night 20 of 30: the planted line is about 4% worse since
+    night 4's commit, its interval apart from zero, with the one change point between; an untouched line's
+    interval holds zero. A tag resolves through --repo; a ref no run ran at is one line."""
+    paths = write(Plan(nights=30, regression_at=20, drop=0.96, noise=0.005, regressed=(PLANTED,)), tmp_path / "ci")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "v1.2"], check=True)
+    subprocess.run([*git, "tag", "v1.2"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    doc = json.loads(paths[4].read_text())
+    doc["environment"]["git"]["commit"] = head  # night 4 ran at the release
+    paths[4].write_text(json.dumps(doc))
+    assert cli.main(["history", str(tmp_path / "ci"), "--since", "v1.2", "--repo", str(repo)]) == 0
+    out = capsys.readouterr().out
+    planted = next(ln for ln in out.splitlines() if f"ddp/{PLANTED} [" in ln and "] throughput:" in ln)
+    change, low, high = (float(x) / 100 for x in re.search(
+        r"throughput: ([-+][\d.]+)% \[([-+][\d.]+)%, ([-+][\d.]+)%\] \(worse\)", planted).groups())
+    assert -0.05 < change < -0.03 and high < 0, planted
+    assert "since v1.2 (2026-01-05 02:00 UTC)" in planted and "in 1 change(s): -4." in planted, planted
+    other = next(ln for ln in out.splitlines() if "px-1n1g [" in ln and "] throughput:" in ln)
+    low, high = (float(x) / 100 for x in re.search(r"\[([-+][\d.]+)%, ([-+][\d.]+)%\]", other).groups())
+    assert low <= 0 <= high and "no change point between" in other, other
+    assert "1n1g [" not in "".join(ln for ln in out.splitlines() if "speedup" in ln)  # always 1 there: left out
+    with pytest.raises(SystemExit, match="--since v9: no run of the history has that id or ran at that commit"):
+        cli.main(["history", str(tmp_path / "ci"), "--since", "v9", "--repo", str(repo)])

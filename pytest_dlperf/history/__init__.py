@@ -11,11 +11,12 @@ from .changepoints import FINDERS, Finder, FinderError, Segmentation, Thresholds
 from .check import Alarm, alarms
 from .model import History
 from .overview import changes
+from .since import Drift, drifts, pinned
 from .site import Built, build
 from .sources import HistoryError, Skipped, expand, read_all
 
-__all__ = ["FINDERS", "Alarm", "Built", "Finder", "FinderError", "History", "HistoryError", "Skipped", "Thresholds",
-           "alarms", "build", "build_site", "changes", "make", "read"]
+__all__ = ["FINDERS", "Alarm", "Built", "Drift", "Finder", "FinderError", "History", "HistoryError", "Skipped",
+           "Thresholds", "alarms", "build", "build_site", "changes", "drifts", "make", "pinned", "read"]
 
 
 def read(arguments: list[str], finder: Finder = Segmentation()) -> History:
