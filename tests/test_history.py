@@ -394,6 +394,8 @@ def test_the_index_says_which_case_changed_where_since_when_and_by_how_much(nigh
     lines = sum(len(groups) for groups in nights.history.cases.values())
     assert index.count('<svg class="spark"') == lines == 5  # a trend per case and line (3 cases, 2 on the other machine)
     assert "1 step change." in index
+    page = (nights.root / f"cases/ddp__{PLANTED}.html").read_text()  # the case's chart marks it where it began
+    assert f"level change: {moves['throughput'].change:+.1%}" in page
 
 
 def test_a_failed_night_is_a_gap_in_its_line_and_a_mark(nights) -> None:

@@ -224,9 +224,10 @@ def _traces(groups: dict[tuple[str, str], list[Point]], labels: dict[tuple[str, 
 
 def case_figure(metric: str, unit: str, groups: dict[tuple[str, str], list[Point]],
                 labels: dict[tuple[str, str], str], failed: dict[tuple[str, str], list[Failed]] | None = None,
-                href: Link | None = None) -> dict | None:
+                href: Link | None = None, levels: Sequence[tuple[Point, str]] = ()) -> dict | None:
     """A case's metric over time, one line per (profile, machine), each failed night a gap with a mark;
-    ``href``: a point's run page (a click opens it). None when no run has the metric."""
+    ``href``: a point's run page (a click opens it); ``levels``: the first run on each new level, with what
+    changed, marked like a machine change. None when no run has the metric."""
     if not any(judged(p.result, metric) is not None for pts in groups.values() for p in pts):
         return None
     failed, href = failed or {}, href or (lambda run: "")
@@ -236,7 +237,7 @@ def case_figure(metric: str, unit: str, groups: dict[tuple[str, str], list[Point
     data_by_commit = [[commit_label(r) for r in t["x"]] for t in data]  # at its commit ("over commits")
     for t in data:
         t["x"] = [_x_time(r) for r in t["x"]]  # at its time (the chart as it opens)
-    changes = _changes(groups)
+    changes = sorted([*_changes(groups), *levels], key=lambda c: c[0].run.created)
     time_marks, commit_marks = _marks(changes, _x_time), _marks(changes, commit_label)
     shown = metrics.get(metric).unit_for(unit)
     title = esc(f"{METRICS[metric]}" + (f" ({shown})" if shown and shown != "x" else ""))

@@ -73,10 +73,9 @@ def _line_section(history: History, n: int, g: Group, label: str) -> str:
                     "filterable", table_id=f"line-{n}", row_attrs=attrs))
 
 
-def index(history: History) -> str:
-    """What changed (each step of each case's line), every line with its cases' trends and latest
-    figures, then every run, newest first; a filter over the cases and steps."""
-    found = overview.changes(history)
+def index(history: History, found: list[overview.Change]) -> str:
+    """What changed (``found``: each level change of each case's line), every line with its cases' trends and
+    latest figures, then every run, newest first; a filter over the cases and steps."""
     parts = [f"<p>{len(history.runs)} runs, {len(history.cases)} cases"
              + (f", {len(history.bisections)} bisections" if history.bisections else "")
              + f"; {len(found)} step change{'s' if len(found) != 1 else ''}.</p>",
@@ -103,7 +102,8 @@ def _run_summary(run: Run) -> str:
     return " ".join(said) or "-"
 
 
-def case_page(history: History, key: str) -> str:
+def case_page(history: History, key: str, found: list[overview.Change]) -> str:
+    """A case's charts (each level change in ``found`` marked on its figure's), and its runs."""
     groups = history.cases[key]
     spec = history.specs[key]
     failed = history.failed.get(key, {})
@@ -112,7 +112,11 @@ def case_page(history: History, key: str) -> str:
              "each run was judged; marked points are verdicts other than pass, and a cross with a gap in the "
              "line a run in which the case failed. A click on a point opens its run.</p>"]
     for metric in charts.METRICS:
-        fig = charts.case_figure(metric, spec.unit, groups, history.labels, failed, lambda run: "../" + run_href(run))
+        levels = [(c.after, f"level change: {s.change:+.1%} ({s.before:.4g} -> {s.after:.4g}"
+                   + (f", p {s.pvalue:.1e}" if s.pvalue is not None else "") + f") on {history.labels[c.group]}")
+                  for c in found if c.key == key for m, s in c.moves if m == metric]
+        fig = charts.case_figure(metric, spec.unit, groups, history.labels, failed, lambda run: "../" + run_href(run),
+                                 levels)
         if fig is not None:  # each line after the first adds a row of legend at a desk's width
             parts.append(chart(f"chart-{metric}", fig, height=600 + 46 * (len(groups) - 1)))
     others = _other_metrics([p.result for pts in groups.values() for p in pts])

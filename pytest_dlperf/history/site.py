@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import pages
+from . import overview, pages
 from .bisect_page import bisect_page
 from .bisect_page import href as bisect_href
 from .html import CSS
@@ -42,8 +42,9 @@ def _write_pages(history: History, root: Path, final: Path) -> int:
     (root / "assets" / "site.css").write_text(CSS, encoding="utf-8")
     for script in ("ladder.js", "site.js"):
         shutil.copyfile(Path(__file__).with_name(script), root / "assets" / script)
-    written = {"index.html": pages.index(history)}
-    written.update({pages.case_href(k): pages.case_page(history, k) for k in history.cases})
+    found = overview.changes(history)  # once: the index lists them, each case's charts mark its own
+    written = {"index.html": pages.index(history, found)}
+    written.update({pages.case_href(k): pages.case_page(history, k, found) for k in history.cases})
     written.update({pages.model_href(f): pages.model_page(history, f) for f in history.families})
     for run in history.runs:
         href = pages.run_href(run)
