@@ -198,7 +198,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         return 2
     try:
         finder = h.make(args.change_points, h.Thresholds(args.pvalue, args.min_change, args.window, args.min_segment))
-        history = h.read(args.results, finder)
+        history = h.read(args.results, finder, args.repo)
         since = h.pinned(history, args.since, args.repo) if args.since is not None else None
         built = h.build(history, args.output) if args.output is not None else None
     except (h.HistoryError, h.FinderError) as exc:
@@ -219,7 +219,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     for alarm in found:
         print(f"dlperf history: {alarm.text()}")
     print(f"dlperf history --check: {len(found) or 'no'} worse level change(s) among each line's last {args.last} "
-          f"run(s) of {len(history.runs)}, by {finder.describe()}")
+          f"run(s) of {len(history.runs)}, in {history.order}, by {finder.describe()}")
     return 1 if found else 0
 
 
@@ -347,7 +347,8 @@ def _add_change_point_options(h: argparse.ArgumentParser) -> None:
                    help="each line's move in each figure since the run REF names (a run id, a commit, or a tag that "
                         "--repo resolves), with an interval and the change points between")
     h.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
-                   help="the repository that resolves --since's tag or branch (default: here)")
+                   help="the repository whose commit order the lines are read in, where it holds every run's commit "
+                        "(else time order, said), and that resolves --since's tag or branch (default: here)")
     h.add_argument("--change-points", choices=FINDERS, default="auto",
                    help="otava: Apache Otava's change points; steps: the history's own segmentation (moves of at least "
                         "the tolerance); auto (default): otava where installed")

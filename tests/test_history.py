@@ -631,7 +631,8 @@ def test_the_nightly_check_fails_on_a_new_worse_change_and_names_the_bisect(tmp_
     assert all(f"WORSE ddp/{PLANTED} [" in ln and ", p " in ln for ln in said), out
     assert all(f"commits {commit_of(27)}..{commit_of(28)}: dlperf bisect --good {commit_of(27)} --bad {commit_of(28)} "
                f"-- -k {PLANTED}" in ln for ln in said), out
-    assert "3 worse level change(s) among each line's last 3 run(s) of 31, by change points by Apache Otava" in out
+    assert "3 worse level change(s) among each line's last 3 run(s) of 31, in time order (" in out
+    assert "by change points by Apache Otava (p <= 0.001" in out
     assert cli.main(["history", str(tmp_path / "new"), "--check", "--change-points", "steps"]) == 0  # below 5%
     write(Plan(nights=31, regression_at=15, drop=0.985, noise=0.005, regressed=(PLANTED,)), tmp_path / "old")
     assert cli.main(["history", str(tmp_path / "old"), "--check"]) == 0
@@ -667,3 +668,33 @@ def test_the_drift_since_a_pinned_release_is_one_line_with_its_interval_and_chan
     assert "1n1g [" not in "".join(ln for ln in out.splitlines() if "speedup" in ln)  # always 1 there: left out
     with pytest.raises(SystemExit, match="--since v9: no run of the history has that id or ran at that commit"):
         cli.main(["history", str(tmp_path / "ci"), "--since", "v9", "--repo", str(repo)])
+
+
+def test_the_lines_are_read_in_commit_order_where_the_repository_holds_every_commit(tmp_path) -> None:
+    """Six nights that ran six commits newest first (a backfill): with the repository, the lines follow its
+    commits; without it, or with a commit it lacks, time order, and the history says why."""
+    from pytest_dlperf import history as h
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    commits = []
+    for i in range(6):
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"c{i}"], check=True)
+        commits.append(subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip())
+    paths = write(Plan(nights=6), tmp_path / "ci")
+    for night, path in enumerate(paths):
+        doc = json.loads(path.read_text())
+        doc["environment"]["git"]["commit"] = commits[5 - night]
+        path.write_text(json.dumps(doc))
+    ordered = h.read([str(tmp_path / "ci")], repo=repo)
+    assert [r.commit for r in ordered.runs] == [c[:12] for c in commits] and ordered.order.startswith("commit order")
+    timed = h.read([str(tmp_path / "ci")])
+    assert [r.commit for r in timed.runs] == [c[:12] for c in reversed(commits)]
+    assert timed.order == "time order (no repository given to order the commits: --repo PATH)"
+    doc = json.loads(paths[0].read_text())
+    doc["environment"]["git"]["commit"] = "f" * 40
+    paths[0].write_text(json.dumps(doc))
+    lacking = h.read([str(tmp_path / "ci")], repo=repo)
+    assert lacking.order.startswith(f"time order (1 of the runs' 6 commits are not in {repo}, e.g. ffffffffffff")

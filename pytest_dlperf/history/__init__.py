@@ -10,6 +10,7 @@ from pathlib import Path
 from .changepoints import FINDERS, Finder, FinderError, Segmentation, Thresholds, make
 from .check import Alarm, alarms
 from .model import History
+from .order import by_commit
 from .overview import changes
 from .since import Drift, drifts, pinned
 from .site import Built, build
@@ -19,14 +20,16 @@ __all__ = ["FINDERS", "Alarm", "Built", "Drift", "Finder", "FinderError", "Histo
            "Thresholds", "alarms", "build", "build_site", "changes", "drifts", "make", "pinned", "read"]
 
 
-def read(arguments: list[str], finder: Finder = Segmentation()) -> History:
-    """The history of every results.json the arguments name; files that cannot be read are left out and
-    named (``History.skipped``); HistoryError where no run at all can be drawn."""
+def read(arguments: list[str], finder: Finder = Segmentation(), repo: Path | None = None) -> History:
+    """The history of every results.json the arguments name, its lines in ``repo``'s commit order where it holds
+    every run's commit, else in time order (``History.order`` says which); files that cannot be read are left out
+    and named (``History.skipped``); HistoryError where no run at all can be drawn."""
     runs, bisections, skipped = read_all(expand(arguments))
     if not runs and not bisections:
         why = "; ".join(f"{s.path}: {s.reason}" for s in skipped)
         raise HistoryError(f"no results.json could be read ({why})")
-    return History(runs, skipped, bisections, finder)
+    ordered, said = by_commit(runs, repo)
+    return History(ordered, skipped, bisections, finder, said)
 
 
 def build_site(arguments: list[str], out: Path, finder: Finder = Segmentation()) -> tuple[Built, History]:

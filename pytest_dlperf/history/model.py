@@ -37,12 +37,13 @@ def family(case: CaseSpec) -> str:
 
 @dataclass
 class History:
-    """Every run read, in time order, and the files left out."""
+    """Every run read, in the order its lines are read (``order``), and the files left out."""
 
     runs: list[Run]
     skipped: list[Skipped] = field(default_factory=list)
     bisections: list[Bisection] = field(default_factory=list)
     finder: Finder = Segmentation()  # how a line's level changes are found (``changepoints``)
+    order: str = "time order"  # the order of ``runs``, as a line says it (``order.by_commit``)
 
     def __post_init__(self) -> None:
         self.labels: dict[Group, str] = {}

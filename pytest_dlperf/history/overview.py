@@ -96,8 +96,8 @@ def changes_table(history: History, found: list[Change]) -> str:
                                      f"{charts.commit_label(a)}".lower(), "data-verdicts": f"step {c.direction}"})
     return ('<h2>What changed <span class="count" id="changes-count"></span></h2>'
             "<p>Each level change of a case's line, newest first: the level before and after, the run and commit "
-            f"range it fell between, and whether the line is still there. Found by {esc(history.finder.describe())}."
-            "</p>"
+            f"range it fell between, and whether the line is still there. Found by {esc(history.finder.describe())}, "
+            f"the runs in {esc(history.order)}.</p>"
             + table(["since", "case", "line", "change", "runs", "commits", "now"], rows, "filterable",
                     table_id="changes", row_attrs=attrs))
 

@@ -51,7 +51,8 @@ class Drift:
 
 def pinned(history: History, ref: str, repo: Path | None) -> Run:
     """The run ``ref`` names: a run id, a commit a run ran at (its first 7 hex at least), or a tag or branch
-    the repository at ``repo`` resolves to such a commit; the earliest such run. HistoryError says why none."""
+    the repository at ``repo`` resolves to such a commit; the first such run in the history's order. HistoryError
+    says why none."""
     runs = [r for r in history.runs if not r.ab]
     by_id = [r for r in runs if r.id == ref]
     if by_id:
@@ -69,7 +70,7 @@ def pinned(history: History, ref: str, repo: Path | None) -> Run:
         hits = [r for r in runs if r.commit and (commit.startswith(r.commit.removesuffix("+dirty"))
                                                   or r.commit.startswith(commit))]
         if hits:
-            return min(hits, key=lambda r: r.created)
+            return hits[0]  # the first in the history's order
     where = f", nor at what the repository {repo} resolves it to" if repo is not None else ""
     raise HistoryError(f"--since {ref}: no run of the history has that id or ran at that commit{where}: give a run "
                        "id, or a commit or tag (with --repo PATH) of a run in it")
@@ -95,13 +96,14 @@ def _interval(a: Sequence[float], b: Sequence[float]) -> tuple[float | None, flo
 def drifts(history: History, found: list[Change], since: Run) -> list[Drift]:
     """Every line's move since ``since`` in each figure it has, and the changes found between."""
     out = []
+    at = {run.id: i for i, run in enumerate(history.runs)}  # the lines' order: commits' where known, else time
     for key, groups in history.cases.items():
         for g, points in groups.items():
             for metric in charts.METRICS:
                 line = [(p.run, y) for p in points if (y := charts.judged(p.result, metric)) is not None and y > 0]
                 if len({y for _, y in line}) < 2:  # one figure throughout (a one-device case's speedup): nothing moved
                     continue
-                start = next((i for i, (run, _) in enumerate(line) if run.created >= since.created), None)
+                start = next((i for i, (run, _) in enumerate(line) if at[run.id] >= at[since.id]), None)
                 if start is None or start == len(line) - 1:
                     continue
                 first = line[start:start + WINDOW]
@@ -109,8 +111,8 @@ def drifts(history: History, found: list[Change], since: Run) -> list[Drift]:
                 a, b = [y for _, y in first], [y for _, y in last]
                 change = math.exp(statistics.fmean(map(math.log, b)) - statistics.fmean(map(math.log, a))) - 1
                 low, high = _interval(a, b)
-                steps = tuple((c.after.run, dict(c.moves)[metric]) for c in sorted(found, key=lambda c: c.after.run.created)
+                steps = tuple((c.after.run, dict(c.moves)[metric]) for c in sorted(found, key=lambda c: at[c.after.run.id])
                               if c.key == key and c.group == g and metric in dict(c.moves)
-                              and c.after.run.created > since.created)
+                              and at[c.after.run.id] > at[since.id])
                 out.append(Drift(key, history.labels[g], metric, line[start][0], line[-1][0], change, low, high, steps))
     return out
