@@ -4,6 +4,7 @@ still on the new level), newest first; and each case's small trend. Both are mad
 history; pages.index lays them out."""
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +49,8 @@ def threshold(points: Sequence[Point], metric: str) -> float:
 def line_steps(points: Sequence[Point], metric: str, finder: Finder) -> dict[int, Step]:
     """The level changes of one line in one metric, keyed by the index (in ``points``) of the first run on
     the new level; runs without the metric are passed over."""
-    at = [(i, y) for i, p in enumerate(points) if (y := charts.judged(p.result, metric)) is not None]
+    at = [(i, y) for i, p in enumerate(points) if (y := charts.judged(p.result, metric)) is not None
+          and math.isfinite(y)]  # a figure a file could not give (NaN, inf) is no point of the line
     if any(y <= 0 for _, y in at):
         return {}
     found = finder.find([y for _, y in at], threshold(points, metric))
