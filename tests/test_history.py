@@ -364,7 +364,7 @@ def nights(tmp_path_factory: pytest.TempPathFactory) -> Nights:
     doc["cases"], doc["created"] = [case], "2026-01-20T03:00:00+00:00"
     (tmp / "ci" / "once").mkdir()
     (tmp / "ci" / "once" / "results.json").write_text(json.dumps(doc))
-    _, history = build_site([str(tmp / "ci")], tmp / "site")
+    _, history = build_site([str(tmp / "ci")], tmp / "site", changepoints.make("otava"))  # what a user gets
     return Nights(tmp / "site", paths, copy, history)
 
 
