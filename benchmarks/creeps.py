@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cv", nargs="*", type=float, default=[], help="spreads to simulate (fractions)")
     ap.add_argument("--histories", type=int, default=100, help="simulated histories per scenario (default 100)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pvalue", type=float, default=Thresholds().pvalue, help="Otava's (default: dlperf history's)")
+    ap.add_argument("--min-segment", type=int, default=Thresholds().min_segment, help="Otava's (default: dlperf history's)")
+    ap.add_argument("--only-otava", action="store_true", help="leave the segmentation out")
     args = ap.parse_args(argv)
     spreads = list(args.cv)
     if args.sessions:
@@ -102,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         spreads += sorted(set(round(v, 4) for v in measured.values()))
     if not spreads:
         spreads = [0.01, 0.02, 0.04]
-    t = Thresholds()
-    finders: list[tuple[str, Finder]] = [("otava", make("otava", t)), ("steps", Segmentation())]
+    t = Thresholds(pvalue=args.pvalue, min_segment=args.min_segment)
+    finders: list[tuple[str, Finder]] = [("otava", make("otava", t)), *([] if args.only_otava else [("steps", Segmentation())])]
     print(f"{args.histories} histories of {NIGHTS} nights per scenario; otava at p {t.pvalue}, change {t.min_change:.0%}, "
           f"window {t.window}, segment {t.min_segment}; steps at the {TOLERANCE:.0%} tolerance")
     for cv in spreads:
