@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +28,15 @@ def uv_here() -> bool:
     from pytest_dlperf.node.makeenv import _uv
 
     return _uv("auto", sys.executable) is not None
+
+
+def own_build() -> str | None:
+    """How this interpreter holds pytest-dlperf, as a made environment says it keeps the base's local builds:
+    "editable" or "local" (installed from its checkout), else None (from a wheel or an index)."""
+    from importlib.metadata import distribution
+
+    url = json.loads(distribution("pytest-dlperf").read_text("direct_url.json") or "{}")
+    return ("editable" if url["dir_info"].get("editable") else "local") if "dir_info" in url else None
 
 
 def makeenv(cache: Path, *reqs: str, base: str = sys.executable, verb: str = "make", extra: tuple[str, ...] = (),
@@ -78,10 +88,7 @@ def test_an_environment_is_made_once_reused_and_holds_the_base_with_the_wheel_ov
     assert got["moved"] == {"six": [six.__version__, "1.10.0"]}
     # the base's build of a local directory (pytest-dlperf itself, where it is installed from its checkout) is
     # taken as the base has it, and said
-    from importlib.metadata import distribution
-    url = json.loads(distribution("pytest-dlperf").read_text("direct_url.json") or "{}")
-    build = ("editable" if url["dir_info"].get("editable") else "local") if "dir_info" in url else None
-    assert got["kept"].get("pytest-dlperf") == build, got
+    assert got["kept"].get("pytest-dlperf") == own_build(), got
     python = got["python"]
     assert Path(python).parent.parent == cache / got["digest"] and not list(cache.glob("*.partial-*"))
     out = subprocess.run([python, "-c", "import six, pytest_dlperf, pytest; print(six.__version__)"],
@@ -246,7 +253,11 @@ def test_a_library_that_slows_training_installed_on_one_side_is_slower_on_both_n
     assert r.returncode == 1, r.stdout + r.stderr
     case = "resnet50-fp32-bs2-32px-2n1g"
     assert f"{case}: A/B SLOWER" in r.stdout, r.stdout
-    assert f"packages (the nodes' own) -> pip={wheel} (quicklog (none) -> 1.0)" in r.stdout, r.stdout
+    said = re.search(r"packages \(the nodes' own\) -> pip=(\S+) \((.*?)\)(?:;|$)", r.stdout, re.M)
+    assert said is not None and said.group(1) == str(wheel), r.stdout
+    changes = said.group(2).split("; the base's local builds as it has them: ")
+    assert changes[0] == "quicklog (none) -> 1.0", said.group(0)
+    assert ("pytest-dlperf (" + str(own_build()) + ")" in changes[1]) if own_build() else len(changes) == 1, said.group(0)
     made = doc["ab"]["sides"]["candidate"]["environment"]
     assert made["requirements"] == [str(wheel)] and sorted(made["nodes"]) == ["local0", "local1"], made
     builder = "uv" if uv_here() else "pip"  # auto: uv where the node has it
