@@ -3,6 +3,7 @@ nodes in network namespaces of their own, each with its own hostname and /tmp (t
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -20,7 +21,7 @@ from pytest_dlperf.clusters.slurm.commands import AllocationSpec, StepSpec
 from . import suite
 from .frameworks import ensure_horovod
 from .procs import _live_tagged, signal_when
-from .slurmctl import slurm_cluster  # noqa: F401  (the fixture)
+from .slurmctl import NET, SlurmTestCluster, slurm_cluster  # noqa: F401  (the fixture)
 
 # starts a real Slurm (slurmctld, slurmd in network namespaces): not in the quick tier (tests/quick.sh; docs/testing.md)
 pytestmark = pytest.mark.real
@@ -71,9 +72,22 @@ def training_steps(cluster) -> list[str]:
     return [s for s in cluster.job_steps() if TRAINING_STEP.search(s)]
 
 
-def workload_processes() -> list[tuple[int, str]]:
-    """Tagged processes of runs in the nodes' run directories (the harness's sweep must leave none)."""
-    return [(pid, cmd) for pid, _, cmd in _live_tagged() if "/tmp/dlperf-slurm-" in cmd or "dlperf-slurm-" in cmd]
+def workload_processes(cluster: SlurmTestCluster) -> list[tuple[int, str]]:
+    """Tagged processes of runs on this cluster's nodes (the harness's sweep must leave none): those in its nodes'
+    network namespaces. Another xdist worker's test cluster, training at the same moment, runs its own (seen in
+    CI: a sigterm test's check found the other worker's 1n1g run)."""
+    mine = {os.stat(f"/run/netns/{ns}").st_ino for ns in NET.namespaces(cluster.block)}
+    assert len(mine) == len(cluster.nodes), f"the cluster's namespaces are gone: {sorted(mine)}"
+    out = []
+    for pid, _, cmd in _live_tagged():
+        if "dlperf-slurm-" not in cmd:
+            continue
+        try:
+            if os.stat(f"/proc/{pid}/ns/net").st_ino in mine:
+                out.append((pid, cmd))
+        except OSError:  # it ended meanwhile
+            continue
+    return out
 
 
 def test_commands_are_argument_lists_a_user_can_read():
@@ -120,7 +134,7 @@ def test_the_harness_allocates_trains_the_ladder_and_releases(slurm_cluster, tmp
     # the profile is named after the nodes' Slurm features (sorted), not the probe's CPU model
     assert re.search(r"'cpu-dlperf-testbox-zen4-\d+c-torch2'", two["verdict"]["throughput"]["message"])
     assert slurm_cluster.jobs() == []
-    assert workload_processes() == []
+    assert workload_processes(slurm_cluster) == []
 
 
 def test_inside_an_allocation_it_runs_there_and_leaves_it(slurm_cluster, tmp_path):
@@ -148,7 +162,7 @@ def test_inside_an_allocation_it_runs_there_and_leaves_it(slurm_cluster, tmp_pat
         # the user's job still runs, with none of the harness's steps left in it
         assert [j.split()[0] for j in slurm_cluster.jobs()] == [job]
         assert slurm_cluster.job_steps() == []
-        assert workload_processes() == []
+        assert workload_processes(slurm_cluster) == []
     finally:
         slurm_cluster.run("scancel", job, check=False)
         slurm_cluster.wait_idle()
@@ -169,7 +183,7 @@ def test_interrupted_mid_run_nothing_is_left(slurm_cluster, tmp_path, sig):
     assert code != 0, out
     assert "released allocation" in out or "cancelled job" in out, out
     assert slurm_cluster.jobs() == [], out
-    assert workload_processes() == [], out
+    assert workload_processes(slurm_cluster) == [], out
     slurm_cluster.wait_idle()
 
 
@@ -194,7 +208,7 @@ def test_a_node_that_goes_down_fails_the_run_naming_it(slurm_cluster, tmp_path):
     assert proc.returncode == 1, out
     assert "failed; slurm: node n2 is DOWN" in out and "(Reason=dlperf-test-power-loss" in out and "job" in out and "(NODE_FAIL)" in out, out
     assert slurm_cluster.jobs() == [], out
-    assert workload_processes() == [], out
+    assert workload_processes(slurm_cluster) == [], out
     slurm_cluster.wait_idle()
 
 
