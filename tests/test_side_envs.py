@@ -32,10 +32,12 @@ def uv_here() -> bool:
 
 def own_build() -> str | None:
     """How this interpreter holds pytest-dlperf, as a made environment says it keeps the base's local builds:
-    "editable" or "local" (installed from its checkout), else None (from a wheel or an index)."""
-    from importlib.metadata import distribution
-
-    url = json.loads(distribution("pytest-dlperf").read_text("direct_url.json") or "{}")
+    "editable" or "local" (installed from its checkout), else None (from a wheel or an index). Asked of the
+    interpreter outside the checkout, as a node runs it: in the checkout, its pytest_dlperf.egg-info (which
+    an editable install leaves there) is found first and has no direct_url.json."""
+    ask = "from importlib.metadata import distribution as d; print(d('pytest-dlperf').read_text('direct_url.json') or '{}')"
+    url = json.loads(subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, check=True,
+                                    cwd="/").stdout)
     return ("editable" if url["dir_info"].get("editable") else "local") if "dir_info" in url else None
 
 

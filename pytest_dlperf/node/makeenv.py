@@ -40,7 +40,9 @@ TAIL = 12  # installer lines said on a failure
 # Printed by a python: its distributions (every one on its path, or with "own" those in its own site-packages),
 # and which of them are builds of a local directory (PEP 610's direct_url.json: editable or not), which no index has
 _FACTS = r"""
-import importlib.metadata as md, json, site, sys
+import sys
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # -c puts the working directory first: not the python's
+import importlib.metadata as md, json, site
 own = sys.argv[1:] == ["own"]
 dists, local = {}, {}
 for d in md.distributions(**({"path": site.getsitepackages()} if own else {})):
