@@ -70,14 +70,20 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return wrap_session(config, _env_caches)
 
 
-def _env_caches(config: pytest.Config, session: pytest.Session) -> int:
+def _register_builtin(pm: pytest.PytestPluginManager) -> None:
+    """The built-in engines and cluster kinds (``builtin``), once, where a session or a command needs them."""
     from . import builtin
+
+    if not pm.has_plugin("dlperf_builtin"):
+        pm.register(builtin, "dlperf_builtin")
+
+
+def _env_caches(config: pytest.Config, session: pytest.Session) -> int:
     from .envs.cache import on_every_node
     from .session.cluster import ClusterHolder
 
     pm = config.pluginmanager
-    if not pm.has_plugin("dlperf_builtin"):
-        pm.register(builtin, "dlperf_builtin")
+    _register_builtin(pm)
     options = pm.get_plugin("dlperf_front").options
     holder = ClusterHolder(config, options)
     try:
@@ -121,12 +127,10 @@ class DLPerfFront:
 
     def ensure_session(self) -> DLPerfSession:
         if self.session is None:
-            from . import builtin
             from .session import DLPerfSession
 
             pm = self.config.pluginmanager
-            if not pm.has_plugin("dlperf_builtin"):
-                pm.register(builtin, "dlperf_builtin")
+            _register_builtin(pm)
             self.session = DLPerfSession(self.config, self.options, self.ab_options, self.confirm_options)
             pm.register(self.session, "dlperf_session")
         return self.session
