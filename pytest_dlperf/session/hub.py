@@ -64,6 +64,7 @@ class DLPerfSession:
         self.live = LiveLine(config)
         self._budget: Budget | None = None  # made with the first case's measurement
         self._paced: dict[str, bool] = {}  # case name -> whether --dlperf-pace-probe's default probes it
+        self._interpreters: dict[tuple[str, int], dict[int, NodeSoftware]] = {}  # (path, nodes) -> _interpreter
         self.software = SoftwareIdentities(lambda: self.cluster, Path(config.rootpath), self.gate.options.directory,
                                            options.report_dir / "software", self.gate.note)
         self.preflight = CaseReadiness(lambda: self.cluster, self.engines, self.gate, self.failures, options,
@@ -161,12 +162,16 @@ class DLPerfSession:
 
     def _interpreter(self, path: str, nodes: int) -> dict[int, NodeSoftware] | str:
         """The software of interpreter ``path`` on the first ``nodes`` nodes (by node order), or why it cannot
-        run there: whether a recorded python still holds the recorded software."""
-        on = [replace(n, python=path) for n in self.cluster.nodes()[:nodes]]
-        got = software_probe.probe(self.cluster, on, self.options.report_dir / "software" / "recorded-python")
-        if got.errors:
-            return "; ".join(got.errors)
-        return {i: got.found[n.name] for i, n in enumerate(on)}
+        run there: whether a recorded python still holds the recorded software. Its answer is kept for the
+        session, per path and node count (every case of one recording asks the same); a failure is asked again."""
+        key = (path, nodes)
+        if key not in self._interpreters:
+            on = [replace(n, python=path) for n in self.cluster.nodes()[:nodes]]
+            got = software_probe.probe(self.cluster, on, self.options.report_dir / "software" / "recorded-python")
+            if got.errors:
+                return "; ".join(got.errors)
+            self._interpreters[key] = {i: got.found[n.name] for i, n in enumerate(on)}
+        return self._interpreters[key]
 
     def budget(self, m: Measurement) -> Budget:
         if self._budget is None:
