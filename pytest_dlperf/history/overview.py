@@ -46,11 +46,17 @@ def threshold(points: Sequence[Point], metric: str) -> float:
     return statistics.median(tolerances) if tolerances else DEFAULT_THRESHOLD
 
 
+def figures(points: Sequence[Point], metric: str) -> list[tuple[int, float]]:
+    """A line's figures in one metric, with their indexes in ``points``: runs without the metric are passed
+    over, and so is a figure a file could not give (NaN, inf)."""
+    return [(i, y) for i, p in enumerate(points) if (y := charts.judged(p.result, metric)) is not None
+            and math.isfinite(y)]
+
+
 def line_steps(points: Sequence[Point], metric: str, finder: Finder) -> dict[int, Step]:
     """The level changes of one line in one metric, keyed by the index (in ``points``) of the first run on
-    the new level; runs without the metric are passed over."""
-    at = [(i, y) for i, p in enumerate(points) if (y := charts.judged(p.result, metric)) is not None
-          and math.isfinite(y)]  # a figure a file could not give (NaN, inf) is no point of the line
+    the new level (``figures``)."""
+    at = figures(points, metric)
     if any(y <= 0 for _, y in at):
         return {}
     found = finder.find([y for _, y in at], threshold(points, metric))

@@ -103,7 +103,7 @@ def _run_summary(run: Run) -> str:
 
 
 def case_page(history: History, key: str, found: list[overview.Change]) -> str:
-    """A case's charts (each level change in ``found`` marked on its figure's), and its runs."""
+    """A case's charts (each of its level changes, ``found``, marked on its figure's), and its runs."""
     groups = history.cases[key]
     spec = history.specs[key]
     failed = history.failed.get(key, {})
@@ -114,7 +114,7 @@ def case_page(history: History, key: str, found: list[overview.Change]) -> str:
     for metric in charts.METRICS:
         levels = [(c.after, f"level change: {s.change:+.1%} ({s.before:.4g} -> {s.after:.4g}"
                    + (f", p {s.pvalue:.1e}" if s.pvalue is not None else "") + f") on {history.labels[c.group]}")
-                  for c in found if c.key == key for m, s in c.moves if m == metric]
+                  for c in found for m, s in c.moves if m == metric]
         fig = charts.case_figure(metric, spec.unit, groups, history.labels, failed, lambda run: "../" + run_href(run),
                                  levels)
         if fig is not None:  # each line after the first adds a row of legend at a desk's width

@@ -15,7 +15,7 @@ from .. import metrics
 from ..metrics import Direction
 from . import charts
 from .model import History
-from .overview import Change
+from .overview import Change, figures
 from .runs import Run
 from .sources import HistoryError
 from .steps import Step
@@ -97,10 +97,11 @@ def drifts(history: History, found: list[Change], since: Run) -> list[Drift]:
     """Every line's move since ``since`` in each figure it has, and the changes found between."""
     out = []
     at = {run.id: i for i, run in enumerate(history.runs)}  # the lines' order: commits' where known, else time
+    found = sorted(found, key=lambda c: at[c.after.run.id])
     for key, groups in history.cases.items():
         for g, points in groups.items():
             for metric in charts.METRICS:
-                line = [(p.run, y) for p in points if (y := charts.judged(p.result, metric)) is not None and y > 0]
+                line = [(points[i].run, y) for i, y in figures(points, metric) if y > 0]
                 if len({y for _, y in line}) < 2:  # one figure throughout (a one-device case's speedup): nothing moved
                     continue
                 start = next((i for i, (run, _) in enumerate(line) if at[run.id] >= at[since.id]), None)
@@ -111,7 +112,7 @@ def drifts(history: History, found: list[Change], since: Run) -> list[Drift]:
                 a, b = [y for _, y in first], [y for _, y in last]
                 change = math.exp(statistics.fmean(map(math.log, b)) - statistics.fmean(map(math.log, a))) - 1
                 low, high = _interval(a, b)
-                steps = tuple((c.after.run, dict(c.moves)[metric]) for c in sorted(found, key=lambda c: at[c.after.run.id])
+                steps = tuple((c.after.run, dict(c.moves)[metric]) for c in found
                               if c.key == key and c.group == g and metric in dict(c.moves)
                               and at[c.after.run.id] > at[since.id])
                 out.append(Drift(key, history.labels[g], metric, line[start][0], line[-1][0], change, low, high, steps))

@@ -43,8 +43,11 @@ def _write_pages(history: History, root: Path, final: Path) -> int:
     for script in ("ladder.js", "site.js"):
         shutil.copyfile(Path(__file__).with_name(script), root / "assets" / script)
     found = overview.changes(history)  # once: the index lists them, each case's charts mark its own
+    by_case: dict[str, list[overview.Change]] = {}
+    for c in found:
+        by_case.setdefault(c.key, []).append(c)
     written = {"index.html": pages.index(history, found)}
-    written.update({pages.case_href(k): pages.case_page(history, k, found) for k in history.cases})
+    written.update({pages.case_href(k): pages.case_page(history, k, by_case.get(k, [])) for k in history.cases})
     written.update({pages.model_href(f): pages.model_page(history, f) for f in history.families})
     for run in history.runs:
         href = pages.run_href(run)
