@@ -223,6 +223,19 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 1 if found else 0
 
 
+def cmd_options(args: argparse.Namespace) -> int:
+    """docs/options.md from the option registry (optionsdoc): printed, or written to -o FILE."""
+    from .optionsdoc import render
+
+    page = render()
+    if args.output is None:
+        sys.stdout.write(page)
+        return 0
+    args.output.write_text(page)
+    print(f"dlperf options: wrote {args.output}")
+    return 0
+
+
 def cmd_bisect(args: argparse.Namespace) -> int:
     from .bisect import UsageError
     from .bisect.command import Request, run
@@ -436,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     h.add_argument("-o", "--output", type=Path, default=None, metavar="SITE", help="the directory to write the site into")
     _add_change_point_options(h)
     h.set_defaults(fn=cmd_history)
+    o = sub.add_parser("options", help="docs/options.md: every option of pytest --help, from the plugin's registry")
+    o.add_argument("-o", "--output", type=Path, default=None, metavar="FILE", help="write it here (default: print it)")
+    o.set_defaults(fn=cmd_options)
     from .bisect.command import add_parser as add_bisect_parser
     from .clusters.aliyun import ecluster
 

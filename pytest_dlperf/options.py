@@ -59,9 +59,11 @@ def add_workload_options(parser: pytest.Parser) -> None:
     a("--dlperf-cluster", alias="--cluster", default="local", metavar="KIND",
       help="where the nodes come from: local (processes on this machine, default), "
            "ssh (--dlperf-hosts/--dlperf-hostfile), aliyun (ECS instances), slurm (an allocation's "
-           "nodes, srun), or a kind an installed plugin adds")
+           "nodes, srun), ray (a running Ray cluster's nodes), or a kind an installed plugin adds (an unknown "
+           "kind is a usage error listing those installed)")
     a("--dlperf-nodes", alias="--nodes", type=positive_int, default=None, metavar="N",
-      help="largest number of nodes in the ladder (local default 2; ssh: the hosts given). Alias: --nodes")
+      help="largest number of nodes in the ladder (local default 2; ssh: the hosts given; ray: the Ray cluster's "
+           "nodes chosen)")
     a("--dlperf-local-lease", choices=LOCAL_LEASES, default=None,
       help="local cluster: machine: every session on this machine takes turns, one measurement at a time; "
            "session: only this session's own xdist workers do, for sessions that judge no speed and may run "
@@ -72,27 +74,32 @@ def add_workload_options(parser: pytest.Parser) -> None:
     a("--dlperf-devices", choices=DEVICES, default=None,
       help="whether the nodes train on GPUs or CPUs, which sets the case matrix (precisions, sizes) before "
            "any node is reached. Default: as the cluster kind knows it from its options: local: the GPUs "
-           "found here; slurm: --dlperf-slurm-gpus-per-node; ssh, aliyun: cpu (GPU nodes: give gpu)")
+           "found here; slurm: --dlperf-slurm-gpus-per-node (in an allocation, its SLURM_GPUS_PER_NODE); ssh, "
+           "aliyun: cpu (GPU nodes: give gpu); ray: cpu with --dlperf-nodes, else node 0's. Nodes that turn out "
+           "otherwise stop the session before its first case runs, naming the option to give")
     a("--dlperf-backend", alias="--backend", default="ddp", metavar="NAME",
       help="launch backend, or several comma-separated (each runs its matrix; the summary compares "
            "them): ddp (PyTorch DDP, torchrun), fsdp (PyTorch FSDP2 fully_shard, torchrun), tf (MultiWorkerMirroredStrategy), paddle, "
            "horovod (horovodrun on node 0), perseus (AIACC-Training, perseusrun), acspeed (DDP with "
-           "ACSpeed). Alias: --backend")
+           "ACSpeed)")
     a("--dlperf-horovod-controller", choices=("gloo", "mpi"), default="gloo",
       help="horovod, perseus: how the ranks are started and rendezvous (gloo, default; mpi: mpirun, "
            "OpenMPI on every node)")
     a("--dlperf-model", type=csv, default=None, metavar="A,B",
-      help="models to train, comma-separated (default: every model of the backend)")
+      help="models to train, comma-separated (default: every model of the backend; ddp: resnet50, vgg16, "
+           "bert-base, arcface)")
     a("--dlperf-precision", type=csv, default=None, metavar="P,Q",
       help=f"precisions, comma-separated from {', '.join(PRECISIONS)} (default: the profile's: "
-           "fp32 on CPU nodes, both on GPUs)")
+           "fp32 on CPU nodes, both on GPUs, the decoder's amp only). amp: bf16 autocast on CPU, fp16 autocast and "
+           "GradScaler on CUDA")
     a("--dlperf-batch-size", type=positive_int, default=None, metavar="B",
       help="samples per device per step (default: the hardware profile's, per model)")
     a("--dlperf-image-size", type=positive_int, default=None, metavar="PX",
       help="image side in pixels (default: the hardware profile's, per model)")
     a("--dlperf-compile", type=csv, default=None, metavar="MODE[,MODE]",
       help=f"how the torch engines (ddp, fsdp) train each model, comma-separated from {', '.join(COMPILE_MODES)} "
-           "(torch.compile; a compiled case's id ends in -compiled-<topology>). Default: every case eager, and "
+           "(torch.compile; a compiled case's id ends in -compiled-<topology>, so -k compile selects those). Engines "
+           "without compiled training (acspeed, horovod, tf, paddle) train eager. Default: every case eager, and "
            "compiled where the profile says: the decoder at 1n1g")
     a("--dlperf-compile-cache", default=None, metavar="DIR",
       help="a compiled case's inductor caches in DIR on every node, shared by its launches and kept for later "
@@ -108,8 +115,8 @@ def add_data_options(parser: pytest.Parser) -> None:
            "device (synthetic, default), the dataset of --dlperf-data-dir read by the engine's own loader (real; "
            "the case id gains -real), or by an NVIDIA DALI pipeline (dali)")
     a("--dlperf-data-dir", default=None, metavar="DIR",
-      help="the real dataset, at this path on every node: ImageNet as class folders of JPEGs, or TFRecord "
-           "shards (train-NNNNN-of-MMMMM); `dlperf data make imagenet DIR` writes one")
+      help="the real dataset, at this absolute path on every node: ImageNet as class folders of JPEGs, TFRecord "
+           "shards (train-NNNNN-of-MMMMM), a token file; `dlperf data make imagenet DIR` writes one")
     a("--dlperf-data-make", action="store_true", default=False,
       help="before the first real-data case, make --dlperf-data-dir on every node that lacks it (`dlperf data make "
            "imagenet DIR`, run there through the cluster's own channel: the same deterministic dataset on each)")
@@ -117,30 +124,35 @@ def add_data_options(parser: pytest.Parser) -> None:
       help="real data: empty each node's page cache before each launch reads (root; sync, then "
            "/proc/sys/vm/drop_caches), so that its first epoch reads the disk; results.json says whether it could")
     a("--dlperf-data-workers", type=non_negative_int, default=None, metavar="N",
-      help="loader worker processes per rank (default: the node's cores over its ranks, at most 8; 0: load "
-           "in the training process)")
+      help="loader worker processes per rank (tf: autotuned parallelism when above 0; dali: the pipeline's "
+           "threads; default: the node's cores over its ranks, 1 to 8; 0: load in the training process)")
 
 
 def add_measurement_options(parser: pytest.Parser) -> None:
     """How a case is measured: its repeats, the session's budget and order, the window, the timeout."""
     a = OptionGroup(parser, "dlperf-measure", "pytest-dlperf: how it is measured", after="dlperf")
     a("--dlperf-repeats", type=positive_int, default=None, metavar="R",
-      help="separate runs per case; mean and median are taken over them")
+      help="separate runs per case; mean and median are taken over them (default: CPU 3, 8 when recording; GPU "
+           "3, up to 5 where the first 3 spread beyond CV 0.5%%, 5 when recording)")
     a("--dlperf-budget", type=non_negative_seconds, default=None, metavar="S",
       help="seconds of measuring for the session: a case takes its last repeats only while the cases "
            "still to run fit (default: the profile's, 330 on CPU nodes, 600 on GPUs; off with an explicit "
-           "--dlperf-repeats or --update-baselines; 0: none)")
+           "--dlperf-repeats or --update-baselines; 0: none); the summary and results.json name every case that ran "
+           "fewer")
     a("--dlperf-order", choices=ORDERS, default=DEFAULT_ORDER,
       help="rounds: every case of the session launches once per round, so a case's repeats fall minutes "
            "apart and the host's slow spells spread over all cases (asv's interleaved rounds); case: a "
            "case's repeats back to back (default: %(default)s; under xdist, case by case)")
     a("--dlperf-warmup-iters", type=non_negative_int, default=None, metavar="W",
-      help="steps run before the measured window")
+      help="steps run before the measured window: the profile's go on (CPU up to 4, GPU up to 20) until two "
+           "steps in a row agree within 10%%; given here, exactly W (default: CPU 2..4, GPU 5..20)")
     a("--dlperf-iters", type=positive_int, default=None, metavar="I",
-      help="steps in the measured window (exactly, unless --dlperf-window-seconds is given)")
+      help="steps in the measured window (exactly, unless --dlperf-window-seconds is given; default: CPU 3, "
+           "GPU 10)")
     a("--dlperf-window-seconds", type=non_negative_seconds, default=None, metavar="S",
       help="size each measured window to about this many seconds at the warm-up's pace, "
-           "--dlperf-iters steps at least (default: the profile's, 1.5 on CPU, 5 on GPUs; 0: fixed --dlperf-iters)")
+           "--dlperf-iters steps at least, 40 on CPU and 500 on GPUs at most (default: the profile's, 1.5 on CPU, "
+           "5 on GPUs, 0 when --dlperf-iters is given; 0: fixed --dlperf-iters)")
     a("--dlperf-timeout", type=positive_seconds, default=900.0, metavar="S",
       help="seconds one run may take before every process is killed (default 900)")
 
@@ -173,12 +185,12 @@ def add_gate_options(parser: pytest.Parser) -> None:
     """The baseline gate: recording, the baseline store, tolerances and what an unjudgeable case does."""
     a = OptionGroup(parser, "dlperf-gate", "pytest-dlperf: the baseline gate", after="dlperf-reports")
     a("--dlperf-update-baselines", alias="--update-baselines", action="store_true", default=False,
-      help="record the cases that ran and passed as the profile's baseline (other entries are kept). "
-           "Alias: --update-baselines")
+      help="record the cases that ran and passed as the profile's baseline, with this machine's fingerprints "
+           "(other entries are kept)")
     a("--dlperf-record-sittings", type=positive_int, default=None, metavar="K",
       help="with --update-baselines: add this session's runs to those the entry holds, keeping the last K "
-           "sittings (same machine and software only), so the baseline holds the host's level over several "
-           "hours, not one (default 1: replace)")
+           "sittings (same machine and software only: refused, nothing written, otherwise), so the baseline "
+           "holds the host's level over several hours, not one (default 1: replace)")
     a("--dlperf-baseline-profile", type=_profile_name, default=None, metavar="NAME",
       help="gate against this profile's file instead of the detected one (e.g. ecs.ebmgn6v.24xlarge)")
     a("--dlperf-baseline-dir", default=None, metavar="DIR",
@@ -203,12 +215,13 @@ def add_gate_options(parser: pytest.Parser) -> None:
     a("--dlperf-hardware", choices=HARDWARE, default=None,
       help="a case whose baseline was recorded on other hardware (an identity fact of the fingerprints "
            "differs: HARDWARE), or whose failure is the host's (HOST: nothing recorded differs), is not "
-           "judged: skip it, or fail it (default: fail under CI, i.e. CI or BUILD_NUMBER set; skip otherwise)")
+           "judged: skip it, or fail it (default: fail under CI, i.e. CI or BUILD_NUMBER set; skip otherwise). The "
+           "same machine at another speed is judged")
     a("--dlperf-probe-seconds", type=positive_seconds, default=1.5, metavar="S",
       help="length of the hardware probe run on every node before a case's first launch (default %(default)s)")
     a("--dlperf-reprobe-pause", type=non_negative_seconds, default=REPROBE_PAUSE, metavar="S",
-      help="seconds between the extra probes a recording takes before it keeps its fingerprints "
-           "(default %(default)s: the host's slow spells last seconds)")
+      help="seconds between the three extra probes a recording takes before it keeps its fingerprints, each "
+           "node's best (default %(default)s: the host's slow spells last seconds)")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """The docs say what the code does: every option `pytest --help` lists is in the options reference or its
-cluster kind's page (issue #65: options had gone missing from docs/options.md)."""
+cluster kind's page (issue #65: options had gone missing from docs/options.md), and that reference is the one
+the option registry renders (pytest_dlperf/optionsdoc.py)."""
 from __future__ import annotations
 
+import difflib
 import re
 import subprocess
 import sys
@@ -29,3 +31,16 @@ def test_every_option_pytest_lists_is_documented():
     text = "\n".join(p.read_text() for p in [DOCS / "options.md", *DOCS.glob("cluster-*.md")])
     missing = [o for o in options if not _documented(o, text)]
     assert not missing, f"not in docs/options.md nor a cluster page: {missing}"
+
+
+def test_options_page_is_the_registrys():
+    """docs/options.md is what `dlperf options` renders from the registered options and docs/options.head.md."""
+    made = subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", "options"], capture_output=True, text=True,
+                          timeout=120)
+    assert made.returncode == 0, made.stderr
+    page = (DOCS / "options.md").read_text()
+    diff = "\n".join(list(difflib.unified_diff(page.splitlines(), made.stdout.splitlines(), "docs/options.md",
+                                                "dlperf options", lineterm=""))[:40])
+    assert page == made.stdout, ("docs/options.md is not what the option registry renders: run "
+                                 f"`dlperf options -o docs/options.md` (edit help= strings or docs/options.head.md, "
+                                 f"not the page)\n{diff}")

@@ -67,12 +67,13 @@ def add_options(parser: pytest.Parser) -> None:
                     "(docs/ab.md)")
     a("--dlperf-candidate", default=None, metavar="SPEC",
       help="run every case on this side and on the reference, in interleaved pairs, and judge the candidate "
-           "against it. SPEC: 'current' or words python=PATH env=NAME=VALUE unset=NAME pip=REQ rev=REF repo=PATH "
-           "name=LABEL, e.g. \"pip=torch==2.12.0\" (an environment made on every node) or "
+           "against it. SPEC: 'current', 'recorded' (each case's recorded software, from its baseline), or words "
+           "python=PATH env=NAME=VALUE unset=NAME pip=REQ hide=DIST rev=REF repo=PATH install=PATH name=LABEL, "
+           "e.g. \"pip=torch==2.12.0\" (an environment made on every node) or "
            "\"python=/opt/new/bin/python env=NCCL_ALGO=Tree\"")
     a("--dlperf-reference", default="current", metavar="SPEC",
       help="the side the candidate is judged against, same SPEC words (default: current, this session's "
-           "own environment)")
+           "own environment; recorded after an upgrade in place)")
     a("--dlperf-ab-tolerance", type=fraction, default=0.02, metavar="FRAC",
       help="a change smaller than this is not called SLOWER or FASTER; SAME needs the interval inside "
            "+-FRAC (default %(default)s)")
@@ -83,13 +84,15 @@ def add_options(parser: pytest.Parser) -> None:
     a("--dlperf-ab-max-pairs", type=positive_int, default=20, metavar="N",
       help="pairs at most per case; a case not decided then is UNDECIDED (default %(default)s)")
     a("--dlperf-undecided", choices=UNDECIDED, default="pass",
-      help="an UNDECIDED case: pass with a warning (default) or fail")
+      help="an UNDECIDED case (an A/B case, or a stored-baseline failure confirmed side by side): pass with a "
+           "warning (default) or fail")
     c = OptionGroup(parser, "dlperf-confirm", "pytest-dlperf: a stored-baseline failure confirmed side by side "
                     "with the recorded software (docs/gate.md)")
     c("--dlperf-confirm-reference", default=None, metavar="SPEC",
       help="the recorded software, for confirming a case that failed its stored baseline side by side, in the "
-           "A/B SPEC words (e.g. \"python=/opt/old/bin/python\" or \"rev=v1.2\"). Default: found from what the "
-           "baseline recorded (its commit, its python)")
+           "A/B SPEC words (e.g. \"python=/opt/old/bin/python\" or \"rev=v1.2\"; recorded: the default); a bad "
+           "one is a usage error before any launch. Default: found from what the baseline recorded (its commit, its "
+           "python, with its recorded packages made again where it was upgraded in place, its variables)")
     c("--dlperf-confirm-pairs", type=non_negative_int, default=None, metavar="N",
       help=f"the most pairs a side-by-side confirmation takes (default {CONFIRM_PAIRS}, or {CONFIRM_PAIRS_ENV}); "
            "0: none, a failure with a software difference fails as REGRESSION, not confirmed. Its other "

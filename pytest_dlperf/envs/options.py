@@ -44,8 +44,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     e("--dlperf-env-find-links", default=None, metavar="DIR",
       help="a wheelhouse on each node to install from (with --dlperf-env-index-url, or for nodes offline)")
     e("--dlperf-env-list", action="store_true",
-      help="list the environments cached on every node of the cluster the other options name, and run no test")
+      help="list the environments cached on every node of the cluster the other options name, and run no test "
+           "(`dlperf env list -- ARGS` runs it)")
     e("--dlperf-env-prune", type=duration, default=None, metavar="D",
       help="remove the environments unused for D (7d, 12h, 30m; 0: every one not in use) on every node of the "
-           "cluster, and run no test")
+           "cluster, and run no test (`dlperf env prune --older-than D -- ARGS` runs it)")
 

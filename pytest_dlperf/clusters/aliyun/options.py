@@ -25,29 +25,33 @@ def add_options(parser: pytest.Parser) -> None:
     a = OptionGroup(parser, "dlperf-aliyun", "pytest-dlperf: --dlperf-cluster aliyun (Alibaba Cloud ECS)",
                     after="dlperf-ssh")
     a("--dlperf-aliyun-instance-type", default=None, metavar="TYPE",
-      help="--dlperf-cluster aliyun: the ECS instance type, e.g. ecs.gn6v-c8g1.16xlarge (also the profile name)")
+      help="--dlperf-cluster aliyun: the ECS instance type, e.g. ecs.gn6v-c8g1.16xlarge (also the profile name); "
+           "required, with --dlperf-aliyun-image")
     a("--dlperf-aliyun-image", default=None, metavar="ID", help="the image id the instances boot")
     a("--dlperf-aliyun-region", default=None, metavar="REGION",
       help="default: ALIBABA_CLOUD_REGION_ID or FastGPU's ALIYUN_DEFAULT_REGION")
-    a("--dlperf-aliyun-zone", default="", metavar="ZONE")
-    a("--dlperf-aliyun-vswitch", default="", metavar="ID")
+    a("--dlperf-aliyun-zone", default="", metavar="ZONE", help="the instances' zone (default: the account's)")
+    a("--dlperf-aliyun-vswitch", default="", metavar="ID", help="the instances' vSwitch (default: the account's)")
     a("--dlperf-aliyun-security-group", default="", metavar="ID",
       help="its SSH port is opened to the caller's address only (--dlperf-aliyun-admit)")
     a("--dlperf-aliyun-admit", default="", metavar="CIDR",
       help="the address the security group admits (default: this machine's address on the route to the endpoint, /32)")
     a("--dlperf-aliyun-key-pair", default="", metavar="NAME", help="the ECS key pair the instances accept")
-    a("--dlperf-aliyun-system-disk", type=positive_int, default=None, metavar="GB")
-    a("--dlperf-aliyun-data-disk", type=positive_int, default=None, metavar="GB")
+    a("--dlperf-aliyun-system-disk", type=positive_int, default=None, metavar="GB",
+      help="system disk size (default: the image's)")
+    a("--dlperf-aliyun-data-disk", type=positive_int, default=None, metavar="GB",
+      help="data disk size (default: the image's)")
     a("--dlperf-aliyun-spot", choices=tuple(SPOT), default="no",
       help="spot instances: NoSpot (default), SpotAsPriceGo, or SpotWithPriceLimit with --dlperf-aliyun-spot-price-limit")
-    a("--dlperf-aliyun-spot-price-limit", type=positive_seconds, default=None, metavar="PRICE")
+    a("--dlperf-aliyun-spot-price-limit", type=positive_seconds, default=None, metavar="PRICE",
+      help="the spot instances' price limit; goes with --dlperf-aliyun-spot price-limit")
     a("--dlperf-aliyun-job", default="dlperf", metavar="NAME",
       help="the job: instances are named task{i}.NAME (FastGPU's names) and reused by the next session")
     a("--dlperf-aliyun-after", choices=AFTER, default="stop",
       help="when the session ends: stop without charging (default), release (delete), or keep running")
     a("--dlperf-aliyun-endpoint", default=None, metavar="HOST[:PORT]",
       help="the ECS API endpoint (default ecs.REGION.aliyuncs.com; VPC endpoints: ecs-vpc.REGION.aliyuncs.com)")
-    a("--dlperf-aliyun-protocol", choices=("https", "http"), default="https")
+    a("--dlperf-aliyun-protocol", choices=("https", "http"), default="https", help="the ECS API's protocol")
     a("--dlperf-aliyun-wait", type=positive_seconds, default=600.0, metavar="S",
       help="seconds to wait for the instances to run and for SSH to answer (each; default 600)")
 

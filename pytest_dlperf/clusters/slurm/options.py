@@ -24,7 +24,8 @@ def add_options(parser: pytest.Parser) -> None:
     allocates with salloc --no-shell and cancels the job at the end."""
     a = OptionGroup(parser, "dlperf-slurm", "pytest-dlperf: --dlperf-cluster slurm", after="dlperf-aliyun")
     a("--dlperf-slurm-partition", alias="--slurm-partition", default="", metavar="NAME",
-      help="--dlperf-cluster slurm, when allocating: the partition")
+      help="--dlperf-cluster slurm, when allocating (not inside an allocation): the partition (default: "
+           "Slurm's)")
     a("--dlperf-slurm-account", alias="--slurm-account", default="", metavar="NAME",
       help="the account the allocation is charged to")
     a("--dlperf-slurm-time", alias="--slurm-time", default="", metavar="TIME",
@@ -33,7 +34,8 @@ def add_options(parser: pytest.Parser) -> None:
       help="GPUs per node to allocate (salloc --gpus-per-node)")
     a("--dlperf-slurm-constraint", alias="--slurm-constraint", default="", metavar="FEATURES",
       help="node features to allocate (salloc --constraint)")
-    a("--dlperf-slurm-qos", alias="--slurm-qos", default="", metavar="QOS")
+    a("--dlperf-slurm-qos", alias="--slurm-qos", default="", metavar="QOS",
+      help="the allocation's quality of service (salloc --qos)")
     a("--dlperf-slurm-salloc-args", default="", metavar="'ARGS'", help="more salloc arguments, as one shell-quoted string")
     a("--dlperf-slurm-wait", alias="--slurm-wait", type=positive_seconds, default=600.0, metavar="S",
       help="seconds to wait for the allocation to start; then it is cancelled (default 600)")
@@ -43,7 +45,8 @@ def add_options(parser: pytest.Parser) -> None:
     a("--dlperf-slurm-node-dir", default="/tmp", metavar="DIR",
       help="node-local directory for run directories when the work directory is not shared (default /tmp)")
     a("--dlperf-slurm-python", default="python3", metavar="PATH",
-      help="Python interpreter on the nodes that runs the launcher and workload (default python3)")
+      help="Python interpreter on the nodes that runs the launcher and workload; steps get this process's "
+           "environment, --export=ALL (default python3)")
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,8 @@ def add_options(parser: pytest.Parser) -> None:
                     after="dlperf-gate")
     a("--dlperf-hosts", type=_hosts, default=None, metavar="HOST:SLOTS,...",
       help="--dlperf-cluster ssh: the nodes, horovodrun style: host:slots[,host:slots...], e.g. "
-           "10.0.0.2:8,10.0.0.3:8. A host is an address or an alias of the ssh config; node 0 (the "
+           "10.0.0.2:8,10.0.0.3:8 (also user@host:slots, [v6]:slots). A host is an address or an alias of the ssh "
+           "config; node 0 (the "
            "first) is the rendezvous master")
     a("--dlperf-hostfile", type=_hostfile, default=None, metavar="FILE",
       help="--dlperf-cluster ssh: the nodes from a file, one host per line: 'host slots=N' "
@@ -83,7 +84,8 @@ def add_options(parser: pytest.Parser) -> None:
            "trust unknown hosts for this session (changed keys are still refused). off: INSECURE, "
            "accept any host key, even a changed one")
     a("--dlperf-ssh-python", default="python3", metavar="PATH",
-      help="Python interpreter on the nodes that runs the launcher and workload (default python3)")
+      help="Python interpreter on the nodes that runs the launcher and workload, one that has torch (default "
+           "python3)")
     a("--dlperf-ssh-workdir", default=None, metavar="DIR",
       help="directory on the nodes for per-run directories (default /tmp/pytest-dlperf-<user>; "
            "relative paths are under the login's home)")
