@@ -460,6 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     _add_data_parser(sub)
     _add_env_parser(sub)
     _add_explain_parser(sub)
+    from .init.command import add_parser as add_init_parser
+
+    add_init_parser(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     remote: list[str] = []
     # dlperf cluster ssh TASK ... -- a command to run there; dlperf bisect|env ... -- pytest's arguments

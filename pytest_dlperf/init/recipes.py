@@ -1,0 +1,164 @@
+"""The two GitHub Actions workflows ``dlperf init`` writes: the pull request against its base side by
+side (A/B, no baseline), and the nightly on dedicated nodes against the committed baselines. Each says
+what it measures and what it cannot."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+PULL_REQUEST = ".github/workflows/dlperf-pull-request.yml"
+NIGHTLY = ".github/workflows/dlperf-nightly.yml"
+BASE = "${{ github.event.pull_request.base.sha }}"
+HEAD = "${{ github.event.pull_request.head.sha }}"
+CPU_TORCH = "python -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the recipes need to know of the repository: the suite's folder, how its own code is
+    installed, and whether each side installs the repository at its commit (a library)."""
+
+    suite_dir: str
+    library: bool
+    builtin: bool
+    install_lines: tuple[str, ...]  # after pytest-dlperf: the repository's own requirements
+    dlperf_pin: str
+
+    @classmethod
+    def of(cls, top: Path, suite_dir: str, library: bool, builtin: bool) -> Setup:
+        lines = []
+        if (top / "requirements.txt").is_file():
+            lines.append("python -m pip install -r requirements.txt")
+        if any((top / f).is_file() for f in ("pyproject.toml", "setup.py")):
+            lines.append("python -m pip install .")
+        try:
+            pin = f"pytest-dlperf=={metadata.version('pytest-dlperf')}"
+        except metadata.PackageNotFoundError:
+            pin = "pytest-dlperf"
+        return cls(suite_dir, library, builtin, tuple(lines), pin)
+
+    @property
+    def side_words(self) -> str:
+        """What each side adds to its rev=: the repository installed at that commit, for a library."""
+        return " install=." if self.library else ""
+
+    def measures(self) -> str:
+        if self.library:
+            return ("the library in this repository at the pull request's head against its base: each side installs "
+                    "the repository at its commit (rev=REF install=.) into an environment made over the runner's "
+                    "python, and runs the same benchmark")
+        if self.builtin:
+            return ("pytest-dlperf's built-in suite with the files of this repository's suite at the two commits "
+                    "(rev=): a change to the stack the workflow installs is measured by the nightly, not here")
+        return ("this repository's training at the pull request's head against its base: each side runs the "
+                "benchmark's files (the training script in the suite's conftest.py) as they are at its commit (rev=)")
+
+    def install_block(self, python: str) -> str:
+        lines = [CPU_TORCH.replace("python ", f"{python} ", 1), f"{python} -m pip install {self.dlperf_pin}"]
+        lines += [line.replace("python ", f"{python} ", 1) for line in self.install_lines]
+        return "\n".join(f"          {line}" for line in lines)
+
+
+def pull_request(s: Setup) -> str:
+    d = s.suite_dir
+    return f"""\
+# dlperf: this pull request against its base, side by side on one runner (A/B). Written by `dlperf init`.
+# Measures {s.measures()}.
+# Both sides run in interleaved pairs of launches on the same machine, so a host that drifts meets both
+# alike: no stored baseline is needed. Per case: SLOWER fails the job; SAME and FASTER pass; UNDECIDED
+# passes with a warning (--dlperf-undecided fail to fail it).
+# Cannot see: a change to pytest-dlperf or to anything the runner installs (one environment runs both
+# sides: the nightly sees those), and scaling across nodes (-k 1n1g: one worker on one machine).
+name: dlperf A/B (this change against its base)
+on:
+  pull_request:
+jobs:
+  ab:
+    # A hosted runner is shared: fine for an A/B, whose pairs are adjacent in time. For GPUs use your own
+    # runner's labels, e.g. [self-hosted, linux, gpu] (and drop the CPU torch line below).
+    runs-on: ubuntu-24.04
+    timeout-minutes: 120
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0  # both commits must be in the clone: each side checks its commit out (rev=)
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: Install (the CPU wheel of torch on a runner without CUDA)
+        run: |
+{s.install_block("python")}
+      - name: The change against its base, in pairs
+        run: >-
+          python -m pytest {d} -k "1n1g"
+          --dlperf-reference "rev={BASE}{s.side_words} name=base"
+          --dlperf-candidate "rev={HEAD}{s.side_words} name=change"
+          --dlperf-report=dlperf-report
+      # The session appends its summary.md to the job's summary itself (GITHUB_STEP_SUMMARY).
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with:
+          name: dlperf-report
+          path: dlperf-report
+"""
+
+
+def nightly(s: Setup) -> str:
+    d = s.suite_dir
+    return f"""\
+# dlperf: a nightly on dedicated nodes against the baselines committed in {d}/baselines/. Written by `dlperf init`.
+# Measures every case of the suite (the whole ladder of topologies the nodes allow) with everything the
+# nodes run: this repository's code, pytest-dlperf, torch, the drivers and libraries installed there.
+# Record on these nodes first and commit the file: `pytest {d} --update-baselines`, then `git add {d}/baselines`.
+# The stored baseline screens each case; a case that fails its screen while nothing recorded differs from
+# the recording is HOST (it fails here: CI is set); one whose software differs (a commit, packages,
+# variables) runs again side by side with the recorded software, and only a confirmed slow-down is a
+# REGRESSION. Cannot see: a machine other than the one that recorded (HARDWARE): record on each.
+name: dlperf nightly (stored baselines, confirmed side by side)
+on:
+  schedule:
+    - cron: "0 2 * * *"
+  workflow_dispatch:
+permissions:
+  contents: write  # the history branch below
+jobs:
+  nightly:
+    # The machine that recorded {d}/baselines/<profile>.json.
+    runs-on: [self-hosted, linux, dlperf]
+    timeout-minutes: 360
+    concurrency: dlperf-nodes  # one session at a time on the nodes
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0  # the recorded commits must be in the clone: a confirmation checks their files out (rev=)
+      - name: Install into the nodes' environment
+        run: |
+{s.install_block("python3")}
+      - name: Screen against the stored baselines; confirm a failure side by side
+        run: python3 -m pytest {d} --dlperf-report=dlperf-report
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with:
+          name: dlperf-report
+          path: dlperf-report
+      # Every night's results.json kept on the branch dlperf-history (artifacts expire, a branch does not).
+      - name: Keep tonight's results on the dlperf-history branch
+        if: always()
+        run: |
+          git fetch origin dlperf-history && git worktree add ../history FETCH_HEAD \\
+            || {{ git worktree add --detach ../history && git -C ../history checkout --orphan dlperf-history \\
+                 && git -C ../history rm -rqf . ; }}
+          night="../history/runs/$(date -u +%Y%m%dT%H%M)-${{GITHUB_SHA::12}}"
+          mkdir -p "$night" && cp dlperf-report/results.json "$night/"
+          git -C ../history add runs
+          git -C ../history -c user.name=dlperf -c user.email=dlperf@users.noreply.github.com \\
+            commit -qm "dlperf nightly $(date -u +%F) at ${{GITHUB_SHA::12}}"
+          git -C ../history push origin HEAD:dlperf-history
+      # A slow creep no single night's gate sees: a new change point in the worse direction among each
+      # line's last 3 nights fails the job, naming the case, the size, the commits and the bisect command.
+      - name: A new change point in the history fails the nightly
+        run: |
+          python3 -m pip install -q --no-deps apache-otava==0.8.0
+          dlperf history ../history/runs --check --last 3 -o dlperf-history-site
+"""

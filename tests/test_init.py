@@ -1,0 +1,137 @@
+"""`dlperf init`: what it writes into a user's repository, that it loads at once, and its refusals
+(one line each, nothing written). The end-to-end use from a wheel: tests/test_own_repository.py."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_dlperf.ab import worktree
+from pytest_dlperf.ab.sides import parse_side
+from pytest_dlperf.init import InitError, InitRequest, plan
+from tests.suite import UNUSED_PLUGINS
+from tests.test_bisect_history import commit, git
+
+SCRIPT = "print('training')\n"
+WORKLOAD = "python train.py --arch {model_name} --batch-size {batch_size} --iters {iters}"
+
+
+def dlperf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = tmp_path / "user"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    commit(r, "train.py", **{"train.py": SCRIPT})
+    return r
+
+
+def test_init_writes_a_suite_that_collects_and_the_two_recipes(repo):
+    r = dlperf(repo, "init", "--workload", WORKLOAD, "--format", "dllogger", "--model", "resnet18", "--model", "vgg16")
+    assert r.returncode == 0, r.stderr
+    for rel in ("perf/pytest.ini", "perf/conftest.py", "perf/dlperf_train.py", "perf/baselines/README.md",
+                "perf/.gitignore", ".github/workflows/dlperf-pull-request.yml", ".github/workflows/dlperf-nightly.yml"):
+        assert (repo / rel).is_file(), rel
+        assert rel in r.stdout
+    assert "  pytest perf --update-baselines" in r.stdout and "git add perf .github" in r.stdout
+    got = subprocess.run([sys.executable, "-m", "pytest", "perf", "--collect-only", "-q", *UNUSED_PLUGINS], cwd=repo,
+                         capture_output=True, text=True, timeout=120)
+    ids = [line for line in got.stdout.splitlines() if "::" in line]
+    assert got.returncode == 0 and len(ids) == 4, got.stdout + got.stderr  # 2 models x 1n1g, 2n1g
+    assert "perf/dlperf_train.py::test_train[vgg16-fp32-bs8-32px-2n1g]" in got.stdout.replace("\\", "/") or \
+        "dlperf_train.py::test_train[vgg16-fp32-bs8-32px-2n1g]" in got.stdout, got.stdout
+    pr = (repo / ".github/workflows/dlperf-pull-request.yml").read_text()
+    assert "python -m pytest perf -k \"1n1g\"" in pr and "install=." not in pr
+    assert "fetch-depth: 0" in pr and "Cannot see:" in pr and "Measures this repository's training" in pr
+    # the repository's own tests (test_*.py at its root) are not collected with the suite's folder
+    (repo / "test_unit.py").write_text("def test_one():\n    pass\n")
+    own = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *UNUSED_PLUGINS], cwd=repo,
+                         capture_output=True, text=True, timeout=120)
+    assert "test_unit.py::test_one" in own.stdout and "dlperf_train" not in own.stdout, own.stdout
+
+
+def test_a_library_recipe_installs_each_commit(repo):
+    (repo / "pyproject.toml").write_text("[project]\nname = 'lib'\nversion = '1'\n")
+    p = plan(InitRequest(root=repo, workload=WORKLOAD, format="dllogger", library=True))
+    pr = p.files[".github/workflows/dlperf-pull-request.yml"]
+    assert 'rev=${{ github.event.pull_request.base.sha }} install=. name=base' in pr
+    assert "python -m pip install ." in pr and "Measures the library" in pr
+
+
+def test_the_builtin_suite_has_no_pull_request_recipe_unless_a_library(repo):
+    p = plan(InitRequest(root=repo, builtin=True))
+    assert "perf/conftest.py" not in p.files and ".github/workflows/dlperf-pull-request.yml" not in p.files
+    assert "addopts" not in p.files["perf/pytest.ini"] and "with --library" in p.notes[0]
+    (repo / "setup.py").write_text("from setuptools import setup\nsetup(name='lib')\n")
+    assert ".github/workflows/dlperf-pull-request.yml" in plan(InitRequest(root=repo, builtin=True, library=True)).files
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--workload", "make train"], "make is not a python script: give the training command as `python SCRIPT.py"),
+    (["--workload", "python nope.py", "--format", "dllogger"], "nope.py does not exist in"),
+    (["--workload", "python train.py"], "--workload needs --format: the parser of its output, one of"),
+    (["--workload", "python train.py --n {nodes}", "--format", "dllogger"], "{nodes} in '{nodes}' is not a placeholder"),
+    (["--workload", "torchrun --nproc_per_node 2 train.py", "--format", "dllogger"], "--nproc_per_node before the"),
+    (["--workload", "python 'train.py"], "not a command line"),
+    ([], "give --workload"),
+    (["--builtin", "--library"], "has no pyproject.toml or setup.py"),
+    (["--builtin", "--suite-dir", "a/b"], "give one folder name"),
+])
+def test_a_bad_request_is_one_line_and_writes_nothing(repo, args, said):
+    r = dlperf(repo, "init", *args)
+    assert r.returncode == 2 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "Traceback" not in r.stderr and not (repo / "perf").exists() and not (repo / ".github").exists()
+
+
+def test_not_a_repository_offers_git_init_and_a_subfolder_names_the_root(tmp_path, repo):
+    (tmp_path / "plain").mkdir()
+    r = dlperf(tmp_path / "plain", "init", "--builtin")
+    assert r.returncode == 2 and "is not in a git repository" in r.stderr and "run `git init .` first" in r.stderr
+    (repo / "sub").mkdir()
+    with pytest.raises(InitError, match=f"inside the repository {repo}, not its root: run `dlperf init {repo}`"):
+        plan(InitRequest(root=repo / "sub", builtin=True))
+
+
+def test_files_already_there_are_named_and_nothing_is_written(repo):
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / ".github/workflows/dlperf-nightly.yml").write_text("mine\n")
+    r = dlperf(repo, "init", "--workload", WORKLOAD, "--format", "dllogger")
+    assert r.returncode == 2 and ".github/workflows/dlperf-nightly.yml already exists" in r.stderr, r.stderr
+    assert not (repo / "perf").exists() and (repo / ".github/workflows/dlperf-nightly.yml").read_text() == "mine\n"
+    assert sorted(p.name for p in (repo / ".github/workflows").iterdir()) == ["dlperf-nightly.yml"]
+
+
+def test_a_rev_the_shallow_clone_lacks_says_fetch_depth(repo, tmp_path):
+    old = git(repo, "rev-parse", "HEAD")
+    commit(repo, "more", **{"README.md": "x\n"})
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(clone)], check=True, timeout=60)
+    with pytest.raises(worktree.WorktreeError, match="no such commit in .*the clone is shallow.*fetch-depth: 0"):
+        worktree.make_ready(parse_side(f"rev={old}", "reference"), [clone / "train.py"])
+    with pytest.raises(worktree.WorktreeError, match="no such commit in .*git fetch it first"):
+        worktree.make_ready(parse_side("rev=0123abc", "reference"), [repo / "train.py"])
+
+
+def test_install_takes_the_repository_the_session_runs_in(repo, tmp_path, monkeypatch):
+    """A library's user runs the built-in suite: its files lie in the installed package, outside the
+    repository; install=. names the repository here."""
+    (repo / "pyproject.toml").write_text("[project]\nname = 'lib'\nversion = '1'\n")
+    head = commit(repo, "a library")
+    outside = tmp_path / "site" / "workload.py"
+    outside.parent.mkdir()
+    outside.write_text(SCRIPT)
+    monkeypatch.chdir(repo)
+    side = worktree.make_ready(parse_side("rev=HEAD install=.", "candidate"), [outside])
+    try:
+        assert side.commit == head and side.project is not None and (side.project / "pyproject.toml").is_file()
+    finally:
+        worktree.remove(side)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(worktree.WorktreeError, match="are not in a git repository: give repo=PATH"):
+        worktree.make_ready(parse_side("rev=HEAD install=.", "candidate"), [outside])
