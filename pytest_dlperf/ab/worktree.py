@@ -32,6 +32,14 @@ def repository_of(path: Path) -> Path | None:
     return Path(res.stdout.strip()).resolve() if res.returncode == 0 and res.stdout.strip() else None
 
 
+def _shallow(top: Path) -> str:
+    """The fix for a revision the clone lacks: a shallow clone (CI's default) holds one commit."""
+    if _git(top, "rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        return (": the clone is shallow and holds only its last commits; fetch the history (actions/checkout: "
+                "fetch-depth: 0; or git fetch --unshallow)")
+    return ": give a branch, tag or commit of that repository (one only on the remote: git fetch it first)"
+
+
 def make_ready(spec: SideSpec, entry_files: list[Path]) -> Side:
     """The side with its worktree at ``spec.rev`` (none without a rev). ``entry_files``: each
     engine's benchmark files, which must all lie in the side's repository."""
@@ -46,7 +54,10 @@ def make_ready(spec: SideSpec, entry_files: list[Path]) -> Side:
             raise WorktreeError(f"{where}: repo={spec.repo} is not a git repository: name the repository "
                                 "that holds the benchmark's files")
     else:
-        top = repository_of(entry_files[0]) if entry_files else None
+        # install= measures the library in the repository the session runs in (a user's own, where the
+        # built-in workloads lie in the installed package); rev= alone, the benchmark's own files
+        here = repository_of(Path.cwd() / "x") if spec.install is not None else None
+        top = here or (repository_of(entry_files[0]) if entry_files else None)
         if top is None:
             raise WorktreeError(f"{where}: the benchmark's files ({entry_files[0] if entry_files else 'none'}) "
                                 "are not in a git repository: give repo=PATH")
@@ -56,7 +67,7 @@ def make_ready(spec: SideSpec, entry_files: list[Path]) -> Side:
                             "give repo=PATH of the repository that holds them")
     res = _git(top, "rev-parse", "--verify", "--quiet", f"{spec.rev}^{{commit}}")
     if res.returncode != 0:
-        raise WorktreeError(f"{where}: no such commit in {top}: give a branch, tag or commit of that repository")
+        raise WorktreeError(f"{where}: no such commit in {top}{_shallow(top)}")
     side.commit, side.repo_root = res.stdout.strip(), top
     tmp = Path(tempfile.mkdtemp(prefix=f"dlperf-{spec.role}-"))
     res = _git(top, "worktree", "add", "--detach", str(tmp / "tree"), side.commit)
