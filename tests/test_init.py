@@ -135,3 +135,38 @@ def test_install_takes_the_repository_the_session_runs_in(repo, tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     with pytest.raises(worktree.WorktreeError, match="are not in a git repository: give repo=PATH"):
         worktree.make_ready(parse_side("rev=HEAD install=.", "candidate"), [outside])
+
+
+# ---------------------------------------------------------------- the recipes shown in examples/ci/
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "ci"
+SHOWN = {"user-repository": dict(workload=WORKLOAD, format="dllogger"),
+         "user-library": dict(workload=WORKLOAD, format="dllogger", library=True)}
+
+
+def rendered(tmp: Path) -> dict[Path, str]:
+    """What `dlperf init` writes into a repository of training code (with requirements.txt) and into a
+    library's, as examples/ci/ shows them."""
+    out = {}
+    for name, kw in SHOWN.items():
+        root = tmp / name
+        root.mkdir()
+        git(root, "init", "-q")
+        (root / "train.py").write_text(SCRIPT)
+        (root / ("pyproject.toml" if kw.get("library") else "requirements.txt")).write_text("")
+        for rel, text in plan(InitRequest(root=root, **kw)).files.items():
+            if rel.startswith(".github/workflows/"):
+                out[EXAMPLES / name / Path(rel).name] = text
+    return out
+
+
+def write_examples(tmp: Path) -> None:
+    for path, text in rendered(tmp).items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_the_examples_are_what_init_writes(tmp_path):
+    for path, text in rendered(tmp_path).items():
+        assert path.is_file() and path.read_text() == text, (
+            f"{path} is not what dlperf init writes now: regenerate with python3 -c \"import tempfile, pathlib, "
+            "tests.test_init as t; t.write_examples(pathlib.Path(tempfile.mkdtemp()))\"")

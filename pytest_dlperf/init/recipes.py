@@ -3,6 +3,7 @@ side (A/B, no baseline), and the nightly on dedicated nodes against the committe
 what it measures and what it cannot."""
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -60,11 +61,15 @@ class Setup:
         return "\n".join(f"          {line}" for line in lines)
 
 
+def _comment(text: str) -> str:
+    return "\n".join(textwrap.wrap(text, 104, initial_indent="# ", subsequent_indent="# "))
+
+
 def pull_request(s: Setup) -> str:
     d = s.suite_dir
     return f"""\
 # dlperf: this pull request against its base, side by side on one runner (A/B). Written by `dlperf init`.
-# Measures {s.measures()}.
+{_comment("Measures " + s.measures() + ".")}
 # Both sides run in interleaved pairs of launches on the same machine, so a host that drifts meets both
 # alike: no stored baseline is needed. Per case: SLOWER fails the job; SAME and FASTER pass; UNDECIDED
 # passes with a warning (--dlperf-undecided fail to fail it).
