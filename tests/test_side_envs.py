@@ -18,7 +18,7 @@ import pytest
 from pytest_dlperf.ab.sides import SpecError, parse_side
 from pytest_dlperf.node.makeenv import ERROR_MARK, MARK
 from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, run_suite
-from tests.wheels import make_wheel, slowing_wheel
+from tests.wheels import make_wheel, pyproject, slowing_wheel
 
 SCRIPT = Path(__file__).resolve().parents[1] / "pytest_dlperf" / "node" / "makeenv.py"
 
@@ -289,18 +289,7 @@ def test_an_environment_that_cannot_be_made_fails_the_case_before_any_launch_nam
 
 
 # ---------------------------------------------------------------- a library's commits
-LIBRARY = '''\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "quicklog"
-version = "1.0"
-
-[tool.setuptools]
-py-modules = ["sitecustomize"]
-'''
+LIBRARY = pyproject("quicklog", "sitecustomize")
 # the library's start-up module: at SHARE > 0 it slows each training step of the workload processes
 HOOK = '''\
 import os, sys

@@ -42,3 +42,19 @@ def slowing_wheel(directory: Path, share: float, version: str = "1.0") -> Path:
             f"os.environ.setdefault('DLPERF_PLANT_SLOWDOWN', '{share}')\n").replace("WORKLOADS", repr(WORKLOADS))
     hook = hook if share else ""
     return make_wheel(directory, "quicklog", version, {"quicklog.py": module, **({"quicklog_init.pth": hook} if hook else {})})
+
+
+def pyproject(name: str, module: str) -> str:
+    """A library repository's pyproject.toml: project ``name`` 1.0 of one module, built by setuptools."""
+    return f'''\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{name}"
+version = "1.0"
+
+[tool.setuptools]
+py-modules = ["{module}"]
+'''
