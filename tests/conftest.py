@@ -36,9 +36,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exclusive: runs with no other test beside it under pytest-xdist")
     config.addinivalue_line("markers", "real: trains with a real framework or starts real daemons (sshd, Slurm, "
                                        "Ray, the ECS emulator): not in the quick tier, tests/quick.sh")
+    config.addinivalue_line("markers", "needs_setup: needs what only tests/setup.sh installs (chromium, Apache Otava, "
+                                       "the tf, paddle and ray extras): not in the quick tier, tests/quick.sh")
+    config.addinivalue_line("markers", "slow: takes 10 s or more alone on the project's 2-core VM: not in the quick "
+                                       "tier, tests/quick.sh (CI runs it: tests/run.sh)")
 
 
-# --- the quick tier (tests/quick.sh: -m "not real"): every unit and tiny-engine test ------------
+# --- the quick tier (tests/quick.sh: not real, exclusive, needs_setup or slow): unit and tiny-engine tests
 # Tests that take the real sshd rig's fixtures are `real` wherever they are; modules that train real
 # frameworks say so themselves (pytestmark), and tests of mixed modules one by one.
 DAEMON_FIXTURES = frozenset({"ssh_nodes", "fresh_ssh_nodes", "slurm_cluster", "ray_cluster", "emu"})

@@ -1,5 +1,16 @@
 #!/usr/bin/env bash
-# The quick tier for the inner loop: every unit and tiny-engine test, i.e. every test not marked `real`
-# (none trains a real framework or starts sshd, Slurm or the ECS emulator), in tests/run.sh's two
-# phases. CI runs every test (tests/run.sh). Arguments go to both pytest runs (e.g. -x, -k gate).
-exec env DLPERF_TESTS_TIER="not real" bash "$(dirname "$0")/run.sh" "$@"
+# The quick tier for the inner loop: every test not marked `real` (trains a real framework or starts sshd,
+# Slurm, Ray or the ECS emulator), `exclusive` (judges the machine's speed), `needs_setup` (needs chromium,
+# Apache Otava or the tf/paddle/ray extras) or `slow` (10 s or more alone), on two pytest-xdist workers.
+# It needs only `python3 -m pip install -e '.[test]'`: it does not run tests/setup.sh (no system package,
+# daemon or Horovod build). CI runs every test (tests/run.sh); docs/testing.md has its time.
+# Arguments go to pytest (e.g. -x, -k gate, --durations=30).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+# as tests/run.sh: the pytest subprocesses keep their compiled modules in __pycache__
+unset PYTHONDONTWRITEBYTECODE
+if ! python3 -c "import pytest_dlperf, xdist, importlinter, uv, six" 2>/dev/null; then
+  echo "tests/quick.sh: the test extra is missing: run python3 -m pip install -e '.[test]' first" >&2
+  exit 1
+fi
+exec python3 -m pytest tests/ -m "not real and not exclusive and not needs_setup and not slow" -n 2 "$@"

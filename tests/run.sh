@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # environment would have every process compile them again (docs/measurements.md, CI).
 unset PYTHONDONTWRITEBYTECODE
 bash tests/setup.sh || exit 1
-# DLPERF_TESTS_TIER: a marker expression both phases keep to (tests/quick.sh sets "not real")
+# DLPERF_TESTS_TIER: a marker expression both phases keep to (e.g. "not real"); unset, every test runs once
 tier="${DLPERF_TESTS_TIER:+ and (${DLPERF_TESTS_TIER})}"
 python3 -m pytest tests/ -m "exclusive${tier}" "$@"
 alone=$?

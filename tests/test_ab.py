@@ -138,6 +138,7 @@ def test_identical_sides_are_same_within_a_wide_tolerance(tmp_path):
     assert all(v["verdict"] != "worse" for v in case["metrics"].values()), case["metrics"]
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_a_candidate_python_holding_more_memory_is_worse_on_peak_memory(tmp_path):
     """A second Python environment, unknown to the project, holding 24 MiB more in every process: the
     candidate's peak memory is WORSE, a failing verdict of its own whatever its throughput's."""
@@ -152,6 +153,7 @@ def test_a_candidate_python_holding_more_memory_is_worse_on_peak_memory(tmp_path
     assert f"`{CASE} peak memory`" in summary and "WORSE" in summary
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_undecided_passes_unless_asked_to_fail(tmp_path):
     # no change and no room: a tolerance of 0 is never SAME, and alpha 0.001 over 3 pairs never significant
     args = ("--dlperf-candidate", "name=again", "--dlperf-ab-tolerance", "0", "--dlperf-ab-alpha", "0.001",
@@ -165,6 +167,7 @@ def test_undecided_passes_unless_asked_to_fail(tmp_path):
     assert r.returncode == 1 and f"{CASE}: A/B UNDECIDED" in r.stdout, r.stdout
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_a_launcher_that_raises_stops_its_case_alone(tmp_path):
     """An engine's bug in one case's launch ends that case with the error; the other case is decided."""
     r, doc = session(tmp_path, "--dlperf-candidate", "name=again", "--dlperf-ab-tolerance", "0.6",
@@ -215,6 +218,7 @@ def test_the_dry_run_shows_each_sides_commands(tmp_path):
     assert not (tmp_path / "envs").exists()
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_ctrl_c_mid_pair_keeps_the_pairs_taken_marked_incomplete(tmp_path):
     # Not exclusive: tolerance 0 and alpha 0.001 leave the verdict undecided whatever the speed. A
     # launch of 40 steps lasts seconds, so the second pair is still running half a second after its log appears.

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "gate_power.py"
 
@@ -17,6 +19,7 @@ def model(cv: float, *args: str) -> str:
     return r.stdout
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_quiet_model_meets_both_targets_at_the_defaults():
     out = model(0.01)
     assert "MODEL, not a measurement" in out
@@ -25,6 +28,7 @@ def test_quiet_model_meets_both_targets_at_the_defaults():
     assert "N=3 resampled: 10% failing CI 100% (150/150) -> met" in out
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_noisy_model_meets_neither_and_says_so():
     out = model(0.15, "--baseline-runs", "0")
     assert "judged against a baseline of N runs" in out
@@ -40,6 +44,7 @@ def schedule_rates(out: str) -> dict[tuple[str, str], float]:
     return rates
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_spreading_runs_in_time_removes_the_false_alarms_a_drifting_host_causes_and_nothing_else():
     """The schedule rows on the model: with independent runs the two orders fail alike; with a host
     that drifts over blocks, back-to-back sessions and baselines raise several times the false alarms."""
@@ -76,6 +81,7 @@ def _pools(path: Path, level: float, seed: int, pace: bool = True) -> Path:
     return path
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_a_baseline_over_sittings_is_judged_as_the_gate_judges_it(tmp_path):
     """--baseline-sittings: sessions of one sitting against runs of several, in sittings; a session at
     the others' mean level passes when unchanged and is caught at 10%; one 6% below them is not told

@@ -81,6 +81,7 @@ def _count(png: Path, rgb: tuple[int, int, int], within: int = 12) -> list[tuple
     return list(zip(xs.tolist(), ys.tolist()))
 
 
+@pytest.mark.needs_setup  # opens pages in chromium (tests/setup.sh installs it): not in the quick tier
 def test_a_case_page_shows_its_line_band_and_the_regression_marked(site, tools, own_hosts, tmp_path) -> None:
     root, _ = site
     devtools, proxy = tools
@@ -99,6 +100,7 @@ def test_a_case_page_shows_its_line_band_and_the_regression_marked(site, tools, 
         assert said in page, f"{said!r} is not on the case page"
 
 
+@pytest.mark.needs_setup  # opens pages in chromium (tests/setup.sh installs it): not in the quick tier
 def test_the_check_sees_a_page_that_asks_the_network(own_hosts, tmp_path) -> None:
     page = tmp_path / "remote.html"
     page.write_text('<!DOCTYPE html><html><body><script src="http://cdn.dlperf.test/plotly.js"></script></body></html>')
@@ -107,6 +109,7 @@ def test_the_check_sees_a_page_that_asks_the_network(own_hosts, tmp_path) -> Non
     assert any("cdn.dlperf.test" in line for line in proxy.page_requests(own_hosts))
 
 
+@pytest.mark.needs_setup  # opens pages in chromium (tests/setup.sh installs it): not in the quick tier
 def test_a_run_page_says_what_changed_its_percentiles_and_links_its_files(site, tools, own_hosts) -> None:
     root, paths = site
     night = 4  # its commit differs from night 3's (a commit every two nights)
@@ -122,6 +125,7 @@ def test_a_run_page_says_what_changed_its_percentiles_and_links_its_files(site, 
     assert (run_page.parent / href).resolve() == paths[night].resolve()
 
 
+@pytest.mark.needs_setup  # opens pages in chromium (tests/setup.sh installs it): not in the quick tier
 def test_the_ladder_sets_a_run_beside_another_with_the_ideal_line(site, tools, own_hosts) -> None:
     root, _ = site
     devtools, proxy = tools
@@ -226,6 +230,7 @@ def test_a_second_build_replaces_the_first(site, tmp_path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["site"]  # nothing left beside it
 
 
+@pytest.mark.needs_setup  # opens pages in chromium (tests/setup.sh installs it): not in the quick tier
 def test_an_ab_session_has_its_own_page(tools, own_hosts, tmp_path) -> None:
     """tests/data/history/ab-results.json: a recorded A/B session with a 10% slowdown planted in the candidate."""
     recorded = Path(__file__).resolve().parent / "data" / "history" / "ab-results.json"
@@ -244,6 +249,7 @@ def test_an_ab_session_has_its_own_page(tools, own_hosts, tmp_path) -> None:
     assert "candidate / reference, pair by pair" in page  # the chart was drawn
 
 
+@pytest.mark.needs_setup  # opens pages in chromium (tests/setup.sh installs it): not in the quick tier
 def test_a_bisection_has_its_own_page_linking_its_probes_runs(site, tools, own_hosts, tmp_path) -> None:
     """A steps file as dlperf bisect writes it (its own Steps class): items 0-4, the bad end and the
     middle probed, item 3 found first bad; one probe's report is a run of the site."""
@@ -380,6 +386,7 @@ def test_steps_are_found_where_a_level_moved_and_stayed() -> None:
     assert [s.at for s in find_steps(flat[:18] + [85.0, 86.0], 0.05)] == [18]  # two nights on the new level
 
 
+@pytest.mark.needs_setup  # Apache Otava's change points (tests/setup.sh installs it --no-deps): not in the quick tier
 def test_the_index_says_which_case_changed_where_since_when_and_by_how_much(nights) -> None:
     found = overview.changes(nights.history)
     assert [(c.key, c.before.run.when, c.after.run.when) for c in found] == [
@@ -398,6 +405,7 @@ def test_the_index_says_which_case_changed_where_since_when_and_by_how_much(nigh
     assert f"level change: {moves['throughput'].change:+.1%}" in page
 
 
+@pytest.mark.needs_setup  # Apache Otava's change points (tests/setup.sh installs it --no-deps): not in the quick tier
 def test_a_failed_night_is_a_gap_in_its_line_and_a_mark(nights) -> None:
     h, key = nights.history, f"ddp/{PLANTED}"
     ((g, gone),) = h.failed[key].items()
@@ -415,6 +423,7 @@ def test_a_failed_night_is_a_gap_in_its_line_and_a_mark(nights) -> None:
     assert "25 (1 failed)" in (nights.root / "index.html").read_text()  # nights 0-25 on the first machine
 
 
+@pytest.mark.needs_setup  # Apache Otava's change points (tests/setup.sh installs it --no-deps): not in the quick tier
 def test_a_copy_of_a_results_json_is_one_run_and_said_so(nights, tmp_path, capsys) -> None:
     h = nights.history
     assert len(h.runs) == 31 and len({r.digest for r in h.runs}) == 31  # 30 nights and the case run once
@@ -430,6 +439,7 @@ def test_a_copy_of_a_results_json_is_one_run_and_said_so(nights, tmp_path, capsy
     assert "1 runs," in out.out
 
 
+@pytest.mark.needs_setup  # Apache Otava's change points (tests/setup.sh installs it --no-deps): not in the quick tier
 def test_a_case_run_once_gets_a_day_either_side(nights) -> None:
     h = nights.history
     fig = charts.case_figure("throughput", "samples/s", h.cases[ONCE], h.labels)
@@ -465,6 +475,7 @@ def test_imported_runs_are_dated_by_their_logs(tmp_path) -> None:
         == dt.datetime(2022, 8, 5, 1, 28, 59, tzinfo=dt.timezone.utc)
 
 
+@pytest.mark.needs_setup  # Apache Otava's change points (tests/setup.sh installs it --no-deps): not in the quick tier
 def test_every_page_names_only_the_sites_own_files(nights) -> None:
     """No page links, loads or points anywhere but into the site and the runs' own folders."""
     for page in nights.root.rglob("*.html"):
@@ -477,6 +488,7 @@ def _shown(tools: browser.Devtools) -> list[str]:
                           ".map(r => r.dataset.search.split(' ')[0])")
 
 
+@pytest.mark.needs_setup  # chromium and Apache Otava (tests/setup.sh installs them): not in the quick tier
 def test_the_index_filters_cases_and_steps_as_typed(nights, tools, own_hosts) -> None:
     devtools, proxy = tools
     devtools.open(nights.root / "index.html")
@@ -533,6 +545,7 @@ def _narrow(devtools: browser.Devtools) -> None:
             assert entry[1] >= boxes["axis"][3], f"{chart}: a legend entry {entry} is over the axis' title {boxes['axis']}"
 
 
+@pytest.mark.needs_setup  # chromium and Apache Otava (tests/setup.sh installs them): not in the quick tier
 def test_a_case_page_in_a_blocked_browser_on_a_phone(nights, tools, own_hosts) -> None:
     """The case with the drop on a phone's 420 px (the desk's width: the ladder's test, and the
     screenshot's above): its failed night breaks its line; a regression's whole message on hover,
@@ -569,6 +582,7 @@ def test_a_case_page_in_a_blocked_browser_on_a_phone(nights, tools, own_hosts) -
     assert devtools.attempted == [] and proxy.page_requests(own_hosts) == []
 
 
+@pytest.mark.needs_setup  # chromium and Apache Otava (tests/setup.sh installs them): not in the quick tier
 def test_the_ladder_in_a_blocked_browser_and_the_check_can_fail(nights, tools, own_hosts) -> None:
     """Every control of the ladder clicked, no request attempted; then, on the same page, a chart with
     plotly.js's own defaults (its "Share" uploads the chart to its cloud) and a button that fetches:
@@ -593,6 +607,7 @@ def test_the_ladder_in_a_blocked_browser_and_the_check_can_fail(nights, tools, o
     assert any("cdn.dlperf.test" in a for a in devtools.attempted), devtools.attempted
 
 
+@pytest.mark.needs_setup  # Apache Otava's change points (tests/setup.sh installs it --no-deps): not in the quick tier
 def test_otava_finds_a_move_below_the_tolerance_where_the_steps_do_not() -> None:
     """Apache Otava's change points (issue #67): a 1.5% move over 0.5% night-to-night noise is found, with its
     p-value; the segmentation needs the tolerance (5%). A flat line has none; a move in the last two nights
@@ -619,6 +634,7 @@ def test_without_otava_the_history_keeps_its_steps_and_says_so(monkeypatch) -> N
         changepoints.make("otava")
 
 
+@pytest.mark.needs_setup  # Apache Otava's change points (tests/setup.sh installs it --no-deps): not in the quick tier
 def test_the_nightly_check_fails_on_a_new_worse_change_and_names_the_bisect(tmp_path, capsys) -> None:
     """``dlperf history --check``: a 1.5% drop from night 28 of 31 (a new commit that night): exit 1, the case, the
     figure, the size, the commit range and the bisect command; the same drop from night 15 is no longer new."""
@@ -640,6 +656,7 @@ def test_the_nightly_check_fails_on_a_new_worse_change_and_names_the_bisect(tmp_
     assert "give -o SITE" in capsys.readouterr().err
 
 
+@pytest.mark.needs_setup  # Apache Otava's change points (tests/setup.sh installs it --no-deps): not in the quick tier
 def test_the_drift_since_a_pinned_release_is_one_line_with_its_interval_and_changes(tmp_path, capsys) -> None:
     """``dlperf history --since REF``: a 4% drop from night 20 of 30: the planted line is about 4% worse since
     night 4's commit, its interval apart from zero, with the one change point between; an untouched line's

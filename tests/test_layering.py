@@ -12,6 +12,8 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pytest_dlperf"
 WORKLOADS = PACKAGE / "node" / "workloads"  # scripts copied to the nodes: they import their siblings by name
@@ -91,6 +93,7 @@ def _fresh_import(item: tuple[str, str]) -> str | None:
     return None if r.returncode == 0 else f"{name}: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
 
 
+@pytest.mark.needs_setup  # imports the tf, paddle and ray modules too (tests/setup.sh installs them): not quick
 def test_every_module_imports_alone_in_a_fresh_interpreter(tmp_path):
     """An import circle shows only when its modules are imported in a certain order: each alone, first. The
     harness's modules each in a fork of an interpreter holding none of them (a failure there is tried again

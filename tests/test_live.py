@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pytest_dlperf.reporting import live
 from pytest_dlperf.reporting.live import render
 from pytest_dlperf.runner import last_progress
@@ -61,6 +63,7 @@ def run_on_a_terminal(report: Path, *extra: str) -> str:
     return out.decode(errors="replace")
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_a_terminal_sees_the_live_line_and_q_does_not(tmp_path):
     out = run_on_a_terminal(tmp_path / "tty")
     assert "dlperf resnet50-fp32-bs2-32px-1n1g  repeat 1/1  window step " in out, out[-3000:]
@@ -71,6 +74,7 @@ def test_a_terminal_sees_the_live_line_and_q_does_not(tmp_path):
     assert logs and "DLPERF-PROGRESS " in logs[0].read_text()
 
 
+@pytest.mark.slow  # 10 s or more alone on a 2-core VM: not in the quick tier (tests/quick.sh), CI runs it
 def test_without_a_terminal_each_launch_and_pair_says_a_line_and_a_long_launch_its_progress(tmp_path):
     """A CI log is never silent for a minute of work: a line as each launch and each A/B pair ends, and
     a long launch's progress every LOG_EVERY seconds (output to a file, as a CI runner takes it)."""
