@@ -18,7 +18,8 @@ import pytest
 from pytest_dlperf import cli, explain
 from pytest_dlperf.ab.explain import DEFAULT_LAUNCH_NOISE, launch_noise, wanted
 from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
-from pytest_dlperf.explain.trace import BETWEEN, profile_events
+from pytest_dlperf.explain.profile import BETWEEN
+from pytest_dlperf.explain.readers.kineto import profile_events
 from tests.suite import ROOT, run_suite
 
 TRACES = Path(__file__).parent / "data" / "traces"
@@ -176,7 +177,7 @@ def test_the_planted_products_are_the_top_line_and_a_trace_against_itself_shows_
 
 
 def _collective_rank(rank: int, wait_ms: float, n: int = 4) -> explain.RankProfile:
-    from pytest_dlperf.explain.trace import StepProfile
+    from pytest_dlperf.explain.profile import StepProfile
 
     return explain.RankProfile(rank, [StepProfile(0.1, collective=(wait_ms + 0.1 * (k % 2)) / 1e3) for k in range(n)],
                                f"rank {rank}")
@@ -231,7 +232,7 @@ def test_dlperf_explain_diffs_two_saved_launches_and_names_a_directory_without_t
     assert json.loads(capsys.readouterr().out)["diff"]["top"][0]["name"] == "aten::bmm"
     assert cli.main(["explain", str(tmp_path), str(CANDIDATE)]) == 1
     out = capsys.readouterr().out
-    assert "not explained: no trace of the reference could be read" in out and "holds no rank<R>.json" in out
+    assert "not explained: no trace of the reference could be read" in out and "holds no trace: rank<R>.json (or .json.gz) (kineto)" in out
 
 
 # ---------------------------------------------------------------- when
@@ -401,3 +402,40 @@ def test_a_profiled_launch_that_cannot_run_or_raises_is_the_blocks_why(monkeypat
     assert got.why == "the profiled launch raised RuntimeError: the disk is gone"
     said = ab_explain.against_recorded(bench(None), None, Measurement(1, 1, 1, 60.0), ab_explain.ExplainOptions(), {"contract": 9}, 0.02)
     assert said["why"] == "the baseline's recorded profile cannot be read: profile summary contract 9, this harness reads 1"
+
+
+def test_a_new_trace_format_is_one_reader_and_the_diff_and_block_are_unchanged(tmp_path, monkeypatch):
+    """Another profiler's format behind the TraceReader interface: lines of ``STEP_SECONDS OP SECONDS`` in
+    ``rank<R>.steps``. Added to READERS, its directories read, diff and render as Kineto's do."""
+    import re
+
+    from pytest_dlperf.explain import readers
+    from pytest_dlperf.explain.profile import OpFigure, RankProfile, StepProfile
+
+    class StepLines:
+        format, files = "step-lines", "rank<R>.steps"
+
+        def rank_of(self, path: Path) -> int | None:
+            m = re.match(r"^rank(\d+)\.steps$", path.name)
+            return int(m.group(1)) if m else None
+
+        def read(self, path: Path, rank: int) -> RankProfile:
+            steps = []
+            for line in path.read_text().splitlines():
+                step, op, seconds = line.split()
+                steps.append(StepProfile(float(step), {op: OpFigure(float(seconds), 1),
+                                                       BETWEEN: OpFigure(float(step) - float(seconds), 0)}))
+            return RankProfile(rank, steps, str(path))
+
+    for side, matmul in (("ref", 0.050), ("cand", 0.080)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "rank0.steps").write_text("".join(f"{matmul + 0.010} aten::mm {matmul}\n" for _ in range(5)))
+    (tmp_path / "ref" / "notes.txt").write_text("not a trace\n")
+    assert explain.from_dir(tmp_path / "ref", "reference")[1] == ["reference: " + f"{tmp_path / 'ref'} holds no trace: "
+                                                                  "rank<R>.json (or .json.gz) (kineto)"]
+    monkeypatch.setattr(readers, "READERS", (*readers.READERS, StepLines()))
+    ref, cand = explain.from_dir(tmp_path / "ref", "reference"), explain.from_dir(tmp_path / "cand", "candidate")
+    assert ref[1] == cand[1] == [] and [r.rank for r in ref[0]] == [0]
+    got = explain.explanation(ref, cand, 0.05)
+    top = got["diff"]["top"][0]
+    assert top["name"] == "aten::mm" and "aten::mm" in "\n".join(explain.lines(got)), got

@@ -9,7 +9,7 @@ from .block import lines
 from .diff import Diff, diff
 from .read import from_dir, from_meta
 from .summary import mismatch, problem, summarize, unmatched
-from .trace import RankProfile, TraceError
+from .profile import RankProfile, TraceError
 
 MODES = ("auto", "always", "never")
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from ..baselines.fingerprint import robust_sd
-from .trace import BETWEEN, RankProfile
+from .profile import BETWEEN, RankProfile
 
 Z = 3.0  # standard errors: a few hundred operators are compared at once
 FLOOR = 0.005  # of the reference step: below this no operator's change is named

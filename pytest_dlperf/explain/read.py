@@ -3,12 +3,10 @@ there is none), or from a directory of ``rank<R>.json`` traces (``dlperf explain
 is named, never dropped in silence."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from .trace import RankProfile, TraceError, read
-
-RANK_FILE = re.compile(r"^rank(\d+)\.json(\.gz)?$")
+from .profile import RankProfile, TraceError
+from .readers import known_files, read, reader_for
 
 
 def from_meta(meta: dict, role: str) -> tuple[list[RankProfile], list[str]]:
@@ -38,18 +36,18 @@ def from_meta(meta: dict, role: str) -> tuple[list[RankProfile], list[str]]:
 
 
 def from_dir(directory: Path, role: str) -> tuple[list[RankProfile], list[str]]:
-    """(the ranks read, the problems) of a directory of traces: ``rank<R>.json``, or a run directory
-    holding them under ``trace/``."""
+    """(the ranks read, the problems) of a directory of traces (each file a reader knows: ``rank<R>.json``),
+    or a run directory holding them under ``trace/``."""
     where = directory / "trace" if (directory / "trace").is_dir() else directory
     if not where.is_dir():
         return [], [f"{role}: {directory} is not a directory of traces"]
-    found = sorted((int(m.group(1)), p) for p in where.iterdir() if (m := RANK_FILE.match(p.name)))
+    found = sorted((got[1], p.name, got[0], p) for p in where.iterdir() if (got := reader_for(p)))
     if not found:
-        return [], [f"{role}: {where} holds no rank<R>.json (or .json.gz) trace"]
+        return [], [f"{role}: {where} holds no trace: {known_files()}"]
     ranks, problems = [], []
-    for rank, path in found:
+    for rank, _, reader, path in found:
         try:
-            ranks.append(read(path, rank))
+            ranks.append(reader.read(path, rank))
         except TraceError as exc:
             problems.append(f"{role}: {exc}")
     return ranks, problems

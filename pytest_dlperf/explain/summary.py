@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .trace import RankProfile
+from .profile import RankProfile
 
 CONTRACT = 1
 

@@ -1,76 +1,39 @@
-"""One rank's profiler trace (Kineto's Chrome trace format, as ``torch.profiler`` exports it) read into
-what the diff needs, per profiled step (``ProfilerStep#k``): each CPU operator's self time and count, each
-GPU kernel's time and count, the time inside collectives, and on GPUs the step's compute, communication,
-memory-copy and idle shares (Holistic Trace Analysis's temporal breakdown, computed the same way).
-
-Self time: an operator's duration less that of the operators nested in it on its thread, so the
-operators of a step add up to the step and a slower convolution is not also a slower ``aten::conv2d``
-and ``aten::convolution`` above it. The step's own self time (Python and waits between operators on
-the training thread) is the row ``(between operators)``."""
+"""Kineto's Chrome trace format, as ``torch.profiler`` exports it (``rank<R>.json``, or ``.json.gz``), read
+per profiled step (``ProfilerStep#k``): each CPU operator's self time and count, each GPU kernel's time and
+count, the time inside collectives, and on GPUs the step's compute, communication, memory-copy and idle
+shares (Holistic Trace Analysis's temporal breakdown, computed the same way)."""
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..profile import BETWEEN, OpFigure, RankProfile, StepProfile, TraceError, is_collective, is_comm_kernel
+
 STEP_PREFIX = "ProfilerStep#"
-BETWEEN = "(between operators)"
 CPU_CATS = ("cpu_op", "user_annotation", "python_function")
 MARK_CATS = ("user_annotation", "cpu_op")  # where the profiler's step markers are the steps
 KERNEL_CATS = ("kernel",)
 MEMORY_CATS = ("gpu_memcpy", "gpu_memset")
 RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
-COLLECTIVE_PREFIXES = ("gloo:", "nccl:", "mpi:", "c10d::", "record_param_comms")
-COMM_KERNEL_MARKS = ("nccl", "all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter",
-                     "reducescatter", "broadcast", "alltoall")
+RANK_FILE = re.compile(r"^rank(\d+)\.json(\.gz)?$")  # torch.profiler's export per rank (node/workloads/torchprofile.py)
 
 
-class TraceError(ValueError):
-    """A trace that cannot be read: says which and why."""
+class KinetoReader:
+    """The TraceReader of torch.profiler's Chrome traces: ``rank<R>.json`` or ``rank<R>.json.gz``."""
 
+    format = "kineto"
+    files = "rank<R>.json (or .json.gz)"
 
-@dataclass
-class OpFigure:
-    """An operator's (or kernel's) time and calls in one step."""
+    def rank_of(self, path: Path) -> int | None:
+        m = RANK_FILE.match(path.name)
+        return int(m.group(1)) if m else None
 
-    seconds: float = 0.0
-    count: int = 0
-
-
-@dataclass
-class StepProfile:
-    """One profiled step of one rank."""
-
-    seconds: float
-    ops: dict[str, OpFigure] = field(default_factory=dict)  # CPU operators, self time
-    kernels: dict[str, OpFigure] = field(default_factory=dict)  # GPU kernels and memory copies, device time
-    collective: float = 0.0  # seconds of the step inside collective operations (any thread, overlaps once)
-    shares: dict[str, float] = field(default_factory=dict)  # GPU: compute, communication, memory, idle
-
-
-@dataclass
-class RankProfile:
-    """A rank's profiled steps, read from ``source``."""
-
-    rank: int
-    steps: list[StepProfile]
-    source: str
-
-    @property
-    def on_gpu(self) -> bool:
-        return any(s.kernels for s in self.steps)
-
-
-def is_collective(name: str) -> bool:
-    return name.startswith(COLLECTIVE_PREFIXES)
-
-
-def is_comm_kernel(name: str) -> bool:
-    low = name.lower()
-    return any(mark in low for mark in COMM_KERNEL_MARKS)
+    def read(self, path: Path, rank: int) -> RankProfile:
+        return read(path, rank)
 
 
 def read(path: Path, rank: int) -> RankProfile:
