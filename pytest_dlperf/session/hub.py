@@ -38,6 +38,7 @@ from . import record_modes, summary, xdist
 from .cluster import ClusterHolder
 from .confirm import Confirmation, Lookups
 from .engines import Engines
+from .failures import CaseFailures
 from .gate import Gate
 from .gate_options import GateOptions
 from .mode import Mode, Stored
@@ -56,7 +57,7 @@ class DLPerfSession:
         self.results = ResultSet()
         self.dryrun: list[tuple[str, list[str]]] = []
         self.dryrun_launches = ""  # how many times each case's commands run (launches_text)
-        self.failures: dict[str, str] = {}
+        self.failures = CaseFailures()
         self.engines = Engines(config, options)
         self.clusters = ClusterHolder(config, options)
         self._cases: list[CaseSpec] | None = None
@@ -309,8 +310,7 @@ class DLPerfSession:
     def _stop_on_error(self, got: Measured) -> None:
         """A launch's error fails the case's test (outside any except block: the report shows the nodes, not a chain)."""
         if got.error is not None:
-            self.failures[self.case_name(got.case)] = got.error
-            pytest.fail(got.error, pytrace=False)
+            self.failures.fail(self.case_name(got.case), got.error)
 
     def _summarized(self, got: Measured, m: Measurement) -> CaseResult:
         self._frameworks_into(got.case, got.runs)

@@ -17,6 +17,7 @@ from ..nodechecks import compiler, dataset, frameworks, hardware, interfaces, re
 from ..specs import COMPILED, CaseSpec
 from .contexts import BaselineContext
 from .engines import Engines
+from .failures import CaseFailures
 from .gate import Gate
 from .software import SoftwareIdentities
 
@@ -27,7 +28,7 @@ class CaseReadiness:
     """The session's preflights and what they found: each node's framework versions, each node's
     best hardware fingerprint, and each case's baseline context (resolved once, for the judge)."""
 
-    def __init__(self, cluster: Callable[[], Cluster], engines: Engines, gate: Gate, failures: dict[str, str],
+    def __init__(self, cluster: Callable[[], Cluster], engines: Engines, gate: Gate, failures: CaseFailures,
                  options: RunOptions, software: SoftwareIdentities) -> None:
         self.cluster, self.engines, self.gate, self.failures, self.options = cluster, engines, gate, failures, options
         self.software = software
@@ -74,8 +75,7 @@ class CaseReadiness:
             outcome, why = problem
             if outcome == "skip":
                 pytest.skip(f"--backend {case.backend}: {why}")
-            self.failures[name] = f"--backend {case.backend}: {why}"  # in results.json too
-            pytest.fail(f"--backend {case.backend}: {why}", pytrace=False)
+            self.failures.fail(name, f"--backend {case.backend}: {why}")
 
     def interfaces_ready(self, case: CaseSpec) -> None:
         """A multi-node case: each node's network interface for its sockets found (once per node set; kept on
@@ -89,8 +89,7 @@ class CaseReadiness:
                                                              self.options.report_dir / "interfaces" / "-".join(key))
         problem = self._interfaces_checked[key]
         if problem is not None:
-            self.failures[self.engines.name(case)] = problem
-            pytest.fail(problem, pytrace=False)
+            self.failures.fail(self.engines.name(case), problem)
 
     def data_supported(self, case: CaseSpec) -> None:
         """Skip a real-data case whose engine reads no such data for its model, saying so (also in a dry-run)."""
@@ -114,8 +113,7 @@ class CaseReadiness:
                                                     make=self.options.data_make)
         problem = self._data_checked[key]
         if problem is not None:
-            self.failures[self.engines.name(case)] = problem
-            pytest.fail(problem, pytrace=False)
+            self.failures.fail(self.engines.name(case), problem)
 
     def baseline_ready(self, case: CaseSpec) -> None:
         """The case's baseline file reads cleanly, else the case fails before its first launch,
@@ -129,8 +127,7 @@ class CaseReadiness:
             why = f"{case.id}: {exc}"
         except SittingsError as exc:
             why = f"{case.id}: not recorded: {exc}"
-        self.failures[self.engines.name(case)] = why  # outside the except block: the report shows no chain
-        pytest.fail(why, pytrace=False)
+        self.failures.fail(self.engines.name(case), why)  # outside the except block: the report shows no chain
 
     def probed_frameworks(self, case: CaseSpec) -> dict[str, str]:
         """The case's frameworks as the preflight probe found them on node 0: name -> version."""
