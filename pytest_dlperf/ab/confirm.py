@@ -42,12 +42,12 @@ class SideBySideResult:
 
 
 class SideBySide:
-    """``bench``: the session's (its preflight already ran for the case); ``workload_files``: each engine's
+    """``bench``: the session's (its readiness check already ran for the case); ``workload_files``: each engine's
     entry script (a rev= reference checks them out); ``probed(case)``: its framework versions on node 0."""
 
     def __init__(self, bench: Bench, workload_files: list[Path], probed: Callable[[CaseSpec], dict[str, str]],
                  options: ConfirmOptions) -> None:
-        self.bench = replace(bench, name=lambda case: f"{bench.name(case)}/{RUNS}", preflight=lambda case: None,
+        self.bench = replace(bench, name=lambda case: f"{bench.name(case)}/{RUNS}", ready=lambda case: None,
                              # the pairs correct for the host; the pace probe would share each launch's core
                              measurement=lambda case, m: replace(bench.measurement(case, m), pace_probe=False))
         self.workload_files, self.probed, self.options = workload_files, probed, options

@@ -41,9 +41,9 @@ class ABSession:
                  probed: Callable[[CaseSpec], dict[str, str]], tolerances: Mapping[str, float | None],
                  recorded: Callable[[CaseSpec], list[str]] | None = None) -> None:
         """``workload_files``: each engine's entry script (a rev side checks them out at its commit);
-        ``probed(case)``: the case's framework versions the session's preflight found on node 0;
+        ``probed(case)``: the case's framework versions the session's readiness probe found on node 0;
         ``tolerances``: the command line's per metric (the other metrics' paired verdicts use them);
-        ``recorded(case)``: the spec words of the case's recorded software, after its preflight (a ``recorded``
+        ``recorded(case)``: the spec words of the case's recorded software, after its readiness check (a ``recorded``
         side's; SideNotReady says why there are none)."""
         self.options, self.bench, self.workload_files = options, bench, workload_files
         self.probed, self.tolerances, self.recorded = probed, tolerances, recorded
@@ -130,7 +130,7 @@ class ABSession:
 
     def frameworks_of(self, role: str, case: CaseSpec) -> dict[str, str]:
         """The case's framework versions on the side's python (node 0), for runs that report none:
-        the side's own probe where it names a python, else the session's preflight probe."""
+        the side's own probe where it names a python, else the session's readiness probe."""
         side = self.sides[role]
         if not side.own_python:
             return self.probed(case)

@@ -12,7 +12,7 @@ import pytest
 
 from ..budget import Budget
 from ..clusters.base import ClusterError
-from ..measure import Bench, Measured, Unit, cases_from, launch, own_case, preflight, take_rounds
+from ..measure import Bench, Measured, Unit, cases_from, launch, own_case, ready_first, take_rounds
 from ..results import summarize
 from ..runner import RunFailed
 from ..specs import CaseSpec, Measurement
@@ -70,9 +70,9 @@ class PairedOrder:
             self.ab.explain(got.paired, m)
 
     def _pair(self, got: Measured, m: Measurement) -> None:
-        """One pair of the case (its preflights before the first); what goes wrong stops the case."""
+        """One pair of the case (its readiness checks before the first); what goes wrong stops the case."""
         rec, case = got.paired, got.case
-        if not rec.pairs and rec.half is None and not self._preflight(got):
+        if not rec.pairs and rec.half is None and not self._ready(got):
             return
         cm = self.bench.measurement(case, m)
         k = len(rec.pairs)
@@ -101,9 +101,9 @@ class PairedOrder:
         finally:
             got.taken.append(statistics.fmean(seconds) if seconds else 0.0)  # a pair's launch, on average
 
-    def _preflight(self, got: Measured) -> bool:
-        """The session's preflight of the case, then each side's; False when the case cannot run."""
-        if not preflight(self.bench, got):
+    def _ready(self, got: Measured) -> bool:
+        """The session's readiness check of the case, then each side's; False when the case cannot run."""
+        if not ready_first(self.bench, got):
             got.paired.error = str(got.outcome or got.error)
             return False
         try:

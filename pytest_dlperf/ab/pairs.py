@@ -52,7 +52,7 @@ class PairedCase:
     half: Launch | None = None  # the first launch of a pair the session did not finish
     verdict: dict | None = None  # the assessment as results.json shows it (status, ratio, low, high, ...)
     complete: bool = False  # its verdict is final (decided, capped or stopped by the budget)
-    error: str | None = None  # a launch or preflight that failed stopped the case
+    error: str | None = None  # a launch or readiness check that failed stopped the case
     differences: list[str] = field(default_factory=list)  # what differs between the sides
     # the other gated per-launch metrics' paired verdicts (peak memory, ...): name -> as results.json shows it
     metrics: dict[str, dict] = field(default_factory=dict)

@@ -1,5 +1,5 @@
 """What measuring a case uses of the session, and nothing else (``Bench``): the cluster (built on first
-use), each case's launcher, name, measurement and preflight, the progress line, the budget and the
+use), each case's launcher, name, measurement and readiness check, the progress line, the budget and the
 report directory. The measuring orders, and the A/B feature, are given one instead of the session."""
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class Bench:
     launcher: Callable[[CaseSpec], Launcher]
     name: Callable[[CaseSpec], str]  # the case's test id and run directory
     measurement: Callable[[CaseSpec, Measurement], Measurement]  # the case's own (its pace-probe policy)
-    preflight: Callable[[CaseSpec], None]  # before its first launch: may raise pytest's skip or fail
+    ready: Callable[[CaseSpec], None]  # the readiness check before its first launch: may raise pytest's skip or fail
     live: LiveLine
     budget: Callable[[Measurement], Budget]  # the session's, made with its first case's measurement
     report_dir: Path

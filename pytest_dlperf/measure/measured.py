@@ -16,7 +16,7 @@ from ..specs import COMPILED, CaseSpec, Measurement
 @dataclass
 class Measured:
     """One case's launches: its runs and the error that stopped them, or the skip or fail its
-    preflight raised in rounds (raised again in its own test)."""
+    readiness check raised in rounds (raised again in its own test)."""
 
     case: CaseSpec
     runs: list = field(default_factory=list)
@@ -27,7 +27,7 @@ class Measured:
 
     @property
     def stopped(self) -> bool:
-        """A launch or its preflight stopped the case: it takes no more launches."""
+        """A launch or its readiness check stopped the case: it takes no more launches."""
         return self.error is not None or self.outcome is not None
 
 

@@ -2,7 +2,7 @@
 
 ``rounds`` (the default): the first matrix test launches every case still to run once a round, and
 each test judges its own case's runs. ``case``: each test launches its case back to back. A case's
-preflight runs just before its first launch in either order. Each order is given a ``Bench``.
+readiness check runs just before its first launch in either order. Each order is given a ``Bench``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class MeasuringOrder(Protocol):
     """Takes a case's launches for the test that asks (``DLPerfSession.run``)."""
 
     def measure(self, case: CaseSpec, item: pytest.Item | None, m: Measurement) -> Measured:
-        """The case's runs for this test (a preflight's skip or fail may be raised, or returned as
+        """The case's runs for this test (a readiness check's skip or fail may be raised, or returned as
         ``Measured.outcome`` to be raised in the case's own test)."""
         ...
 
@@ -47,7 +47,7 @@ class CaseOrder:
         started = budget.begin_case()
         try:
             with b.cluster().lease():
-                b.preflight(case)
+                b.ready(case)
                 while going(got, m) and budget.another(got.taken, m.repeats, m.min_repeats, after,
                                                         launch_class(case)):
                     k = len(got.taken)
@@ -94,9 +94,9 @@ class RoundsOrder:
         return out
 
     def _launch(self, got: Measured, k: int, m: Measurement) -> None:
-        """One launch of a case in a round (its preflight before the first); what went wrong stops it."""
+        """One launch of a case in a round (its readiness check before the first); what went wrong stops it."""
         case = got.case
-        if k == 0 and not preflight(self.bench, got):
+        if k == 0 and not ready_first(self.bench, got):
             return
         try:
             got.runs.append(launch(self.bench, case, m, f"r{k}", k, m.repeats, got.taken))
@@ -106,11 +106,11 @@ class RoundsOrder:
             got.error = f"{case.id}: the launch raised {type(exc).__name__}: {exc}"
 
 
-def preflight(bench: Bench, got: Measured) -> bool:
-    """The case's preflight before its first unit in rounds: a skip or fail is kept for its own test
+def ready_first(bench: Bench, got: Measured) -> bool:
+    """The case's readiness check before its first unit in rounds: a skip or fail is kept for its own test
     (``Measured.outcome``), a cluster's error stops it; False where the case cannot run."""
     try:
-        bench.preflight(got.case)
+        bench.ready(got.case)
     except (pytest.skip.Exception, pytest.fail.Exception) as exc:
         got.outcome = exc
         return False

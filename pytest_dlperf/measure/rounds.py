@@ -1,5 +1,5 @@
 """The one round loop: every case still measuring takes one unit of work a round (a launch, or an A/B
-pair of two), its first unit after its preflight, while the repeats and the budget allow (the budget's
+pair of two), its first unit after its readiness check, while the repeats and the budget allow (the budget's
 rule: ``budget.py``). The rounds order and the A/B order run it with their own unit."""
 from __future__ import annotations
 

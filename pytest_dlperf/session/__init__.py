@@ -1,7 +1,7 @@
 """The dlperf session, one small module per job: ``hub`` (the session registered as a plugin, and
 the ``dlperf`` fixture's BoundRunner), ``engines`` (the launchers), ``cluster`` (built on first use),
 ``mode`` (stored baselines or A/B), ``gate`` with its ``gate_options``, ``contexts`` and ``recording``
-(the baseline gate in the session), ``preflight`` (a case's preflight and the probes again before a recording writes), ``signals``
+(the baseline gate in the session), ``readiness`` (a case's readiness check and the probes again before a recording writes), ``signals``
 (SIGTERM), ``xdist`` (workers' parts) and ``summary`` (the terminal summary and the dry-run's text).
 The measuring orders are ``pytest_dlperf.measure``'s."""
 from __future__ import annotations

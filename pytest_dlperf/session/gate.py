@@ -95,7 +95,7 @@ class Gate:
 
         ``reference`` is this session's 1n1g of the case's group: with the baseline's 1n1g runs it
         lets a speedup's drop be judged on its spread, not on the tolerance alone. ``context``: the
-        case's baseline as its preflight resolved it (see ``context_of``). ``software``: what the case ran
+        case's baseline as its readiness check resolved it (see ``context_of``). ``software``: what the case ran
         (recorded with its entry; None: not known).
 
         The machines are compared first: where an identity fact stored with the entry differs from this

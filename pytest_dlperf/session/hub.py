@@ -1,6 +1,6 @@
 """The dlperf session's hub: one object per pytest session, registered as a plugin.
 
-It wires the session's parts once (the engines, the cluster, the gate, the preflight, the software
+It wires the session's parts once (the engines, the cluster, the gate, the readiness checks, the software
 identities, the mode: stored baselines or A/B, and the measuring order the mode gives), turns the
 options into parametrized cases, runs each test's case (measure, summarize, judge, conclude), keeps the
 results, and at the end writes the report, the xdist parts (``xdist``) and the summary (``summary``). The
@@ -68,10 +68,10 @@ class DLPerfSession:
         self._interpreters: dict[tuple[str, int], dict[int, NodeSoftware]] = {}  # (path, nodes) -> _interpreter
         self.software = SoftwareIdentities(lambda: self.cluster, Path(config.rootpath), self.gate.options.directory,
                                            options.report_dir / "software", self.gate.note)
-        self.preflight = CaseReadiness(lambda: self.cluster, self.engines, self.gate, self.failures, options,
+        self.readiness = CaseReadiness(lambda: self.cluster, self.engines, self.gate, self.failures, options,
                                        self.software)
         self.bench = Bench(cluster=lambda: self.cluster, launcher=self.engines.launcher, name=self.engines.name,
-                           measurement=self.case_measurement, preflight=self.preflight.run, live=self.live,
+                           measurement=self.case_measurement, ready=self.readiness.run, live=self.live,
                            budget=self.budget, report_dir=options.report_dir)
         confirm_options = confirm_options or ConfirmOptions.from_config(config)
         self.explain = confirm_options.explain
@@ -83,11 +83,11 @@ class DLPerfSession:
         --dlperf-candidate."""
         if ab_options is None:
             go = self.gate.options
-            sides = SideBySide(self.bench, self.engines.entry_scripts(), self.preflight.probed_frameworks,
+            sides = SideBySide(self.bench, self.engines.entry_scripts(), self.readiness.probed_frameworks,
                                confirm_options)
             lookups = Lookups(
                 recorded=lambda result, item: self.gate.recorded(result, self.cluster.nodes(), item,
-                                                                 self.preflight.contexts.get(self.case_name(result.case))),
+                                                                 self.readiness.contexts.get(self.case_name(result.case))),
                 reachable=lambda commit: reachable(go.root, commit), same_tree=self.software.same_tree,
                 interpreter=self._interpreter)
             return Stored(Confirmation(confirm_options, sides, lookups, go.hardware_fails, go.noisy_fails,
@@ -96,15 +96,15 @@ class DLPerfSession:
         from ..ab.mode import ABMode
 
         return ABMode(ABSession(ab_options, self.bench, self.engines.entry_scripts(),
-                                self.preflight.probed_frameworks, self.gate.options.tolerance, self._recorded_words))
+                                self.readiness.probed_frameworks, self.gate.options.tolerance, self._recorded_words))
 
     def _recorded_words(self, case: CaseSpec) -> list[str]:
         """The spec words of the case's recorded software (an A/B side ``recorded``), from the baseline its
-        preflight resolved and the nodes' software it probed; SideNotReady says why there are none."""
+        readiness checks resolved and the nodes' software it probed; SideNotReady says why there are none."""
         from ..ab.interpreter import SideNotReady
         from ..ab.recorded import side_words
 
-        ctx = self.preflight.contexts.get(self.case_name(case))
+        ctx = self.readiness.contexts.get(self.case_name(case))
         if ctx is None or ctx.entry is None:
             where = f" in profile {ctx.profile!r}" if ctx is not None else ""
             raise SideNotReady(f"no baseline{where} to run again: record it first (pytest --update-baselines), or "
@@ -151,14 +151,14 @@ class DLPerfSession:
     def case_measurement(self, case: CaseSpec, m: Measurement) -> Measurement:
         """The session's measurement for one case: with the pace probe where the option's default
         (auto) probes this case, as its baseline was recorded (``BaselineContexts.paced_baseline``).
-        Decided once per case, after its preflight has found its framework's version (its profile).
+        Decided once per case, after its readiness checks found its framework's version (its profile).
         The mode may probe only when asked (A/B: its pairs correct for the host)."""
         if self.options.pace_probe != "auto" or not self.mode.probes_by_default:
             return m
         name = self.case_name(case)
         if name not in self._paced:
             self._paced[name] = self.gate.contexts.paced_baseline(self.cluster.nodes(), case,
-                                                                  self.preflight.probed_frameworks(case))
+                                                                  self.readiness.probed_frameworks(case))
         return replace(m, pace_probe=self._paced[name])
 
     def _interpreter(self, path: str, nodes: int) -> dict[int, NodeSoftware] | str:
@@ -237,10 +237,10 @@ class DLPerfSession:
 
     def _flush_baselines(self, session: pytest.Session) -> None:
         """--update-baselines: write the passed cases; a store that cannot be written fails the run."""
-        if self.gate.recorder.pending and self.preflight.fingerprints is not None:
+        if self.gate.recorder.pending and self.readiness.fingerprints is not None:
             # a short session has probed a few times, maybe all in one of the host's slow spells, and
             # a recording that keeps a slow figure makes this machine look faster than itself later
-            self.preflight.look_again("at-recording")
+            self.readiness.look_again("at-recording")
         try:
             self.gate.recorder.flush()
         except (BaselineError, OSError, TimeoutError) as exc:
@@ -276,10 +276,10 @@ class DLPerfSession:
         return result
 
     def _measure(self, case: CaseSpec, item: pytest.Item | None, m: Measurement) -> Measured:
-        """The case's launches in the session's order; its preflight's skip or fail, or a launch's error,
+        """The case's launches in the session's order; its readiness skip or fail, or a launch's error,
         ends its test here."""
         got = self.order.measure(case, item, m)
-        if got.outcome is not None:  # its preflight's skip or fail, raised in its own test
+        if got.outcome is not None:  # its readiness skip or fail, raised in its own test
             raise got.outcome
         self._stop_on_error(got)
         return got
@@ -334,7 +334,7 @@ class DLPerfSession:
     def summarize(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
         """The case's runs summarized, with its MFU against the peak of the nodes it ran on."""
         result = summarize(case, self.case_measurement(case, m), runs)
-        probes = list(self.preflight.fingerprints.nodes.values()) if self.preflight.fingerprints else []
+        probes = list(self.readiness.fingerprints.nodes.values()) if self.readiness.fingerprints else []
         result.utilisation = utilisation(result.median, [r.meta for r in runs], case.model, case.precision,
                                          case.topology.devices_per_node, probes)
         return result
@@ -342,8 +342,8 @@ class DLPerfSession:
     def _dry_run(self, case: CaseSpec, m: Measurement) -> NoReturn:
         """--dlperf-dryrun: keep the case's per-node commands for the summary, and skip its test (a multi-node
         case's network interfaces are found first: its commands show the sockets' variables)."""
-        self.preflight.data_supported(case)
-        self.preflight.interfaces_ready(case)
+        self.readiness.data_supported(case)
+        self.readiness.interfaces_ready(case)
         for label, side in self.mode.dry_run_sides(self.case_name(case)):
             _, cmds = plan_run(self.cluster, self.engines.launcher(case), case, self.case_measurement(case, m),
                                side=side)
@@ -352,14 +352,14 @@ class DLPerfSession:
         pytest.skip("dry-run: the per-node commands are printed in the summary")
 
     def _judge(self, got: Measured, item: pytest.Item | None, result: CaseResult, m: Measurement) -> Judgement:
-        """The gate's screen of the case against the baseline context its preflight resolved, then the mode's
+        """The gate's screen of the case against the baseline context its readiness checks resolved, then the mode's
         settling of it: a stored session
         attributes and confirms a screen failure side by side; an A/B session's pairs decide in ``conclude``."""
         case = got.case
         software = self._software_of(case, item, result)
-        screen = self.gate.judge(result, self.cluster.nodes(), item, self.preflight.fingerprints,
+        screen = self.gate.judge(result, self.cluster.nodes(), item, self.readiness.fingerprints,
                                  reference=self.results.find(case, Topology(1, 1)),
-                                 context=self.preflight.contexts.get(self.case_name(case)), software=software)
+                                 context=self.readiness.contexts.get(self.case_name(case)), software=software)
         return self.mode.settle(got, item, result, screen, software, m)
 
     def _software_of(self, case: CaseSpec, item: pytest.Item | None, result: CaseResult) -> Software | None:
@@ -369,15 +369,15 @@ class DLPerfSession:
                                       result.runs, run_versions(result.runs[0].meta) if result.runs else {})
 
     def _frameworks_into(self, case: CaseSpec, runs: list) -> None:
-        """A program the project did not write reports no versions (no meta line): the preflight
+        """A program the project did not write reports no versions (no meta line): the readiness
         probe's versions on node 0 stand in, so its profile and what-changed name them too."""
         for run in runs:
             if "frameworks" not in run.meta:
-                run.meta["frameworks"] = self.preflight.probed_frameworks(case)
+                run.meta["frameworks"] = self.readiness.probed_frameworks(case)
 
     def write_report(self) -> Path:
         env = environment.collect(self.results, self.clusters.built)
-        pf = self.preflight
+        pf = self.readiness
         env["hardware_fingerprints"] = pf.fingerprints.to_dict() if pf.fingerprints else None
         env["node_frameworks"] = pf.node_frameworks
         env["software"] = dict(self.software.table)  # each case's "software" names one

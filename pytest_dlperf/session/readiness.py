@@ -1,4 +1,4 @@
-"""Whether a case is ready for its first launch (its preflight): its framework on every node (and, for
+"""Whether a case is ready for its first launch (its readiness check): its framework on every node (and, for
 an engine that spans nodes, their reach), a real-data case's dataset on every node, its baseline file and context, a hardware probe and its
 nodes' software; and the probes again before a recording is written (it keeps each node's best)."""
 from __future__ import annotations
@@ -25,7 +25,7 @@ RECHECKS = 3  # more probes, --dlperf-reprobe-pause s apart, before a recording 
 
 
 class CaseReadiness:
-    """The session's preflights and what they found: each node's framework versions, each node's
+    """The session's readiness checks and what they found: each node's framework versions, each node's
     best hardware fingerprint, and each case's baseline context (resolved once, for the judge)."""
 
     def __init__(self, cluster: Callable[[], Cluster], engines: Engines, gate: Gate, failures: CaseFailures,
@@ -130,7 +130,7 @@ class CaseReadiness:
         self.failures.fail(self.engines.name(case), why)  # outside the except block: the report shows no chain
 
     def probed_frameworks(self, case: CaseSpec) -> dict[str, str]:
-        """The case's frameworks as the preflight probe found them on node 0: name -> version."""
+        """The case's frameworks as the readiness probe found them on node 0: name -> version."""
         probed = self.node_frameworks.get(self.cluster().nodes()[0].name, {})
         return {fw: probed[fw] for fw in self.engines.launcher(case).frameworks_for(case) if fw in probed}
 

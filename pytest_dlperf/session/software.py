@@ -34,7 +34,7 @@ class SoftwareIdentities:
         return self._repository
 
     def probe(self, nodes: Sequence[Node]) -> None:
-        """Probe the nodes' software once per node set (a case's preflight, before its first launch); a node
+        """Probe the nodes' software once per node set (a case's readiness check, before its first launch); a node
         that cannot say is noted, and its cases' software is "not recorded"."""
         key = tuple(n.name for n in nodes)
         if key in self._nodes:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def write_part(session: DLPerfSession, worker_id: str) -> None:
     """A worker's part, where it has anything to say."""
-    s, pf = session, session.preflight
+    s, pf = session, session.readiness
     if s.results.results or s.dryrun or s.failures or s.gate.notes:
         reporting.write_part(s.options.report_dir, s.options.session_token, worker_id,
                              s.results, s.failures, s.dryrun,
@@ -26,7 +26,7 @@ def write_part(session: DLPerfSession, worker_id: str) -> None:
 def merge_parts(session: DLPerfSession) -> int:
     """Fold the workers' parts into this (the controller's) session; how many there were (0 outside xdist).
     Each part's results come back as CaseResults with their Verdicts (``result_from_dict``)."""
-    s, pf = session, session.preflight
+    s, pf = session, session.readiness
     parts = reporting.read_parts(s.options.report_dir, s.options.session_token)
     for part in parts:
         for case in part["cases"]:
