@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .oneline import OneLineParser
+
 
 def _load(path: Path, command: str):  # noqa: ANN202 - (ResultSet, document)
     from .results_file import ResultsFileError, load
@@ -248,14 +250,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     return run(request)
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse whose errors are one line naming the problem and the fix, exit 2 (no usage block)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{self.prog}: {message} (see --help)", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def cmd_data(args: argparse.Namespace) -> int:
     """``data make``: the node-side builder (node/workloads/datamake.py) run here; ``data index``: its index."""
     import subprocess
@@ -381,7 +375,7 @@ def _add_env_parser(sub: argparse._SubParsersAction) -> None:
 
     e = sub.add_parser("env", help="the side environments (pip=) cached on this machine, or after -- pytest's "
                                    "arguments, on every node of the cluster they name: list, prune")
-    esub = e.add_subparsers(dest="env_command", parser_class=_OneLineParser)
+    esub = e.add_subparsers(dest="env_command", parser_class=OneLineParser)
     for verb, what in (("list", "each cached environment: its path, installer, requirements, size, last use"),
                        ("prune", "remove the environments not used for --older-than (none in use is removed)")):
         v = esub.add_parser(verb, help=what)
@@ -394,7 +388,7 @@ def _add_env_parser(sub: argparse._SubParsersAction) -> None:
 
 def _add_data_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("data", help="a deterministic ImageNet-shaped dataset (JPEG, TFRecord, tokens): make, index")
-    dsub = d.add_subparsers(dest="data_command", parser_class=_OneLineParser)
+    dsub = d.add_subparsers(dest="data_command", parser_class=OneLineParser)
     m = dsub.add_parser("make", help="build DIR atomically (nothing to do where it is already built)")
     m.add_argument("kind", choices=["imagenet"])
     m.add_argument("dir", type=Path, metavar="DIR")

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 from ..formats import FORMATS
-from .plan import InitError, InitRequest, plan
-from .write import write
+from ..oneline import one_line_error
 
 EPILOG = """\
 Writes, under DIR (a git repository's root): SUITE/pytest.ini, SUITE/conftest.py (your command as an external
@@ -44,17 +43,14 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001 - argparse's sub
                    help="the package every node must have, in one version (default torch)")
     p.add_argument("--suite-dir", default="perf", metavar="NAME", help="the suite's folder (default perf)")
     p.set_defaults(fn=cmd_init)
-    p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
+    p.error = functools.partial(one_line_error, p)  # type: ignore[method-assign]
     return p
 
 
-def _one_line_error(parser: argparse.ArgumentParser, message: str) -> None:
-    """argparse's error as one line naming the problem, exit 2 (no usage block)."""
-    print(f"{parser.prog}: {message} (see --help)", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def cmd_init(args: argparse.Namespace) -> int:
+    from .plan import InitError, InitRequest, plan  # here: every dlperf command builds this parser
+    from .write import write
+
     req = InitRequest(root=args.root, workload=args.workload, format=args.format, builtin=args.builtin,
                       library=args.library, models=tuple(args.models or ()), batch_size=args.batch_size,
                       size=args.size, launch=args.launch, framework=args.framework, suite_dir=args.suite_dir)

@@ -2,17 +2,16 @@
 each with its content, checked before anything is written."""
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..ab.worktree import PROJECT_FILES, WorktreeError, repository_of
 from ..formats import FORMATS
 from ..launchers.external import ExternalBenchmark
 from . import recipes, suite
 from .workload import Workload, WorkloadError, parse
 
 NAME = "train"  # the suite's --backend name
-PROJECT_FILES = ("pyproject.toml", "setup.py")  # a library the recipe installs at each commit (install=.)
 
 
 class InitError(ValueError):
@@ -58,14 +57,12 @@ def _top(root: Path) -> Path:
     if not root.is_dir():
         raise InitError(f"{root} is not a directory: give the repository's root (dlperf init [DIR])")
     try:
-        res = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=60)
-    except FileNotFoundError:
-        raise InitError("git is not installed: the recipes compare commits (apt install git)") from None
-    if res.returncode != 0:
+        top = repository_of(root / "x")  # (it asks of a file's folder)
+    except WorktreeError as exc:  # no git, or it hung
+        raise InitError(str(exc)) from None
+    if top is None:
         raise InitError(f"{root} is not in a git repository: the pull-request recipe compares its commits; "
                         f"run `git init {root}` first")
-    top = Path(res.stdout.strip()).resolve()
     if top != root.resolve():
         raise InitError(f"{root} is inside the repository {top}, not its root: run `dlperf init {top}` (the "
                         "recipes go to its .github/workflows/)")
@@ -117,7 +114,7 @@ def plan(req: InitRequest) -> Plan:
         files[f"{d}/dlperf_train.py"] = suite.external_test()
     files[f"{d}/baselines/README.md"] = suite.baselines_readme(d)
     files[f"{d}/.gitignore"] = suite.GITIGNORE
-    setup = recipes.Setup.of(top, d, library=library, builtin=req.builtin)
+    setup = recipes.Setup.of(top, d, library=library)
     notes = []
     if req.builtin and not library:
         notes.append(f"no {recipes.PULL_REQUEST}: the built-in suite runs none of this repository's files, so its "

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from ..ab.worktree import PROJECT_FILES  # a project pip installs
+
 PULL_REQUEST = ".github/workflows/dlperf-pull-request.yml"
 NIGHTLY = ".github/workflows/dlperf-nightly.yml"
 BASE = "${{ github.event.pull_request.base.sha }}"
 HEAD = "${{ github.event.pull_request.head.sha }}"
-CPU_TORCH = "python -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+CPU_TORCH = "-m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"  # after the python
 
 
 @dataclass(frozen=True)
@@ -22,22 +24,21 @@ class Setup:
 
     suite_dir: str
     library: bool
-    builtin: bool
-    install_lines: tuple[str, ...]  # after pytest-dlperf: the repository's own requirements
+    installs: tuple[str, ...]  # after pytest-dlperf, the python's arguments: the repository's own requirements
     dlperf_pin: str
 
     @classmethod
-    def of(cls, top: Path, suite_dir: str, library: bool, builtin: bool) -> Setup:
+    def of(cls, top: Path, suite_dir: str, library: bool) -> Setup:
         lines = []
         if (top / "requirements.txt").is_file():
-            lines.append("python -m pip install -r requirements.txt")
-        if any((top / f).is_file() for f in ("pyproject.toml", "setup.py")):
-            lines.append("python -m pip install .")
+            lines.append("-m pip install -r requirements.txt")
+        if any((top / f).is_file() for f in PROJECT_FILES):
+            lines.append("-m pip install .")
         try:
             pin = f"pytest-dlperf=={metadata.version('pytest-dlperf')}"
         except metadata.PackageNotFoundError:
             pin = "pytest-dlperf"
-        return cls(suite_dir, library, builtin, tuple(lines), pin)
+        return cls(suite_dir, library, tuple(lines), pin)
 
     @property
     def side_words(self) -> str:
@@ -49,16 +50,12 @@ class Setup:
             return ("the library in this repository at the pull request's head against its base: each side installs "
                     "the repository at its commit (rev=REF install=.) into an environment made over the runner's "
                     "python, and runs the same benchmark")
-        if self.builtin:
-            return ("pytest-dlperf's built-in suite with the files of this repository's suite at the two commits "
-                    "(rev=): a change to the stack the workflow installs is measured by the nightly, not here")
         return ("this repository's training at the pull request's head against its base: each side runs the "
                 "benchmark's files (the training script in the suite's conftest.py) as they are at its commit (rev=)")
 
     def install_block(self, python: str) -> str:
-        lines = [CPU_TORCH.replace("python ", f"{python} ", 1), f"{python} -m pip install {self.dlperf_pin}"]
-        lines += [line.replace("python ", f"{python} ", 1) for line in self.install_lines]
-        return "\n".join(f"          {line}" for line in lines)
+        args = [CPU_TORCH, f"-m pip install {self.dlperf_pin}", *self.installs]
+        return "\n".join(f"          {python} {a}" for a in args)
 
 
 def _comment(text: str) -> str:
