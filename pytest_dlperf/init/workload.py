@@ -6,8 +6,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-PYTHONS = ("python", "python3")  # a leading interpreter word: the node's own python runs the script
-LAUNCHERS = {"torchrun": "torchrun"}  # a leading launcher word and the launch it names
+# A leading interpreter or launcher word: the node's own python runs the script, under torchrun unless
+# --launch per-node says otherwise.
+LEADING = ("python", "python3", "torchrun")
 
 
 class WorkloadError(ValueError):
@@ -28,17 +29,14 @@ class Workload:
 
 
 def parse(command: str, root: Path, launch: str | None) -> Workload:
-    """``[python|python3|torchrun] SCRIPT.py ARGS...`` with SCRIPT in ``root``; ``launch`` overrides the
-    launch the leading word implies (torchrun by default: one torchrun per node sets the ranks)."""
+    """``[python|python3|torchrun] SCRIPT.py ARGS...`` with SCRIPT in ``root``; ``launch``: torchrun unless
+    given (one torchrun per node sets the ranks)."""
     try:
         words = shlex.split(command)
     except ValueError as exc:
         raise WorkloadError(f"--workload {command!r}: not a command line ({exc})") from None
-    implied = "torchrun"
-    if words and words[0] in PYTHONS:
+    if words and words[0] in LEADING:
         words = words[1:]
-    elif words and words[0] in LAUNCHERS:
-        implied, words = LAUNCHERS[words[0]], words[1:]
     if words and words[0].startswith("-"):
         raise WorkloadError(f"--workload {command!r}: {words[0]} before the script: give the script and its "
                             "arguments only (the harness gives torchrun its nodes and ranks, and runs -m modules "
@@ -48,11 +46,11 @@ def parse(command: str, root: Path, launch: str | None) -> Workload:
         raise WorkloadError(f"--workload {command!r}: {first} is not a python script: give the training command "
                             "as `python SCRIPT.py ARGS...`, e.g. \"python train.py --batch-size {batch_size}\"")
     script = Path(words[0])
-    path = (root / script).resolve() if not script.is_absolute() else script.resolve()
+    path = (root / script).resolve()  # an absolute script stays itself
     if not path.is_file():
         raise WorkloadError(f"--workload: {words[0]} does not exist in {root}: give the script's path from the "
                             "repository's root")
     if not path.is_relative_to(root.resolve()):
         raise WorkloadError(f"--workload: {words[0]} is outside the repository {root}: the pull-request recipe "
                             "compares the repository's commits, so the script must be in it")
-    return Workload(path.relative_to(root.resolve()), tuple(words[1:]), launch or implied)
+    return Workload(path.relative_to(root.resolve()), tuple(words[1:]), launch or "torchrun")
