@@ -87,7 +87,7 @@ def add_workload_options(parser: pytest.Parser) -> None:
            "OpenMPI on every node)")
     a("--dlperf-model", type=csv, default=None, metavar="A,B",
       help="models to train, comma-separated (default: every model of the backend; ddp: resnet50, vgg16, "
-           "bert-base, arcface)")
+           "bert-base, arcface, llama)")
     a("--dlperf-precision", type=csv, default=None, metavar="P,Q",
       help=f"precisions, comma-separated from {', '.join(PRECISIONS)} (default: the profile's: "
            "fp32 on CPU nodes, both on GPUs, the decoder's amp only). amp: bf16 autocast on CPU, fp16 autocast and "
