@@ -56,20 +56,35 @@ def signal_once_running(cmd: list[str], cwd, marker: str, script: str, count: in
 def signal_when(cmd: list[str], cwd, ready, sig: int, start_timeout: float = 180, env: dict | None = None,
                 settle: float = 0.0, stop_timeout: float = 120) -> tuple[int, str]:
     """Start cmd; once ``ready()`` is true (and ``settle`` seconds later) send it ``sig``; return
-    (exit code, output), waiting ``stop_timeout`` s for it to end. Fails the test if cmd ends or the
-    time runs out first."""
+    (exit code, output), waiting ``stop_timeout`` s for it to end. Fails the test, with what cmd printed, if
+    cmd ends or the time runs out first. Its sessions take turns on a lease of their own (DLPERF_LOCAL_LEASE=session
+    unless ``env`` says otherwise)."""
+    import signal
     import subprocess
     import time
 
     import pytest
 
+    # A run on this machine's local nodes takes no turn on the machine's one lease: its start is timed here, and
+    # waiting for the other xdist worker's launches (a compiled case's, minutes long) is not its start (CI, #66).
+    env = {**(os.environ if env is None else env)}
+    env.setdefault("DLPERF_LOCAL_LEASE", "session")
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             preexec_fn=default_ctrl_c)
     try:
         deadline = time.monotonic() + start_timeout
         while not ready():
-            if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail(f"never ready to be signalled:\n{proc.communicate()[0] if proc.poll() is not None else ''}")
+            if proc.poll() is not None:
+                pytest.fail(f"ended (exit {proc.returncode}) before it was ready to be signalled:\n"
+                            f"{proc.communicate()[0][-4000:]}")
+            if time.monotonic() > deadline:
+                proc.send_signal(signal.SIGINT)  # the harness stops what it started, as on a Ctrl-C
+                try:
+                    out = proc.communicate(timeout=stop_timeout)[0]
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    out = proc.communicate()[0]
+                pytest.fail(f"not ready to be signalled within {start_timeout:.0f} s; what it printed:\n{out[-4000:]}")
             time.sleep(0.2)
         time.sleep(settle)
         proc.send_signal(sig)

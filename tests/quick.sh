@@ -13,4 +13,5 @@ if ! python3 -c "import pytest_dlperf, xdist, importlinter, uv, six" 2>/dev/null
   echo "tests/quick.sh: the test extra is missing: run python3 -m pip install -e '.[test]' first" >&2
   exit 1
 fi
-exec python3 -m pytest tests/ -m "not real and not exclusive and not needs_setup and not slow" -n 2 "$@"
+# as tests/run.sh's shared phase: each suite session a test starts takes a local lease of its own
+DLPERF_LOCAL_LEASE="${DLPERF_LOCAL_LEASE:-session}" exec python3 -m pytest tests/ -m "not real and not exclusive and not needs_setup and not slow" -n 2 "$@"

@@ -33,10 +33,13 @@ from .sshd import DIE_WITH_PARENT, address_block
 CLIENT_PORT = 10001
 GCS_PORT = 6379
 NET = NodeNet("dlperf-ray", 232, "dlpry", "dlpr")  # node i: dlperf-ray-<block>-n<i> at 10.232.<block>.<10+i>
-# Ray's health checks of the nodes, quicker than its defaults (3 s apart, 5 missed), so that a node
-# killed by a test is declared dead in about 2 s rather than 15-25 s; read by every Ray process.
+# Ray's health checks of the nodes, more often than its defaults (3 s apart, 5 missed), so that a node
+# killed by a test (its port closed: each check fails at once) is declared dead in about 2 s rather than
+# 15-25 s; read by every Ray process. A live node has Ray's own 10 s to answer each check: with 1 s, a head
+# starved of the CPU beside the other xdist worker's training was declared dead and the Ray Client's server
+# for the harness did not start ("Starting Ray client server failed", CI 2026-11-29).
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_health_check_period_ms": "500",
-           "RAY_health_check_timeout_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+           "RAY_health_check_timeout_ms": "10000", "RAY_health_check_failure_threshold": "3"}
 
 # Attaches through Ray Client (retrying while the head's client server starts), waits until N nodes
 # are alive, prints ray.nodes() as one JSON line.
@@ -137,7 +140,12 @@ class RayTestCluster:
             log.close()
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name}:\n{p.read_text(errors='replace')[-1500:]}" for p in sorted(self.base.glob("node*.log")))
+        """The tail of each node's ``ray start`` output and of the head's GCS, raylet and Ray Client server logs."""
+        head = sorted(self.base.glob("tmp/0/ray/session_latest/logs"))
+        files = [*sorted(self.base.glob("node*.log")),
+                 *(f for d in head[-1:] for pattern in ("gcs_server.err", "raylet.err", "ray_client_server*.err")
+                   for f in sorted(d.glob(pattern)))]
+        return "\n".join(f"--- {p.name}:\n{p.read_text(errors='replace')[-1500:]}" for p in files)
 
     def wait_alive(self, n: int, timeout: float = 90.0) -> list[dict]:
         """Until ``n`` nodes are alive, seen through Ray Client; ray.nodes() in short."""
