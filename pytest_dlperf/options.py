@@ -13,7 +13,8 @@ import pytest
 from .metrics import DeviceKind, tolerated
 from .optiongroups import OptionGroup, add_short_names, value_options
 from .optiontypes import choice_or_env, csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
-from .specs import COMPILE_MODES, DATA_SOURCES, PRECISIONS, SYNTHETIC
+from .datasources import DATA_SOURCES, SOURCES, SYNTHETIC
+from .specs import COMPILE_MODES, PRECISIONS
 
 __all__ = ["RunOptions", "add_options", "add_short_names", "from_config", "value_options"]
 
@@ -111,9 +112,8 @@ def add_data_options(parser: pytest.Parser) -> None:
     """What the cases train on: synthetic batches, a real dataset through the engine's loader, or DALI."""
     a = OptionGroup(parser, "dlperf-data", "pytest-dlperf: the training data", after="dlperf")
     a("--dlperf-data", type=csv, default=None, metavar="SRC[,SRC]",
-      help=f"what each case trains on, comma-separated from {', '.join(DATA_SOURCES)}: batches made once on the "
-           "device (synthetic, default), the dataset of --dlperf-data-dir read by the engine's own loader (real; "
-           "the case id gains -real), or by an NVIDIA DALI pipeline (dali)")
+      help=f"what each case trains on, comma-separated from {', '.join(DATA_SOURCES)}: "
+           + "; ".join(f"{s.name}: {s.said}" for s in SOURCES.values()))
     a("--dlperf-data-dir", default=None, metavar="DIR",
       help="the real dataset, at this absolute path on every node: ImageNet as class folders of JPEGs, TFRecord "
            "shards (train-NNNNN-of-MMMMM), a token file; `dlperf data make imagenet DIR` writes one")

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
+from .datasources import SYNTHETIC
+
 if TYPE_CHECKING:
     from .clusters.base import Node
 
@@ -19,8 +21,7 @@ COMPILED = "compiled"
 # What a case trains on (--dlperf-data): batches made on the device once (synthetic, as every seed's default),
 # a real dataset read by the engine's own loader (real), or by an NVIDIA DALI pipeline (dali). A real or
 # dali case's id carries it before the topology (``resnet50-fp32-bs8-64px-real-1n1g``).
-SYNTHETIC = "synthetic"
-DATA_SOURCES = (SYNTHETIC, "real", "dali")
+# Each source is declared in datasources.py.
 
 _TOPO_RE = re.compile(r"^(\d+)n(\d+)g$")
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clusters.base import RUN_TAG_ENV, Node, NodeCommand, SpanAccess
+from ..datasources import install_line, source
 from ..specs import COMPILED, PRECISIONS, CaseSpec, Measurement, ModelDefaults
 
 # The decoder's width and depth per profile, a case variant (``d256l4``): on CPU nodes small enough
@@ -20,6 +21,14 @@ from ..specs import COMPILED, PRECISIONS, CaseSpec, Measurement, ModelDefaults
 # brought to 45% MFU on an H200 in bf16 (issue #38; not yet measured with this workload).
 LLM_SIZES = {"cpu": (256, 4), "gpu": (2048, 16)}
 LLM_VARIANT = re.compile(r"^d(\d+)l(\d+)$")
+
+
+# The torch workload (node/workloads/torch_ddp.py) and the modules it imports beside it: what every launcher
+# that runs it copies (torchrun's, Horovod's).
+TORCH_WORKLOAD = ("torch_ddp.py", "torch_models.py", "torch_comm.py", "torch_probes.py")
+# What goes with every workload: the step-log contract, the node's facts (cpu_model) and the scaffold of flags,
+# feed and input facts every workload shares (node/workloads/workloadkit.py).
+BESIDE_EVERY_WORKLOAD = ("steplog.py", "nodefacts.py", "workloadkit.py")
 
 
 @dataclass(frozen=True)
@@ -80,16 +89,16 @@ class Launcher(ABC):
     precisions: tuple[str, ...] = PRECISIONS  # what the backend can train; the profile's are cut to these
     compile_modes: tuple[str, ...] = ("eager",)  # "compiled" too: its models train through torch.compile
     # Files of pytest_dlperf/node/workloads copied into every run directory; the first is the one run.
-    # steplog.py (the output contract) and nodefacts.py (cpu_model) go with every workload.
+    # BESIDE_EVERY_WORKLOAD go with every workload.
     workload_files: tuple[str, ...] = ()
     spans_nodes: bool = False  # True: one command on node 0 starts every node (mpirun style)
     # None: the workload writes the step log (the contract). Else the format (pytest_dlperf.formats) whose parser
     # reads node 0's output (a program the project did not write, launchers/external.py).
     output_format: str | None = None
     defaults: dict[str, dict[str, ModelDefaults]] = {}  # profile ("cpu", "gpu") -> model -> sizes
-    # The models it trains on a real dataset (--dlperf-data real) and the format each reads
-    # (node/workloads/dataset.py FORMATS); the others train on synthetic batches only.
-    data_formats: dict[str, str] = {}
+    # Its workload's loader of real data (datasources.py declares what each reads, per source and model);
+    # None: it trains on synthetic batches only.
+    loader: str | None = None
     # None: its workload takes --profile-steps/--profile-dir (a profiled launch, --dlperf-explain); else why not
     unprofiled: str | None = "its workload has no profiled launch"
 
@@ -117,24 +126,13 @@ class Launcher(ABC):
                 flags.append("--compile")
         return flags
 
-    # The models it feeds through an NVIDIA DALI pipeline (--dlperf-data dali), from class folders of JPEGs.
-    dali_models: tuple[str, ...] = ()
-
     def data_format(self, case: CaseSpec) -> str | None:
         """The dataset format a real-data case reads (None: synthetic, or this engine does not read it)."""
-        if case.data == "dali":
-            return "jpeg" if case.model in self.dali_models else None
-        return self.data_formats.get(case.model) if case.real_data else None
+        return source(case.data).format_for(self.loader, case.model)
 
     def no_data_reason(self, case: CaseSpec) -> str | None:
         """Why this engine cannot train the case's data (None: it can): said when the case is skipped."""
-        if not case.real_data or self.data_format(case) is not None:
-            return None
-        if case.data == "real":
-            models = ", ".join(self.data_formats) or "none of its models"
-            return f"--backend {self.name} reads no real dataset for {case.model} (it does for {models})"
-        models = ", ".join(self.dali_models) or "none of its models"
-        return f"--backend {self.name} has no DALI pipeline for {case.model} (it has for {models})"
+        return source(case.data).why_not(self.name, self.loader, case.model)
 
     @staticmethod
     def profile_flags(plan: RunPlan, node: Node) -> list[str]:
@@ -155,7 +153,13 @@ class Launcher(ABC):
                 *(["--drop-caches"] if m.drop_caches else [])]
 
     def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
-        """Packages (import names) every node of the case needs, in one version on all of them."""
+        """Packages (import names) every node of the case needs, in one version on all of them: the engine's
+        and, where the engine reads the case's data source, the source's."""
+        data = source(case.data)
+        return (*self.engine_frameworks(case), *(data.frameworks if data.format_for(self.loader, case.model) else ()))
+
+    def engine_frameworks(self, case: CaseSpec) -> tuple[str, ...]:
+        """The engine's own packages for the case."""
         return (self.framework,)
 
     def install_hint(self) -> str:
@@ -163,11 +167,16 @@ class Launcher(ABC):
         return f"pip install 'pytest-dlperf[{self.name}]'"
 
     def install_hint_for(self, framework: str) -> str:
-        """What to run on a node that lacks one of ``frameworks_for(case)``."""
+        """What to run on a node that lacks one of ``frameworks_for(case)``: a data source's own line, else the
+        engine's (``engine_hint_for``)."""
+        return install_line(framework) or self.engine_hint_for(framework)
+
+    def engine_hint_for(self, framework: str) -> str:
+        """What to run on a node that lacks one of ``engine_frameworks(case)``."""
         return self.install_hint()
 
     def workload_paths(self) -> list[Path]:
-        files = list(dict.fromkeys([*self.workload_files, "steplog.py", "nodefacts.py"]))
+        files = list(dict.fromkeys([*self.workload_files, *BESIDE_EVERY_WORKLOAD]))
         return [WORKLOADS / f for f in files]
 
     def model_defaults(self, profile: str, model: str) -> ModelDefaults:

@@ -108,13 +108,13 @@ class ExternalLauncher(Launcher):
             raise ValueError(f"external benchmark {self.name!r}: no sizes for {model} on {profile} nodes; add "
                              f"sizes={{{profile!r}: {{{model!r}: (batch, image or sequence size)}}}}") from None
 
-    def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
+    def engine_frameworks(self, case: CaseSpec) -> tuple[str, ...]:
         return ("horovod", self.framework) if self.spans_nodes else (self.framework,)
 
     def install_hint(self) -> str:
         return self.bench.install_hint or f"pip install {self.framework}"
 
-    def install_hint_for(self, framework: str) -> str:
+    def engine_hint_for(self, framework: str) -> str:
         if framework == "horovod" and self._horovod is not None:
             return self._horovod.install_hint_for(framework)
         return self.install_hint()

@@ -14,7 +14,7 @@ import re
 
 from ..clusters.base import NodeCommand
 from ..specs import CaseSpec
-from .base import ARCFACE_CLASSES, LLM_SIZES, Launcher, RunPlan
+from .base import ARCFACE_CLASSES, LLM_SIZES, TORCH_WORKLOAD, Launcher, RunPlan
 from .tf import BYTES_PER_PACK, TFLauncher
 from .torchrun import TorchrunLauncher
 
@@ -37,7 +37,7 @@ class HorovodLauncher(Launcher):
     unprofiled = "horovodrun starts every rank from node 0, and its ranks' traces are not gathered yet"
     framework = "horovod"
     models = TorchrunLauncher.models  # the TF workload trains the seeds' models but ArcFace (variants)
-    workload_files = ("torch_ddp.py", "tf_mwms.py")
+    workload_files = (*TORCH_WORKLOAD, "tf_mwms.py")
     spans_nodes = True
     # The same sizes as the frameworks' own backends, so that ratios between engines compare like with like.
     defaults = TorchrunLauncher.defaults
@@ -62,13 +62,13 @@ class HorovodLauncher(Launcher):
     def trains_with(case: CaseSpec) -> str:
         return case.variant.split("-")[0]
 
-    def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
+    def engine_frameworks(self, case: CaseSpec) -> tuple[str, ...]:
         return (self.framework, FRAMEWORKS[self.trains_with(case)][0])
 
     def install_hint(self) -> str:
         return self.install_hint_for(self.framework)
 
-    def install_hint_for(self, framework: str) -> str:
+    def engine_hint_for(self, framework: str) -> str:
         if framework == "tensorflow":
             return TFLauncher().install_hint()
         if framework == "torch":
@@ -145,9 +145,9 @@ class PerseusLauncher(HorovodLauncher):
     name = "perseus"
     framework = "perseus"
 
-    def install_hint_for(self, framework: str) -> str:
+    def engine_hint_for(self, framework: str) -> str:
         if framework in ("torch", "tensorflow"):
-            return super().install_hint_for(framework)
+            return super().engine_hint_for(framework)
         return ("AIACC-Training from Alibaba Cloud's AIACC packages or an Alibaba GPU image that ships it "
                 "(not on PyPI; see Alibaba Cloud's AIACC-Training documentation)")
 

@@ -16,7 +16,7 @@ class PaddleLauncher(Launcher):
     framework = "paddle"
     models = ("resnet50", "vgg16", "arcface")
     workload_files = ("paddle_dp.py", "paddle_data.py", "dataset.py")
-    data_formats = {"resnet50": "jpeg", "vgg16": "jpeg", "arcface": "jpeg"}  # PaddleClas' list, a DataLoader
+    loader = "paddle"  # PaddleClas' list through paddle.io.DataLoader (node/workloads/paddle_data.py)
     defaults = {
         "cpu": {"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32), "arcface": ModelDefaults(8, 64)},
         "gpu": {"resnet50": ModelDefaults(128, 224), "vgg16": ModelDefaults(64, 224),

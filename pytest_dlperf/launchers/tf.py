@@ -25,7 +25,7 @@ class TFLauncher(Launcher):
     framework = "tensorflow"
     models = ("resnet50", "vgg16", "bert-base")
     workload_files = ("tf_mwms.py", "tf_data.py", "dataset.py")
-    data_formats = {"resnet50": "tfrecord", "vgg16": "tfrecord"}  # the NGC recipe's shards, through tf.data
+    loader = "tf"  # the NGC recipe's TFRecord shards through tf.data (node/workloads/tf_data.py)
     # CPU: TensorFlow pays more per small step than PyTorch here; sized for the 6-minute budget.
     defaults = {
         "cpu": {"resnet50": ModelDefaults(8, 64), "vgg16": ModelDefaults(4, 32), "bert-base": ModelDefaults(2, 32)},

@@ -5,7 +5,7 @@ import posixpath
 
 from ..clusters.base import Node, NodeCommand
 from ..specs import COMPILE_MODES, CaseSpec
-from .base import LLM_SIZES, Launcher, ModelDefaults, RunPlan
+from .base import LLM_SIZES, TORCH_WORKLOAD, Launcher, ModelDefaults, RunPlan
 
 
 # The seeds' models, which every torch engine trains (Horovod's and Perseus's too).
@@ -19,9 +19,8 @@ class TorchrunLauncher(Launcher):
     framework = "torch"
     models = (*SEED_MODELS, "llama")
     compile_modes = COMPILE_MODES
-    workload_files = ("torch_ddp.py", "torch_data.py", "dataset.py", "torchprofile.py")
-    data_formats = {"resnet50": "jpeg", "vgg16": "jpeg", "arcface": "jpeg", "llama": "tokens"}
-    dali_models = ("resnet50", "vgg16", "arcface")
+    workload_files = (*TORCH_WORKLOAD, "torch_data.py", "dataset.py", "torchprofile.py")
+    loader = "torch"  # a DataLoader, or DALI's pipeline (node/workloads/torch_data.py)
     unprofiled = None  # torch.profiler, a Chrome trace per rank (node/workloads/torchprofile.py)
     # CPU: small enough that the default suite ends within 6 minutes on 2 cores (README).
     # GPU: every case GPU-bound on an H100/H200, the GPU's work per step well above what the host takes
@@ -46,15 +45,6 @@ class TorchrunLauncher(Launcher):
 
     def install_hint(self) -> str:
         return ("pip install torch==2.13.0 (CPU nodes: --index-url https://download.pytorch.org/whl/cpu)")
-
-    def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
-        """torch, and NVIDIA DALI for a DALI case."""
-        return (*super().frameworks_for(case), *(("nvidia.dali",) if case.data == "dali" else ()))
-
-    def install_hint_for(self, framework: str) -> str:
-        if framework == "nvidia.dali":
-            return "pip install 'pytest-dlperf[dali]' (NVIDIA DALI for CUDA 12; it runs CPU-only pipelines too)"
-        return self.install_hint()
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement
@@ -116,11 +106,11 @@ class ACSpeedLauncher(TorchrunLauncher):
     name = "acspeed"
     compile_modes = ("eager",)  # (ACSpeed replaces DDP's communication; compiled DDP is ddp's)
 
-    def frameworks_for(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
-        return (*super().frameworks_for(case), "acspeed")
+    def engine_frameworks(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
+        return (*super().engine_frameworks(case), "acspeed")
 
-    def install_hint_for(self, framework: str) -> str:
+    def engine_hint_for(self, framework: str) -> str:
         if framework == "acspeed":
             return ("ACSpeed from Alibaba Cloud's AIACC packages or an Alibaba GPU image that ships it "
                     "(not on PyPI; see Alibaba Cloud's ACSpeed documentation)")
-        return super().install_hint_for(framework)
+        return super().engine_hint_for(framework)

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from .. import metrics
 from ..results import CaseResult, ResultSet
-from ..specs import DATA_SOURCES, SYNTHETIC
+from ..datasources import DATA_SOURCES, REAL, SYNTHETIC
 
 HEADER = ("engine", "case", "topology", *(f"{d} (speedup)" for d in DATA_SOURCES), "real/synthetic",
           "input wait ms", "loader/s")
@@ -34,11 +34,11 @@ def grid(results: ResultSet) -> list[list[str]]:
         results.results, key=lambda r: (r.case.group, r.case.topology)) if r.case.real_data)
     for c in bases:
         by = {d: results.find(replace(c, data=d), c.topology) for d in DATA_SOURCES}
-        synthetic, got = by[SYNTHETIC], by["real"]
+        synthetic, got = by[SYNTHETIC], by[REAL]
         ratio = "-"
         if synthetic is not None and got is not None and synthetic.median and got.median:
             ratio = f"{got.median / synthetic.median:.3f}"
-        read = got or by["dali"]
+        read = next((by[d] for d in DATA_SOURCES if d != SYNTHETIC and by[d] is not None), None)  # real first
         what = f"{c.model} {c.precision} bs{c.batch_size} {c.size_label}" + (f" {c.variant}" if c.variant else "")
         rows.append([c.backend, what, c.topology.name, *(_with_speedup(by[d]) for d in DATA_SOURCES), ratio,
                      _figure(read, "input_wait"), _figure(read, "loader_throughput")])

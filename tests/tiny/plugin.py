@@ -14,7 +14,7 @@ import pytest
 
 from pytest_dlperf import Launcher
 from pytest_dlperf.clusters.base import NodeCommand
-from pytest_dlperf.launchers.base import WORKLOADS, RunPlan
+from pytest_dlperf.launchers.base import BESIDE_EVERY_WORKLOAD, WORKLOADS, RunPlan
 from pytest_dlperf.launchers.torchrun import TorchrunLauncher
 
 WORKLOAD = Path(__file__).resolve().parent / "workload.py"
@@ -28,11 +28,11 @@ class TinyLauncher(Launcher):
     models = TorchrunLauncher.models
     defaults = TorchrunLauncher.defaults
 
-    def frameworks_for(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
+    def engine_frameworks(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
         return ()
 
     def workload_paths(self) -> list[Path]:
-        return [WORKLOAD, WORKLOADS / "steplog.py", WORKLOADS / "nodefacts.py"]
+        return [WORKLOAD, *(WORKLOADS / f for f in BESIDE_EVERY_WORKLOAD)]
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement

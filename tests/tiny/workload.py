@@ -1,6 +1,7 @@
 """The tiny engine's node program: real ranks that exchange gradients over TCP, no framework.
 
-Standard library only, plus the step-log contract (``steplog.py``, copied beside it). It speaks the
+Standard library only, plus the step-log contract (``steplog.py``) and the flags every workload takes
+(``workloadkit.py``), copied beside it. It speaks the
 contract as every workload does and honours the same switches: DLPERF_FAULT=rank:step crashes a
 rank, DLPERF_FAULT=nosync keeps each rank's gradient to itself (the digests then disagree),
 DLPERF_PLANT_SLOWDOWN=d slows each window step by d, DLPERF_STEPLOG_FAULT damages the log. A step is
@@ -23,6 +24,7 @@ import time
 
 import nodefacts
 import steplog
+import workloadkit
 
 START = steplog.StartClock()  # the launch's and this process's start: time to first step
 START.mark("imports")
@@ -34,16 +36,12 @@ COST = {"resnet50": 800_000, "vgg16": 1_200_000, "bert-base": 600_000, "arcface"
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("--nnodes", "--node-rank", "--nproc-per-node", "--master-port", "--batch-size", "--image-size",
-                 "--warmup-iters", "--max-warmup-iters", "--iters", "--max-iters", "--threads"):
-        p.add_argument(flag, type=int, required=flag in ("--nnodes", "--node-rank", "--master-port"), default=0)
+    workloadkit.add_arguments(p, sorted(COST), {})  # the flags every workload takes; synthetic data only
+    for flag in ("--nnodes", "--node-rank", "--master-port"):  # its own launcher's, as torchrun's
+        p.add_argument(flag, type=int, required=True)
+    p.add_argument("--nproc-per-node", type=int, default=0)
     p.add_argument("--master-addr", required=True)
     p.add_argument("--local-rank", type=int, default=-1, help="set by the node process for its ranks")
-    p.add_argument("--model", required=True, choices=sorted(COST))
-    p.add_argument("--precision", default="fp32")
-    p.add_argument("--window-seconds", type=float, default=0.0)
-    p.add_argument("--num-classes", type=int, default=0)
-    p.add_argument("--output", required=True)
     return p.parse_args(argv)
 
 

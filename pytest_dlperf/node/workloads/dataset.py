@@ -194,25 +194,6 @@ def enough(root: str, samples: int, batch_size: int, world: int) -> None:
                            "larger dataset (`dlperf data make imagenet DIR --images N`)")
 
 
-LOADER_SECONDS = 1.0  # a loader alone is timed over about this long (LOADER_BATCHES at least) before training
-LOADER_BATCHES = 3
-
-
-def loader_alone(fetch, batch_size: int, ahead: int = 1, seconds: float = LOADER_SECONDS) -> float:  # noqa: ANN001
-    """Decoded samples/s of a loader with nothing training beside it (``fetch`` takes its next batch), after the
-    ``ahead`` batches its workers hold ready from their start (workers x prefetch, and one): the loader's own
-    steady speed, not its queue's, whatever engine reads it."""
-    import time
-
-    for _ in range(max(1, ahead)):
-        fetch()
-    n, t0 = 0, time.perf_counter()
-    while n < LOADER_BATCHES or time.perf_counter() - t0 < seconds:
-        fetch()
-        n += 1
-    return n * batch_size / (time.perf_counter() - t0)
-
-
 def page_cache(size: int, drop: bool = False) -> dict:
     """Whether a dataset of ``size`` bytes fits in this node's available memory, so that after its first epoch
     it is read from the page cache rather than the disk (MemAvailable of /proc/meminfo); with ``drop``, the

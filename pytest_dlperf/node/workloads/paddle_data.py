@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import random
-import time
 
 import numpy as np
 import paddle
 
 import dataset  # copied beside this file
+from workloadkit import Feed, failing, input_facts  # copied beside every workload
 
 LIST_FILE = "train_list.txt"
 
@@ -49,60 +49,41 @@ class ListSet(paddle.io.Dataset):
         return dataset.train_image(path, self.size, random), np.int64(label)
 
 
-class Batches:
-    """The rank's batches from its loader, epoch after epoch, normalised on the device; each call's wait for
-    the loader is kept (``waits``); a file that does not read stops the rank naming it."""
+class Batches(Feed):
+    """The rank's batches from its loader, epoch after epoch, normalised on the device; a file that does not
+    read stops the rank naming it."""
+
+    errors = (Exception,)  # a worker's error comes back as another type, its message ending with ours
 
     def __init__(self, loader: paddle.io.DataLoader, fail, ahead: int = 1) -> None:  # noqa: ANN001 - steplog.fail
-        self.loader, self.fail, self.waits, self.epoch, self.ahead = loader, fail, [], 0, ahead
-        self.it = iter(loader)
+        def epoch(k: int) -> paddle.io.DataLoader:
+            if k:
+                loader.batch_sampler.set_epoch(k)
+            return loader
+
+        super().__init__(epoch, fail, ahead)
         self.mean = paddle.to_tensor(dataset.MEAN, dtype="float32").reshape([1, 3, 1, 1])
         self.std = paddle.to_tensor(dataset.STD, dtype="float32").reshape([1, 3, 1, 1])
 
-    def fetch(self):  # noqa: ANN201 - [images, labels]
-        t0 = time.perf_counter()
-        try:
-            try:
-                batch = next(self.it)
-            except StopIteration:
-                self.epoch += 1
-                self.loader.batch_sampler.set_epoch(self.epoch)
-                self.it = iter(self.loader)
-                batch = next(self.it)
-        except Exception as exc:  # a worker's error comes back as another type, its message ending with ours
-            said = [line for line in str(exc).splitlines() if "cannot decode this JPEG" in line]
-            self.fail(said[-1].split("DatasetError: ", 1)[-1] if said else
-                      f"the data loader failed: {' '.join(str(exc).split())[:500]}")
-            raise
-        self.waits.append(time.perf_counter() - t0)
-        return batch
+    def said(self, exc: BaseException) -> str:
+        said = [line for line in str(exc).splitlines() if "cannot decode this JPEG" in line]
+        return said[-1].split("DatasetError: ", 1)[-1] if said else super().said(exc)
 
-    def __call__(self) -> tuple[paddle.Tensor, paddle.Tensor]:
-        images, labels = self.fetch()
+    def prepare(self, batch):  # noqa: ANN001, ANN201 - [images, labels] -> (normalised NCHW, labels)
+        images, labels = batch
         x = (paddle.transpose(images, [0, 3, 1, 2]).astype("float32") - self.mean) / self.std
         return x, labels.reshape([-1])
-
-    def alone(self, batch_size: int) -> float:
-        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``, after the ``ahead`` batches its
-        workers hold ready from their start); its waits are not kept."""
-        rate = dataset.loader_alone(self.fetch, batch_size, self.ahead)
-        self.waits.clear()
-        return rate
 
 
 def real_batches(args, rank: int, world: int, fail) -> tuple[Batches, dict]:  # noqa: ANN001 - argparse, steplog.fail
     """The rank's loader over ``args.data_dir`` and what the meta line says of it."""
-    try:
+    with failing(dataset.DatasetError, fail):
         data = ListSet(args.data_dir, args.image_size)
         dataset.enough(args.data_dir, len(data), args.batch_size, world)
-    except dataset.DatasetError as exc:
-        fail(str(exc))
-        raise
     sampler = paddle.io.DistributedBatchSampler(data, batch_size=args.batch_size, num_replicas=world, rank=rank,
                                                 shuffle=True, drop_last=True)
     workers = max(0, args.data_workers)
     loader = paddle.io.DataLoader(data, batch_sampler=sampler, num_workers=workers, use_shared_memory=workers > 0)
-    size = sum(os.path.getsize(p) for p, _ in data.samples)
-    facts = {"source": "real", "format": "jpeg", "dir": args.data_dir, "workers": workers, "samples": len(data),
-             "bytes": size, "page_cache": dataset.page_cache(size, args.drop_caches)}
+    facts = input_facts(args, "jpeg", workers, sum(os.path.getsize(p) for p, _ in data.samples),
+                        {"samples": len(data)})
     return Batches(loader, fail, ahead=workers * 2 + 1), facts  # (prefetch_factor 2 a worker)

@@ -23,6 +23,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 import steplog  # the step-log contract, copied beside this file
+import workloadkit  # the flags every workload takes, copied beside it as steplog.py
 from nodefacts import cpu_model  # copied beside this file, as steplog.py
 
 START = steplog.StartClock()  # the launch's and this process's start: time to first step
@@ -46,26 +47,7 @@ MODELS = ("resnet50", "vgg16", "arcface")
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", choices=MODELS, required=True)
-    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
-    p.add_argument("--batch-size", type=int, required=True, help="samples per device per step")
-    p.add_argument("--image-size", type=int, required=True)
-    p.add_argument("--num-classes", type=int, default=1000, help="classes (ArcFace: identities)")
-    p.add_argument("--warmup-iters", type=int, default=5)
-    p.add_argument("--max-warmup-iters", type=int, default=0)
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--window-seconds", type=float, default=0.0)
-    p.add_argument("--max-iters", type=int, default=0)
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic",
-                   help="synthetic: one batch made once, trained on every step; real: --data-dir through "
-                        "paddle.io.DataLoader (paddle_data.py)")
-    p.add_argument("--data-dir", default="", help="real: the dataset (PaddleClas' train_list.txt, or class folders)")
-    p.add_argument("--data-workers", type=int, default=0, help="real: the DataLoader's worker processes per rank")
-    p.add_argument("--drop-caches", action="store_true",
-                   help="real: empty the page cache before reading (root), so that the first epoch reads the disk")
-    p.add_argument("--output", required=True, help="step log, written by rank 0")
+    workloadkit.add_arguments(p, MODELS, {"real": "--data-dir through paddle.io.DataLoader (paddle_data.py)"})
     return p.parse_args(argv)
 
 
@@ -207,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     started = steplog.start_and_memory(group.gather, START, timed)
     gathered = group.gather(timed.seconds)
     if data is not None:
-        data["wait_seconds"] = group.gather(batches.waits[timed.warmup:timed.warmup + timed.iters])
+        data["wait_seconds"] = group.gather(batches.window_waits(timed.warmup, timed.iters))
     digests = group.gather(parameter_digest(model))
     ranks = group.gather_json({"host": socket.gethostname(),
                                "device": paddle.device.get_device() if cuda else cpu_model(), "threads": args.threads})

@@ -7,11 +7,11 @@ imports nothing from the harness (``dataset.py`` is copied beside it)."""
 from __future__ import annotations
 
 import os
-import time
 
 import tensorflow as tf
 
 import dataset  # copied beside this file
+from workloadkit import Feed, failing, input_facts  # copied beside every workload
 
 FEATURES = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
             "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
@@ -31,38 +31,23 @@ def _train_image(record: tf.Tensor, size: int) -> tuple[tf.Tensor, tf.Tensor]:
     return image, tf.cast(parsed["image/class/label"] - 1, tf.int32)
 
 
-class Batches:
-    """This worker's batches from its tf.data pipeline: each call's wait for the next one is kept (``waits``)."""
+class Batches(Feed):
+    """This worker's batches from its tf.data pipeline (repeated: one endless epoch)."""
+
+    errors = (tf.errors.DataLossError, tf.errors.InvalidArgumentError)
 
     def __init__(self, data: tf.data.Dataset, fail, ahead: int = 3) -> None:  # noqa: ANN001 - steplog.fail
-        self.it, self.fail, self.waits, self.ahead = iter(data), fail, [], ahead
+        super().__init__(lambda k: data, fail, ahead)
 
-    def __call__(self) -> tuple[tf.Tensor, tf.Tensor]:
-        t0 = time.perf_counter()
-        try:
-            batch = next(self.it)
-        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
-            self.fail(f"reading the TFRecord shards failed: {' '.join(str(exc.message).split())[:400]}; the shard named "
-                      "there is damaged: replace it (or make the dataset again)")
-            raise
-        self.waits.append(time.perf_counter() - t0)
-        return batch
-
-    def alone(self, batch_size: int) -> float:
-        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``, after the ``ahead`` batches its
-        workers hold ready from their start); its waits are not kept."""
-        rate = dataset.loader_alone(self, batch_size, self.ahead)
-        self.waits.clear()
-        return rate
+    def said(self, exc: BaseException) -> str:
+        return (f"reading the TFRecord shards failed: {' '.join(str(exc.message).split())[:400]}; the shard named "
+                "there is damaged: replace it (or make the dataset again)")
 
 
 def real_batches(args, rank: int, world: int, fail) -> tuple[Batches, dict]:  # noqa: ANN001 - argparse, steplog.fail
     """This worker's pipeline over ``args.data_dir``'s shards and what the meta line says of it."""
-    try:
+    with failing(dataset.DatasetError, fail):
         dataset.require(args.data_dir, "tfrecord")
-    except dataset.DatasetError as exc:
-        fail(str(exc))
-        raise
     shards = dataset.tfrecord_shards(args.data_dir)
     if len(shards) < world:
         fail(f"{args.data_dir}: {len(shards)} TFRecord shards for {world} workers: each worker reads its own shards; "
@@ -74,8 +59,6 @@ def real_batches(args, rank: int, world: int, fail) -> tuple[Batches, dict]:  # 
             .shuffle(1024, seed=args.seed).repeat()
             .map(lambda r: _train_image(r, args.image_size), num_parallel_calls=parallel, deterministic=False)
             .batch(args.batch_size, drop_remainder=True).prefetch(parallel))
-    size = sum(os.path.getsize(s) for s in shards)
-    facts = {"source": "real", "format": "tfrecord", "dir": args.data_dir,
-             "workers": "autotune" if args.data_workers else 0, "shards": len(shards), "bytes": size,
-             "page_cache": dataset.page_cache(size, args.drop_caches)}
+    facts = input_facts(args, "tfrecord", "autotune" if args.data_workers else 0,
+                        sum(os.path.getsize(s) for s in shards), {"shards": len(shards)})
     return Batches(data, fail), facts

@@ -39,6 +39,7 @@ os.environ["TMPDIR"] = tempfile.tempdir = PRIVATE_TMP
 import tensorflow as tf  # noqa: E402
 
 import steplog  # noqa: E402  (the step-log contract, copied beside this file)
+import workloadkit  # noqa: E402  (the flags every workload takes, copied beside it as steplog.py)
 from nodefacts import cpu_model  # noqa: E402  (copied beside this file, as steplog.py)
 
 START = steplog.StartClock()  # the launch's and this process's start: time to first step
@@ -64,33 +65,12 @@ MODELS = ("resnet50", "vgg16", "bert-base")
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", choices=MODELS, required=True)
-    p.add_argument("--engine", choices=("mwms", "horovod", "perseus"), default="mwms",
-                   help="how gradients are synchronised (horovod, perseus: started by horovodrun/perseusrun)")
-    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
-    p.add_argument("--batch-size", type=int, required=True, help="samples per worker per step")
-    p.add_argument("--image-size", type=int, required=True, help="image side; sequence length for bert")
-    p.add_argument("--num-classes", type=int, default=1000)
+    workloadkit.add_arguments(p, MODELS, {"real": "--data-dir's TFRecord shards through tf.data (tf_data.py)"},
+                              ("mwms", "horovod", "perseus"))
     p.add_argument("--xla", choices=("on", "off"), default="off", help="jit_compile the training step")
-    p.add_argument("--warmup-iters", type=int, default=5)
-    p.add_argument("--max-warmup-iters", type=int, default=0)
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--window-seconds", type=float, default=0.0)
-    p.add_argument("--max-iters", type=int, default=0)
-    p.add_argument("--threads", type=int, default=0, help="intra-op threads (0: TensorFlow's default)")
     p.add_argument("--bytes-per-pack", type=int, default=0,
                    help="all-reduce gradients in packs of about this many bytes (0: one all-reduce per variable)")
     p.add_argument("--local-worker", type=int, default=0, help="this worker's index on its node (its GPU)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic",
-                   help="synthetic: one batch made once, trained on every step; real: --data-dir's TFRecord shards "
-                        "through tf.data (tf_data.py)")
-    p.add_argument("--data-dir", default="", help="real: the dataset (TFRecord shards train-NNNNN-of-MMMMM)")
-    p.add_argument("--data-workers", type=int, default=0, help="real: 0 reads serially; more: tf.data's autotuned "
-                                                               "parallelism")
-    p.add_argument("--drop-caches", action="store_true",
-                   help="real: empty the page cache before reading (root), so that the first epoch reads the disk")
-    p.add_argument("--output", required=True, help="step log, written by worker 0")
     return p.parse_args(argv)
 
 
@@ -337,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     started = steplog.start_and_memory(gather, START, timed)
     gathered = gather(timed.seconds)
     if data is not None:
-        data["wait_seconds"] = gather(batches.waits[timed.warmup:timed.warmup + timed.iters])
+        data["wait_seconds"] = gather(batches.window_waits(timed.warmup, timed.iters))
     digests = gather(parameter_digest(model))
     info = json.dumps({"host": socket.gethostname(), "device": gpus[0].name if gpus else cpu_model(),
                        "threads": args.threads or os.cpu_count()})

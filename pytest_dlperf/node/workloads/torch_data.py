@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from collections.abc import Callable
 
 import torch
 
 import dataset  # copied beside this file
+from workloadkit import Feed, failing, input_facts  # copied beside every workload
 
 
 
@@ -68,47 +68,22 @@ class TokenWindows(torch.utils.data.Dataset):
         return os.path.getsize(self.path)
 
 
-class Batches:
-    """The rank's batches from its loader, epoch after epoch (``epoch(k)``: the loader's iterable for epoch k),
-    on the device: each call's wait for the loader (``waits``, seconds) is kept; a file that does not read
-    stops the rank naming it."""
+class Batches(Feed):
+    """The rank's batches from its loader (a DataLoader, or DALI's iterator), on the device (``to_device``); a
+    file that does not read stops the rank naming it."""
+
+    errors = (dataset.DatasetError, RuntimeError)
 
     def __init__(self, epoch: Callable[[int], object], to_device: Callable, fail: Callable[[str], None],
                  ahead: int = 1, source: str = "data loader") -> None:
-        self.epoch_iter, self.to_device, self.fail, self.ahead, self.source = epoch, to_device, fail, ahead, source
-        self.epoch, self.waits = 0, []
-        self.it = iter(epoch(0))
+        super().__init__(epoch, fail, ahead)
+        self.prepare, self.source = to_device, source
 
-    def _next(self):  # noqa: ANN202 - the collated batch
-        try:
-            return next(self.it)
-        except StopIteration:
-            self.epoch += 1
-            self.it = iter(self.epoch_iter(self.epoch))
-            return next(self.it)
-
-    def fetch(self):  # noqa: ANN201 - the collated batch, on the host
-        t0 = time.perf_counter()
-        try:
-            batch = self._next()
-        except dataset.DatasetError as exc:  # from a worker: its message ends with ours
-            self.fail(str(exc).strip().splitlines()[-1].split(": ", 1)[-1] if "\n" in str(exc) else str(exc))
-            raise
-        except RuntimeError as exc:  # DALI's pipeline (its message names the file), a loader worker that died
-            self.fail(f"the {self.source} failed: {' '.join(str(exc).split())[:500]}")
-            raise
-        self.waits.append(time.perf_counter() - t0)
-        return batch
-
-    def __call__(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.to_device(self.fetch())
-
-    def alone(self, batch_size: int) -> float:
-        """Decoded samples/s of this rank's loader alone (``dataset.loader_alone``, after the ``ahead`` batches its
-        workers hold ready from their start); its waits are not kept."""
-        rate = dataset.loader_alone(self.fetch, batch_size, self.ahead)
-        self.waits.clear()
-        return rate
+    def said(self, exc: BaseException) -> str:
+        if isinstance(exc, dataset.DatasetError):  # from a worker: its message ends with ours
+            return str(exc).strip().splitlines()[-1].split(": ", 1)[-1] if "\n" in str(exc) else str(exc)
+        # DALI's pipeline (its message names the file), a loader worker that died
+        return f"the {self.source} failed: {' '.join(str(exc).split())[:500]}"
 
 
 def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool,  # noqa: ANN001 - argparse.Namespace
@@ -117,15 +92,12 @@ def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
     samples, bytes, whether it fits in the page cache): a DataLoader, or with ``--data dali`` a DALI pipeline."""
     if args.data == "dali":
         return dali_batches(args, rank, world, device, cuda, fail)
-    try:
+    with failing(dataset.DatasetError, fail):
         if args.model == "llama":
             data, fmt = TokenWindows(args.data_dir, args.image_size, args.vocab), "tokens"
         else:
             data, fmt = ImageFolderSet(args.data_dir, args.image_size), "jpeg"
         dataset.enough(args.data_dir, len(data), args.batch_size, world)
-    except dataset.DatasetError as exc:
-        fail(str(exc))
-        raise
     sampler = torch.utils.data.DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=args.seed,
                                                   drop_last=True)
     workers = max(0, args.data_workers)  # as the harness derived it from the node's cores and devices
@@ -133,9 +105,7 @@ def real_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
                                          pin_memory=cuda, drop_last=True, persistent_workers=workers > 0,
                                          **({"prefetch_factor": 2} if workers else {}))
     to_device = _tokens_to(device) if fmt == "tokens" else _images_to(device, cuda)
-    size = data.bytes()
-    facts = {"source": "real", "format": fmt, "dir": args.data_dir, "workers": workers, "samples": len(data),
-             "bytes": size, "page_cache": dataset.page_cache(size, args.drop_caches)}
+    facts = input_facts(args, fmt, workers, data.bytes(), {"samples": len(data)})
 
     def epoch(k: int) -> torch.utils.data.DataLoader:
         sampler.set_epoch(k)
@@ -155,12 +125,9 @@ def dali_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
     from nvidia.dali import pipeline_def
     from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
 
-    try:
+    with failing(dataset.DatasetError, fail):
         samples = dataset.image_samples(args.data_dir)
         dataset.enough(args.data_dir, len(samples), args.batch_size, world)
-    except dataset.DatasetError as exc:
-        fail(str(exc))
-        raise
 
     @pipeline_def
     def train():  # noqa: ANN202
@@ -176,9 +143,8 @@ def dali_batches(args, rank: int, world: int, device: torch.device, cuda: bool, 
 
     threads = max(1, args.data_workers)
     size = sum(os.path.getsize(p) for p, _ in samples)
-    facts = {"source": "dali", "format": "jpeg", "dir": args.data_dir, "workers": threads, "samples": len(samples),
-             "bytes": size, "page_cache": dataset.page_cache(size, args.drop_caches),  # before DALI reads ahead
-             "decoder": "mixed" if cuda else "cpu", "dali": nvidia.dali.__version__}
+    facts = input_facts(args, "jpeg", threads, size, {"samples": len(samples)}, source="dali",  # before DALI reads
+                        decoder="mixed" if cuda else "cpu", dali=nvidia.dali.__version__)
     pipe = train(batch_size=args.batch_size, num_threads=threads, device_id=device.index if cuda else None,
                  seed=args.seed + rank)
     pipe.build()
