@@ -128,6 +128,25 @@ def test_dlperf_env_lists_and_prunes_this_machines_cache(tmp_path, capsys):
     assert "expected a duration such as 7d, 12h or 30m, got 'soon'" in capsys.readouterr().err
 
 
+def test_a_prune_skips_what_a_node_sharing_the_cache_removed_first(tmp_path, monkeypatch):
+    """The local cluster's nodes (or SSH nodes with an NFS home) share one cache, and `dlperf env prune` asks
+    them at once: an environment another node removed after this one listed it is skipped, not an error
+    (CI 2026-11-30: a FileNotFoundError on one node)."""
+    from pytest_dlperf.node import makeenv as node_side
+
+    cache = tmp_path / "cache"
+    (cache / "gone").mkdir(parents=True)
+    (cache / "kept").mkdir()
+    for key in ("gone", "kept"):
+        (cache / key / node_side.INFO).write_text("{}")
+    seen = node_side.listed(cache)
+    assert [Path(e["path"]).name for e in seen] == ["gone", "kept"]
+    (cache / "gone" / node_side.INFO).unlink()  # the other node's prune, between this one's list and its lock
+    (cache / "gone").rmdir()
+    monkeypatch.setattr(node_side, "listed", lambda c: seen)
+    assert [Path(e["path"]).name for e in node_side.prune(cache, 0.0)] == ["kept"]
+
+
 def test_dlperf_env_after_pytests_arguments_asks_every_node_of_their_cluster(tmp_path, capfd):
     """``dlperf env list -- ARGS``: each node of the cluster the arguments name answers through its channel (the
     local cluster's two nodes here; over SSH: test_ssh_training), and no test runs."""

@@ -439,14 +439,16 @@ def _build(p: Plan, partial: Path, final: Path) -> dict:
 
 
 def listed(cache: Path) -> list[dict]:
+    """The cached environments. One removed while it is read (a node sharing this cache, the local cluster's
+    nodes or an NFS home, pruning it at the same time) is left out, not an error."""
     out = []
     for info in sorted(cache.glob(f"*/{INFO}")):
         try:
             got = json.loads(info.read_text())
+            size = sum(p.stat().st_size for p in info.parent.rglob("*") if p.is_file() and not p.is_symlink())
+            out.append({**got, "path": str(info.parent), "last_used": info.stat().st_mtime, "bytes": size})
         except (OSError, ValueError):
             continue
-        size = sum(p.stat().st_size for p in info.parent.rglob("*") if p.is_file() and not p.is_symlink())
-        out.append({**got, "path": str(info.parent), "last_used": info.stat().st_mtime, "bytes": size})
     return out
 
 
@@ -459,7 +461,9 @@ def prune(cache: Path, older_than: float) -> list[dict]:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                continue  # in use by a session making or reusing it
+                continue  # in use by a session making or reusing it, or pruned by a node sharing this cache
+            if not (Path(env["path"]) / INFO).is_file():
+                continue  # pruned by a node sharing this cache since it was listed
             if now - env["last_used"] >= older_than:
                 shutil.rmtree(env["path"], ignore_errors=True)
                 gone.append(env)
