@@ -245,3 +245,24 @@ def test_a_side_whose_python_lacks_the_framework_fails_naming_it_before_any_laun
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"--dlperf-candidate python={bare}: torch is not installed for that python on local0" in r.stdout, r.stdout
     assert not (report / "runs").exists()
+
+
+def test_a_rev_side_takes_the_workload_files_its_commit_holds(tmp_path):
+    """A commit from before a workload file existed (the torch workload was one file before it was split) runs
+    its own entry script with the files it has: the newer ones are left out, not a missing upload."""
+    from pytest_dlperf.ab.sides import Side, SideSpec
+    from pytest_dlperf.launchers.torchrun import TorchrunLauncher
+
+    launcher = TorchrunLauncher()
+    repo = launcher.workload_paths()[0].parents[3]
+    tree = tmp_path / "tree"
+    for f in launcher.workload_paths():
+        if f.name not in ("torch_models.py", "torch_comm.py"):  # not at that commit
+            (tree / f.relative_to(repo)).parent.mkdir(parents=True, exist_ok=True)
+            (tree / f.relative_to(repo)).write_text("")
+    side = Side(SideSpec("reference", "rev=abc", rev="abc"), commit="abc" * 13 + "a", repo_root=repo, files_root=tree)
+    got = side.workload_paths(launcher)
+    assert got[0] == tree / launcher.workload_paths()[0].relative_to(repo)
+    assert [f.name for f in got] == [f.name for f in launcher.workload_paths()
+                                     if f.name not in ("torch_models.py", "torch_comm.py")]
+    assert all(f.is_relative_to(tree) for f in got)

@@ -200,8 +200,11 @@ class Side:
         return [self.node(n) for n in nodes]
 
     def workload_paths(self, launcher: Launcher) -> list[Path]:
-        """The launcher's files, from this side's worktree where they are in the replaced repository."""
-        return [self.file(p) for p in launcher.workload_paths()]
+        """The launcher's files, from this side's worktree where they are in the replaced repository. A file the
+        side's commit does not hold yet is left out (its workload, of that commit, does not import it: the torch
+        workload was one file before it was split); the entry script, the first, stays and is named if missing."""
+        files = [self.file(p) for p in launcher.workload_paths()]
+        return files[:1] + [f for f in files[1:] if self.files_root is None or f.exists()]
 
     def file(self, path: Path) -> Path:
         if self.repo_root is None or self.files_root is None:
