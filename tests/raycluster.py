@@ -36,8 +36,8 @@ NET = NodeNet("dlperf-ray", 232, "dlpry", "dlpr")  # node i: dlperf-ray-<block>-
 # Ray's health checks of the nodes, more often than its defaults (3 s apart, 5 missed), so that a node
 # killed by a test (its port closed: each check fails at once) is declared dead in about 2 s rather than
 # 15-25 s; read by every Ray process. A live node has Ray's own 10 s to answer each check: with 1 s, a head
-# starved of the CPU beside the other xdist worker's training was declared dead and the Ray Client's server
-# for the harness did not start ("Starting Ray client server failed", CI 2026-11-29).
+# starved of the CPU beside the other xdist worker's training could be declared dead, the likely reason the Ray
+# Client's server for the harness did not start in CI on 2026-11-29 ("Starting Ray client server failed").
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_health_check_period_ms": "500",
            "RAY_health_check_timeout_ms": "10000", "RAY_health_check_failure_threshold": "3"}
 

@@ -155,8 +155,7 @@ class Launcher(ABC):
     def frameworks_for(self, case: CaseSpec) -> tuple[str, ...]:
         """Packages (import names) every node of the case needs, in one version on all of them: the engine's
         and, where the engine reads the case's data source, the source's."""
-        data = source(case.data)
-        return (*self.engine_frameworks(case), *(data.frameworks if data.format_for(self.loader, case.model) else ()))
+        return (*self.engine_frameworks(case), *(source(case.data).frameworks if self.data_format(case) else ()))
 
     def engine_frameworks(self, case: CaseSpec) -> tuple[str, ...]:
         """The engine's own packages for the case."""
