@@ -70,6 +70,7 @@ class DLPerfSession:
                                            options.report_dir / "software", self.gate.note)
         self.readiness = CaseReadiness(lambda: self.cluster, self.engines, self.gate, self.failures, options,
                                        self.software)
+        self.found = self.readiness.found  # what the readiness checks found: the one result the hub reads
         self.bench = Bench(cluster=lambda: self.cluster, launcher=self.engines.launcher, name=self.engines.name,
                            measurement=self.case_measurement, ready=self.readiness.run, live=self.live,
                            budget=self.budget, report_dir=options.report_dir)
@@ -83,11 +84,11 @@ class DLPerfSession:
         --dlperf-candidate."""
         if ab_options is None:
             go = self.gate.options
-            sides = SideBySide(self.bench, self.engines.entry_scripts(), self.readiness.probed_frameworks,
+            sides = SideBySide(self.bench, self.engines.entry_scripts(), self.readiness.frameworks,
                                confirm_options)
             lookups = Lookups(
                 recorded=lambda result, item: self.gate.recorded(result, self.cluster.nodes(), item,
-                                                                 self.readiness.contexts.get(self.case_name(result.case))),
+                                                                 self.found.context(self.case_name(result.case))),
                 reachable=lambda commit: reachable(go.root, commit), same_tree=self.software.same_tree,
                 interpreter=self._interpreter)
             return Stored(Confirmation(confirm_options, sides, lookups, go.hardware_fails, go.noisy_fails,
@@ -96,7 +97,7 @@ class DLPerfSession:
         from ..ab.mode import ABMode
 
         return ABMode(ABSession(ab_options, self.bench, self.engines.entry_scripts(),
-                                self.readiness.probed_frameworks, self.gate.options.tolerance, self._recorded_words))
+                                self.readiness.frameworks, self.gate.options.tolerance, self._recorded_words))
 
     def _recorded_words(self, case: CaseSpec) -> list[str]:
         """The spec words of the case's recorded software (an A/B side ``recorded``), from the baseline its
@@ -104,7 +105,7 @@ class DLPerfSession:
         from ..ab.interpreter import SideNotReady
         from ..ab.recorded import side_words
 
-        ctx = self.readiness.contexts.get(self.case_name(case))
+        ctx = self.found.context(self.case_name(case))
         if ctx is None or ctx.entry is None:
             where = f" in profile {ctx.profile!r}" if ctx is not None else ""
             raise SideNotReady(f"no baseline{where} to run again: record it first (pytest --update-baselines), or "
@@ -158,7 +159,7 @@ class DLPerfSession:
         name = self.case_name(case)
         if name not in self._paced:
             self._paced[name] = self.gate.contexts.paced_baseline(self.cluster.nodes(), case,
-                                                                  self.readiness.probed_frameworks(case))
+                                                                  self.readiness.frameworks(case))
         return replace(m, pace_probe=self._paced[name])
 
     def _interpreter(self, path: str, nodes: int) -> dict[int, NodeSoftware] | str:
@@ -237,7 +238,7 @@ class DLPerfSession:
 
     def _flush_baselines(self, session: pytest.Session) -> None:
         """--update-baselines: write the passed cases; a store that cannot be written fails the run."""
-        if self.gate.recorder.pending and self.readiness.fingerprints is not None:
+        if self.gate.recorder.pending and self.found.fingerprints is not None:
             # a short session has probed a few times, maybe all in one of the host's slow spells, and
             # a recording that keeps a slow figure makes this machine look faster than itself later
             self.readiness.look_again("at-recording")
@@ -334,16 +335,14 @@ class DLPerfSession:
     def summarize(self, case: CaseSpec, m: Measurement, runs: list) -> CaseResult:
         """The case's runs summarized, with its MFU against the peak of the nodes it ran on."""
         result = summarize(case, self.case_measurement(case, m), runs)
-        probes = list(self.readiness.fingerprints.nodes.values()) if self.readiness.fingerprints else []
         result.utilisation = utilisation(result.median, [r.meta for r in runs], case.model, case.precision,
-                                         case.topology.devices_per_node, probes)
+                                         case.topology.devices_per_node, self.found.probes())
         return result
 
     def _dry_run(self, case: CaseSpec, m: Measurement) -> NoReturn:
         """--dlperf-dryrun: keep the case's per-node commands for the summary, and skip its test (a multi-node
         case's network interfaces are found first: its commands show the sockets' variables)."""
-        self.readiness.data_supported(case)
-        self.readiness.interfaces_ready(case)
+        self.readiness.dry_run_ready(case)
         for label, side in self.mode.dry_run_sides(self.case_name(case)):
             _, cmds = plan_run(self.cluster, self.engines.launcher(case), case, self.case_measurement(case, m),
                                side=side)
@@ -357,9 +356,9 @@ class DLPerfSession:
         attributes and confirms a screen failure side by side; an A/B session's pairs decide in ``conclude``."""
         case = got.case
         software = self._software_of(case, item, result)
-        screen = self.gate.judge(result, self.cluster.nodes(), item, self.readiness.fingerprints,
+        screen = self.gate.judge(result, self.cluster.nodes(), item, self.found.fingerprints,
                                  reference=self.results.find(case, Topology(1, 1)),
-                                 context=self.readiness.contexts.get(self.case_name(case)), software=software)
+                                 context=self.found.context(self.case_name(case)), software=software)
         return self.mode.settle(got, item, result, screen, software, m)
 
     def _software_of(self, case: CaseSpec, item: pytest.Item | None, result: CaseResult) -> Software | None:
@@ -373,13 +372,11 @@ class DLPerfSession:
         probe's versions on node 0 stand in, so its profile and what-changed name them too."""
         for run in runs:
             if "frameworks" not in run.meta:
-                run.meta["frameworks"] = self.readiness.probed_frameworks(case)
+                run.meta["frameworks"] = self.readiness.frameworks(case)
 
     def write_report(self) -> Path:
         env = environment.collect(self.results, self.clusters.built)
-        pf = self.readiness
-        env["hardware_fingerprints"] = pf.fingerprints.to_dict() if pf.fingerprints else None
-        env["node_frameworks"] = pf.node_frameworks
+        env.update(self.found.environment())
         env["software"] = dict(self.software.table)  # each case's "software" names one
         if self.gate.git:  # the repository under test, read once by the gate ("+dirty": uncommitted changes)
             env["git"] = {"commit": self.gate.git.removesuffix("+dirty"), "dirty": self.gate.git.endswith("+dirty")}

@@ -1,6 +1,7 @@
 """Whether a case is ready for its first launch (its readiness check): its framework on every node (and, for
 an engine that spans nodes, their reach), a real-data case's dataset on every node, its baseline file and context, a hardware probe and its
-nodes' software; and the probes again before a recording is written (it keeps each node's best)."""
+nodes' software; and the probes again before a recording is written (it keeps each node's best). What they find
+goes into one ``Found``; a case that is not ready skips, or fails through the session's ``CaseFailures``."""
 from __future__ import annotations
 
 import contextlib
@@ -15,9 +16,9 @@ from ..clusters.base import Cluster, ClusterError
 from ..options import RunOptions
 from ..nodechecks import compiler, dataset, frameworks, hardware, interfaces, reach
 from ..specs import COMPILED, CaseSpec
-from .contexts import BaselineContext
 from .engines import Engines
 from .failures import CaseFailures
+from .found import Found, Ready
 from .gate import Gate
 from .software import SoftwareIdentities
 
@@ -25,17 +26,15 @@ RECHECKS = 3  # more probes, --dlperf-reprobe-pause s apart, before a recording 
 
 
 class CaseReadiness:
-    """The session's readiness checks and what they found: each node's framework versions, each node's
-    best hardware fingerprint, and each case's baseline context (resolved once, for the judge)."""
+    """The session's readiness checks; what they found is ``found`` (each node's framework versions and best
+    hardware fingerprint, each case's baseline context and frameworks, resolved once)."""
 
     def __init__(self, cluster: Callable[[], Cluster], engines: Engines, gate: Gate, failures: CaseFailures,
                  options: RunOptions, software: SoftwareIdentities) -> None:
         self.cluster, self.engines, self.gate, self.failures, self.options = cluster, engines, gate, failures, options
         self.software = software
-        self.fingerprints: hardware.Fingerprints | None = None
-        self.node_frameworks: dict[str, dict[str, str]] = {}  # node -> framework -> version
+        self.found = Found()
         self._framework_checked: dict[tuple[str, ...], tuple[str, str] | None] = {}
-        self.contexts: dict[str, BaselineContext | None] = {}  # case name -> its baseline context
         self._data_checked: dict[tuple[str, ...], str | None] = {}  # (format, nodes) -> the problem, if any
         self._interfaces_checked: dict[tuple[str, ...], str | None] = {}  # nodes -> the problem, if any
 
@@ -63,7 +62,7 @@ class CaseReadiness:
             for fw in fws:  # in order: horovod before the framework it was built for
                 found = frameworks.check(cluster, nodes, fw, self.options.report_dir / "frameworks" / "-".join(key) / fw)
                 for node, version in found.versions.items():
-                    self.node_frameworks.setdefault(node, {})[fw] = version
+                    self.found.node_frameworks.setdefault(node, {})[fw] = version
                 problem = problem or found.problem(launcher.install_hint_for(fw))
             if problem is None and launcher.spans_nodes and len(nodes) > 1:
                 problem = reach.check(cluster, nodes, self.options.report_dir / "reach" / "-".join(key))
@@ -90,6 +89,12 @@ class CaseReadiness:
         problem = self._interfaces_checked[key]
         if problem is not None:
             self.failures.fail(self.engines.name(case), problem)
+
+    def dry_run_ready(self, case: CaseSpec) -> None:
+        """A dry-run's checks: the case's data supported (else skipped) and, for a multi-node case, its nodes'
+        network interfaces found (its commands show the sockets' variables)."""
+        self.data_supported(case)
+        self.interfaces_ready(case)
 
     def data_supported(self, case: CaseSpec) -> None:
         """Skip a real-data case whose engine reads no such data for its model, saying so (also in a dry-run)."""
@@ -118,10 +123,11 @@ class CaseReadiness:
     def baseline_ready(self, case: CaseSpec) -> None:
         """The case's baseline file reads cleanly, else the case fails before its first launch,
         naming the file, what is wrong and the fix (the file is never written). Keeps the case's
-        baseline context for the judge."""
+        baseline context for the judge, with the frameworks it was resolved for."""
+        frameworks = self.frameworks(case)
         try:
-            self.contexts[self.engines.name(case)] = self.gate.contexts.check_file(self.cluster().nodes(), case,
-                                                                                 self.probed_frameworks(case))
+            context = self.gate.contexts.check_file(self.cluster().nodes(), case, frameworks)
+            self.found.cases[self.engines.name(case)] = Ready(context, frameworks)
             return
         except BaselineError as exc:
             why = f"{case.id}: {exc}"
@@ -129,9 +135,13 @@ class CaseReadiness:
             why = f"{case.id}: not recorded: {exc}"
         self.failures.fail(self.engines.name(case), why)  # outside the except block: the report shows no chain
 
-    def probed_frameworks(self, case: CaseSpec) -> dict[str, str]:
-        """The case's frameworks as the readiness probe found them on node 0: name -> version."""
-        probed = self.node_frameworks.get(self.cluster().nodes()[0].name, {})
+    def frameworks(self, case: CaseSpec) -> dict[str, str]:
+        """The case's frameworks as the readiness probe found them on node 0: name -> version (kept in its
+        ``Ready`` once its checks passed)."""
+        ready = self.found.cases.get(self.engines.name(case))
+        if ready is not None:
+            return ready.frameworks
+        probed = self.found.node_frameworks.get(self.cluster().nodes()[0].name, {})
         return {fw: probed[fw] for fw in self.engines.launcher(case).frameworks_for(case) if fw in probed}
 
     def look_again(self, label: str, wanted: Callable[[], bool] = lambda: True) -> None:
@@ -146,12 +156,5 @@ class CaseReadiness:
 
     def probe_hardware(self, label: str) -> None:
         """Fingerprint the nodes (before every case: the best each node showed is its capability)."""
-        self.keep(hardware.measure(self.cluster(), self.options.report_dir / "hwprobe" / label,
-                                   seconds=self.options.probe_seconds))
-
-    def keep(self, fp: hardware.Fingerprints) -> None:
-        """Fold fingerprints into the session's: per node, the best probe seen so far."""
-        if self.fingerprints is None:
-            self.fingerprints = fp
-        else:
-            self.fingerprints.merge(fp)
+        self.found.keep(hardware.measure(self.cluster(), self.options.report_dir / "hwprobe" / label,
+                                         seconds=self.options.probe_seconds))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import reporting
-from ..nodechecks import hardware
 from ..results import result_from_dict
 
 if TYPE_CHECKING:
@@ -14,19 +13,18 @@ if TYPE_CHECKING:
 
 def write_part(session: DLPerfSession, worker_id: str) -> None:
     """A worker's part, where it has anything to say."""
-    s, pf = session, session.readiness
+    s = session
     if s.results.results or s.dryrun or s.failures or s.gate.notes:
         reporting.write_part(s.options.report_dir, s.options.session_token, worker_id,
                              s.results, s.failures, s.dryrun,
-                             {"notes": s.gate.notes, "written": s.gate.recorder.written,
-                              "fingerprints": pf.fingerprints.to_dict() if pf.fingerprints else None,
-                              "node_frameworks": pf.node_frameworks, "software": s.software.table})
+                             {"notes": s.gate.notes, "written": s.gate.recorder.written, **s.found.to_part(),
+                              "software": s.software.table})
 
 
 def merge_parts(session: DLPerfSession) -> int:
     """Fold the workers' parts into this (the controller's) session; how many there were (0 outside xdist).
     Each part's results come back as CaseResults with their Verdicts (``result_from_dict``)."""
-    s, pf = session, session.readiness
+    s = session
     parts = reporting.read_parts(s.options.report_dir, s.options.session_token)
     for part in parts:
         for case in part["cases"]:
@@ -38,8 +36,5 @@ def merge_parts(session: DLPerfSession) -> int:
         for profile, n in extra.get("written", {}).items():
             s.gate.recorder.written[profile] = s.gate.recorder.written.get(profile, 0) + n
         s.software.table.update(extra.get("software") or {})
-        for node, fws in (extra.get("node_frameworks") or {}).items():
-            pf.node_frameworks.setdefault(node, {}).update(fws)
-        if extra.get("fingerprints"):  # each worker probed the nodes: keep each node's best
-            pf.keep(hardware.Fingerprints.from_dict(extra["fingerprints"]))
+        s.found.merge_part(extra)
     return len(parts)
