@@ -1,5 +1,5 @@
 """``Cluster.run_everywhere`` (a node script on every node, waited for, read, swept) and the three
-preflights built on it, on the local cluster: real processes, no training."""
+node checks built on it (frameworks, reach, hardware), on the local cluster: real processes, no training."""
 from __future__ import annotations
 
 import ast
@@ -147,9 +147,9 @@ def test_reach_is_not_checked_where_the_cluster_starts_the_nodes_itself(tmp_path
     assert not (tmp_path / "reach" / "commands.sh").exists()
 
 
-def test_the_preflights_results_and_importers_do_not_import_the_runner():
+def test_the_node_checks_results_and_importers_do_not_import_the_runner():
     package = Path(hardware.__file__).parents[1]
-    modules = [*package.joinpath("preflight").glob("*.py"), package / "results.py", package / "records.py",
+    modules = [*package.joinpath("nodechecks").glob("*.py"), package / "results.py", package / "records.py",
                *package.joinpath("importers").glob("*.py")]
     for module in modules:
         imported = set()

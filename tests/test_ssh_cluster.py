@@ -50,7 +50,7 @@ def cluster(ssh_nodes):
     c.close()
 
 
-def test_preflight_finds_the_nodes_and_connections_are_reused(ssh_nodes, cluster):
+def test_the_node_check_finds_the_nodes_and_connections_are_reused(ssh_nodes, cluster):
     nodes = cluster.nodes()
     assert [n.name for n in nodes] == [n.address for n in ssh_nodes.nodes]
     assert [n.address for n in nodes] == [n.address for n in ssh_nodes.nodes]
@@ -64,7 +64,7 @@ def test_preflight_finds_the_nodes_and_connections_are_reused(ssh_nodes, cluster
     cluster.run_all(["true"])
     cluster.free_ports(nodes[0])
     assert [h.conn.transport for h in cluster._hosts] == transports  # one connection per node, reused
-    assert cluster.nodes() == nodes  # preflight ran once
+    assert cluster.nodes() == nodes  # the node check ran once
 
 
 def test_fanout_keeps_each_nodes_exit_code_stdout_and_stderr_apart(cluster):
@@ -233,7 +233,7 @@ def test_ssh_config_alias_with_shell_characters_through_a_proxyjump(ssh_nodes, t
     c.close()
 
 
-def test_preflight_names_nodes_without_python_or_with_other_versions(ssh_nodes, tmp_path):
+def test_the_node_check_names_nodes_without_python_or_with_other_versions(ssh_nodes, tmp_path):
     c = ssh_nodes.cluster(python="/nonexistent/python3")
     with pytest.raises(ClusterError) as err:
         c.nodes()

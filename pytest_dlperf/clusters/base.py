@@ -66,7 +66,7 @@ class SpanAccess:
     env: dict[str, str] = field(default_factory=dict)  # for node 0's launcher (the local cluster's agent)
     ssh_port: int | None = None  # one port for every node (horovodrun takes one)
     ssh_identity: str | None = None  # a key file on node 0
-    preflight: bool = True  # prove node 0 reaches every node over SSH before the first run
+    check_reach: bool = True  # prove node 0 reaches every node over SSH before the first run (nodechecks.reach)
     nics: tuple[str, ...] = ()  # network interfaces every node shares (empty: the launcher finds them)
 
 

@@ -177,7 +177,7 @@ class LocalCluster(Cluster):
         agent.chmod(0o755)
         where = {n.address: (n.extra.get("cpuset", "") if self.pin else "") for n in nodes}
         return SpanAccess(env={"PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-                               NODES_ENV: json.dumps(where, separators=(",", ":"))}, preflight=False, nics=("lo",))
+                               NODES_ENV: json.dumps(where, separators=(",", ":"))}, check_reach=False, nics=("lo",))
 
     def render(self, cmd: NodeCommand) -> str:
         wrapped = NodeCommand(cmd.node, self.wrap(cmd.node, cmd.argv),

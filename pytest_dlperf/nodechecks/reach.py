@@ -31,7 +31,7 @@ def check(cluster: Cluster, nodes: list[Node], log_dir: Path) -> tuple[str, str]
     def command(node: Node, run_dir: str, script: str) -> NodeCommand | None:
         nonlocal ssh
         access = cluster.span_access(nodes, run_dir)
-        if not access.preflight:
+        if not access.check_reach:
             return None
         ssh = shlex.join(ssh_argv(access.ssh_port, access.ssh_identity))
         lines = "".join(f"{ssh} {shlex.quote(n.address)} true </dev/null || echo {MARK}{shlex.quote(n.name)} $?\n"
@@ -42,7 +42,7 @@ def check(cluster: Cluster, nodes: list[Node], log_dir: Path) -> tuple[str, str]
     if runs.error:
         return "fail", f"could not check that {head.name} reaches the other nodes over SSH: {runs.error}"
     got = runs.outputs.get(head.name)
-    if got is None:  # the cluster starts the other nodes itself (span_access.preflight false)
+    if got is None:  # the cluster starts the other nodes itself (span_access.check_reach false)
         return None
     if got.returncode is None:
         return "fail", f"{head.name} did not finish logging in to the other nodes within {TIMEOUT:.0f} s"

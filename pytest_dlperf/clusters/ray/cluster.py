@@ -158,10 +158,10 @@ class RayCluster(Cluster):
     def nodes(self) -> list[Node]:
         with self._lock:
             if self._nodes is None:
-                self._nodes = self._preflight()
+                self._nodes = self._check_nodes()
             return list(self._nodes)
 
-    def _preflight(self) -> list[Node]:
+    def _check_nodes(self) -> list[Node]:
         try:
             every = read_nodes(ray.nodes())
         except Exception as exc:  # noqa: BLE001

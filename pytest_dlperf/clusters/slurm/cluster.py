@@ -122,10 +122,10 @@ class SlurmCluster(Cluster):
     def nodes(self) -> list[Node]:
         with self._lock:
             if self._nodes is None:
-                self._nodes = self._preflight()
+                self._nodes = self._check_nodes()
             return list(self._nodes)
 
-    def _preflight(self) -> list[Node]:
+    def _check_nodes(self) -> list[Node]:
         names = self.allocation.nodes
         self.say(f"slurm: checking {len(names)} node(s) of job {self.allocation.job_id}: {','.join(names)}")
 
@@ -288,7 +288,7 @@ class SlurmCluster(Cluster):
             self.upload(nodes[0], agent, run_dir)
         where = {"job": self.allocation.job_id, "nodes": {n.address: n.name for n in nodes}}
         return SpanAccess(env={"PATH": f"{run_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-                               SRUN_ENV: json.dumps(where, separators=(",", ":"))}, preflight=False)
+                               SRUN_ENV: json.dumps(where, separators=(",", ":"))}, check_reach=False)
 
     @contextlib.contextmanager
     def lease(self) -> Iterator[None]:

@@ -60,7 +60,7 @@ class SSHCluster(Cluster):
                        for i, h in enumerate(hosts)]
         self._by_name = {h.spec.name: h for h in self._hosts}
         self._nodes: list[Node] | None = None
-        self._preflight_lock = threading.Lock()
+        self._check_lock = threading.Lock()
         self._procs: list[SSHProcess] = []
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -153,9 +153,9 @@ class SSHCluster(Cluster):
                               timeout=max(30.0, self.settings.connect_timeout * 3), guard=False)
         return parse_probe(res.returncode, res.stdout, res.tail(5), python)
 
-    def preflight(self) -> list[Node]:
+    def check_nodes(self) -> list[Node]:
         """Connect every host at once and check it, once; ClusterError naming every bad node."""
-        with self._preflight_lock:
+        with self._check_lock:
             if self._nodes is not None:
                 return self._nodes
             results = self._fan(self._probe, self._hosts)
@@ -171,7 +171,7 @@ class SSHCluster(Cluster):
             return self._nodes
 
     def nodes(self) -> list[Node]:
-        return list(self.preflight())
+        return list(self.check_nodes())
 
     # ------------------------------------------------------------------ files
     def span_access(self, nodes: Sequence[Node], run_dir: str) -> SpanAccess:

@@ -6,9 +6,9 @@ Three ways it is used:
 
 - ``python3 -c "$(cat nodefacts.py)" torch ...``: the SSH and Slurm clusters' preflight, before
   anything is copied to the node, prints one JSON line of facts (``facts``);
-- ``python3 nodefacts.py --frameworks paddle``: the framework preflight prints ``MARK`` and one JSON
+- ``python3 nodefacts.py --frameworks paddle``: the framework readiness check prints ``MARK`` and one JSON
   line: import name -> {"dist": distribution, "version": ...} or null (not importable);
-- ``python3 nodefacts.py --compiler cpu|gpu``: the preflight of a compiled case prints
+- ``python3 nodefacts.py --compiler cpu|gpu``: the readiness check of a compiled case prints
   ``COMPILER_MARK`` and one JSON line: the compiler torch.compile's inductor runs on such a node;
 - ``python3 nodefacts.py --software``: the software probe prints ``SOFTWARE_MARK`` and one JSON line
   (``software``, contract ``SOFTWARE_CONTRACT``): the interpreter, every installed distribution and the
