@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -208,12 +209,18 @@ def test_a_disk_that_fills_while_installing_is_one_line_and_leaves_nothing(tmp_p
         subprocess.run(["umount", str(full)], check=True)
 
 
+def _pause(tmp_path: Path, seconds: int) -> str:
+    """``sleep``'s argument for ``seconds``, told apart from any other process's (``pgrep -f`` looks at every
+    process of the machine: a plain "sleep 60" matched a shell's beside the tests)."""
+    return f"{seconds}.{zlib.crc32(str(tmp_path).encode()):010d}"
+
+
 def _slow_python(tmp_path: Path, seconds: int) -> Path:
     """The session's python, whose pip takes ``seconds`` before it installs (a download in progress)."""
     wrapper = tmp_path / "python"
     wrapper.write_text(textwrap.dedent(f"""\
         #!/bin/sh
-        case "$*" in *"-m pip"*) sleep {seconds};; esac
+        case "$*" in *"-m pip"*) sleep {_pause(tmp_path, seconds)};; esac
         exec {sys.executable} "$@"
         """))
     wrapper.chmod(0o755)
@@ -235,7 +242,7 @@ def test_a_make_stopped_midway_leaves_no_partial_environment_and_no_installer(tm
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 130 and f"{ERROR_MARK}interrupted: the partial environment was removed" in out, out
     assert not list(cache.glob("*.partial-*")) and not [d for d in cache.iterdir() if d.is_dir()]
-    still = subprocess.run(["pgrep", "-f", f"sleep 60"], capture_output=True, text=True).stdout.split()
+    still = subprocess.run(["pgrep", "-f", f"sleep {_pause(tmp_path, 60)}"], capture_output=True, text=True).stdout.split()
     assert not still, f"the installer outlived its make: {still}"
 
 
