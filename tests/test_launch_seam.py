@@ -2,6 +2,7 @@
 with a hostfile, per-node ports and distinct node addresses; a plugin adds one through the hooks."""
 from __future__ import annotations
 
+import ast
 import json
 import shlex
 from pathlib import Path
@@ -130,3 +131,12 @@ def test_a_run_whose_set_up_fails_says_what_the_cluster_knows(tmp_path):
 
     with pytest.raises(ClusterError, match=r"job has expired$"):
         run_case(Quiet(nodes=2, base_dir=tmp_path), TorchrunLauncher(), case, m, tmp_path / "logs")
+
+
+def test_the_tiny_engine_offers_the_models_its_workload_trains():
+    """The default matrix on --backend tiny has no case its workload would refuse (it knew no llama)."""
+    from tests.tiny.plugin import WORKLOAD, TinyLauncher
+
+    tree = ast.parse(WORKLOAD.read_text())
+    cost = next(n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "COST")
+    assert sorted(TinyLauncher.models) == sorted(ast.literal_eval(cost))
