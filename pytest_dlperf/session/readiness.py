@@ -137,10 +137,10 @@ class CaseReadiness:
 
     def frameworks(self, case: CaseSpec) -> dict[str, str]:
         """The case's frameworks as the readiness probe found them on node 0: name -> version (kept in its
-        ``Ready`` once its checks passed)."""
+        ``Ready`` once its checks passed); a copy: the runs' meta lines each keep their own."""
         ready = self.found.cases.get(self.engines.name(case))
         if ready is not None:
-            return ready.frameworks
+            return dict(ready.frameworks)
         probed = self.found.node_frameworks.get(self.cluster().nodes()[0].name, {})
         return {fw: probed[fw] for fw in self.engines.launcher(case).frameworks_for(case) if fw in probed}
 
