@@ -1,6 +1,6 @@
 """What the readiness checks found, as one result the hub, the judge, the reports and the xdist parts read:
-each node's best hardware fingerprint and framework versions, and per case its baseline context and its
-frameworks as node 0 has them. The checks write it; nothing else reaches into them."""
+each node's best hardware fingerprint and framework versions, and per case its baseline context. The checks
+write it; nothing else reaches into them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,28 +10,18 @@ from ..nodechecks import hardware
 from .contexts import BaselineContext
 
 
-@dataclass(frozen=True)
-class Ready:
-    """One case, ready for its first launch: the baseline context its file resolved (None: none to gate
-    against) and its frameworks' versions as the readiness probe found them on node 0 (name -> version)."""
-
-    context: BaselineContext | None
-    frameworks: dict[str, str]
-
-
 @dataclass
 class Found:
     """The session's readiness result: per node the best fingerprint and the framework versions; per case
-    (by name) what ``Ready`` says."""
+    (by name) the baseline context its file resolved (None: none to gate against)."""
 
     fingerprints: hardware.Fingerprints | None = None
     node_frameworks: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> framework -> version
-    cases: dict[str, Ready] = field(default_factory=dict)
+    contexts: dict[str, BaselineContext | None] = field(default_factory=dict)
 
     def context(self, name: str) -> BaselineContext | None:
         """The case's baseline context (None before its readiness checks, or where it has none)."""
-        ready = self.cases.get(name)
-        return ready.context if ready is not None else None
+        return self.contexts.get(name)
 
     def probes(self) -> list[dict]:
         """Each node's best probe so far, in node order (none before the first probe)."""

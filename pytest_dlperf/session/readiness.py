@@ -18,7 +18,7 @@ from ..nodechecks import compiler, dataset, frameworks, hardware, interfaces, re
 from ..specs import COMPILED, CaseSpec
 from .engines import Engines
 from .failures import CaseFailures
-from .found import Found, Ready
+from .found import Found
 from .gate import Gate
 from .software import SoftwareIdentities
 
@@ -27,7 +27,7 @@ RECHECKS = 3  # more probes, --dlperf-reprobe-pause s apart, before a recording 
 
 class CaseReadiness:
     """The session's readiness checks; what they found is ``found`` (each node's framework versions and best
-    hardware fingerprint, each case's baseline context and frameworks, resolved once)."""
+    hardware fingerprint, each case's baseline context, resolved once)."""
 
     def __init__(self, cluster: Callable[[], Cluster], engines: Engines, gate: Gate, failures: CaseFailures,
                  options: RunOptions, software: SoftwareIdentities) -> None:
@@ -123,11 +123,10 @@ class CaseReadiness:
     def baseline_ready(self, case: CaseSpec) -> None:
         """The case's baseline file reads cleanly, else the case fails before its first launch,
         naming the file, what is wrong and the fix (the file is never written). Keeps the case's
-        baseline context for the judge, with the frameworks it was resolved for."""
-        frameworks = self.frameworks(case)
+        baseline context for the judge."""
         try:
-            context = self.gate.contexts.check_file(self.cluster().nodes(), case, frameworks)
-            self.found.cases[self.engines.name(case)] = Ready(context, frameworks)
+            context = self.gate.contexts.check_file(self.cluster().nodes(), case, self.frameworks(case))
+            self.found.contexts[self.engines.name(case)] = context
             return
         except BaselineError as exc:
             why = f"{case.id}: {exc}"
@@ -136,11 +135,7 @@ class CaseReadiness:
         self.failures.fail(self.engines.name(case), why)  # outside the except block: the report shows no chain
 
     def frameworks(self, case: CaseSpec) -> dict[str, str]:
-        """The case's frameworks as the readiness probe found them on node 0: name -> version (kept in its
-        ``Ready`` once its checks passed); a copy: the runs' meta lines each keep their own."""
-        ready = self.found.cases.get(self.engines.name(case))
-        if ready is not None:
-            return dict(ready.frameworks)
+        """The case's frameworks as the readiness probe found them on node 0: name -> version."""
         probed = self.found.node_frameworks.get(self.cluster().nodes()[0].name, {})
         return {fw: probed[fw] for fw in self.engines.launcher(case).frameworks_for(case) if fw in probed}
 
