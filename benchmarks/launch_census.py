@@ -4,10 +4,11 @@ last node log written), summed per test module.
 
     python3 benchmarks/launch_census.py /tmp/pytest-of-root/pytest-N [...]
 
-Give it the base temporary directories the run left (pytest keeps the last three: the exclusive phase's and
-the shared phase's are two). A test's directory is its name cut to 30 characters; the module is found by
-matching it against the tests' function names. Prints per module: launches, their seconds, seconds per
-launch; then the whole."""
+Give it the base temporary directories the run left. pytest keeps the last three, and the suite sessions
+the tests start make base directories of their own, so only the last phase's survives the run (and only
+until the next pytest on the machine). A test's directory is its name, parameters included, cut to 30
+characters; the module is found by matching it against the tests' function names. Prints per module:
+launches, their seconds, seconds per launch; then the whole."""
 from __future__ import annotations
 
 import ast
@@ -32,11 +33,17 @@ def test_modules() -> dict[str, str]:
 def module_of(test_dir: str, names: dict[str, str]) -> str:
     """The module of a test's temporary directory (``test_some_name_cut_to_30c0``)."""
     stem = re.sub(r"\d+$", "", test_dir)
-    found = {m for n, m in names.items() if n[:30] == stem[:30] or n.startswith(stem)}
+    found = {m for n, m in names.items() if stem == n[:30] or (len(n) < 30 and stem.startswith(n + "_"))}
     return found.pop() if len(found) == 1 else f"? {stem}"
 
 
 def main(bases: list[str]) -> int:
+    if not bases or not all(Path(b).is_dir() for b in bases):
+        missing = [b for b in bases if not Path(b).is_dir()]
+        print(f"launch_census: {'no such directory: ' + ', '.join(missing) if missing else 'no directory given'}: "
+              "give the base temporary directories a run of the tests left (/tmp/pytest-of-USER/pytest-N)",
+              file=sys.stderr)
+        return 2
     names = test_modules()
     count: dict[str, int] = defaultdict(int)
     seconds: dict[str, float] = defaultdict(float)

@@ -71,6 +71,9 @@ def torchrun(repeats: int, steps: int) -> None:
                                  "--master_addr", "127.0.0.1", "--master_port", str(free_port()), str(script)], env)
             mark = {ln.split()[0]: float(ln.split()[1]) for ln in out.splitlines() if ln.split()[:1] in
                     (["START"], ["READY"], ["END"])}
+            if len(mark) < 3:
+                sys.exit(f"launch_cost: the torchrun launch did not train (it printed {out[-300:]!r}): "
+                         "is torch installed for this python?")
             phases["agent start"].append(mark["START"] - t0)
             phases["imports + process group"].append(mark["READY"] - mark["START"])
             phases["steps"].append(mark["END"] - mark["READY"])
