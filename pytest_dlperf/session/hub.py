@@ -143,7 +143,7 @@ class DLPerfSession:
             max_warmup_iters=p.max_warmup_iters if o.warmup_iters is None else warm,
             window_seconds=window, max_iters=p.max_iters if window else 0,
             min_repeats=min(p.min_repeats or 1, repeats) if budget else 0, budget=budget,
-            pace_probe=o.pace_probe == "on", compile_cache=o.compile_cache,
+            pace_probe=o.pace_probe == "on", compile_cache=o.compile_cache, cold_launches=o.cold_launches,
             data_dir=o.data_dir, data_workers=o.data_workers, drop_caches=o.drop_caches,
             # the profile's repeats adapt to the spread; --dlperf-repeats R runs R, a recording every repeat
             settle_launches=0 if o.repeats or recording else min(p.settle_launches, repeats),
@@ -318,10 +318,14 @@ class DLPerfSession:
         return self.results.add(self.summarize(got.case, m, got.runs))
 
     def _record_every_mode(self, got: Measured, m: Measurement, result: CaseResult, n: int) -> CaseResult:
-        """--update-baselines: a case whose launches split into modes (or spread beyond the gate's bound)
-        takes ``n`` more before it is recorded, and the session says what they found (``confirm``)."""
+        """--update-baselines: a case whose launches split into modes takes ``n`` more before it is recorded,
+        and the session says what they found (``confirm``); one whose launches are one mode spread beyond
+        the gate's bound takes none, and the session says why."""
         why = record_modes.unsettled(result, self.gate.options.cv_bound)
         if why is None or not result.throughputs:
+            return result
+        if isinstance(why, str):  # one mode, spread by the host: more launches would not make them agree
+            self.gate.note(record_modes.host_spread(got.case.id, why))
             return result
         name = self.case_name(got.case)
         self.live.said(f"dlperf {name}: its launches are not one mode yet: {n} more before it is recorded")

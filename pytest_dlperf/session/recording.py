@@ -85,7 +85,7 @@ class BaselineRecorder:
                  f"in about {rate:.0%} of sessions (the gate's own test on 200 modelled sessions)."
                  if rate is not None else "")
         self.note(f"{result.case.id}: {head}{catch} Record it again at a quieter moment, or with more "
-                  "--dlperf-repeats.")
+                  "--dlperf-repeats; or tell a smaller slow-down side by side (--dlperf-confirm-when weak, A/B).")
 
     def test_finished(self, nodeid: str, passed: bool) -> None:
         """Only a case whose test passed is recorded (and gives a later case of its group its speedup)."""

@@ -161,6 +161,21 @@ def slow_first_launches() -> None:
     os.environ["DLPERF_PLANT_SLOWDOWN"] = d if before < int(n) else "0"
 
 
+def spread_launches() -> None:
+    """TINY_SLOWDOWNS=FILE:D0,D1,...: the k-th launch that counts itself in FILE runs Dk slower, the ones
+    past the list at full speed: a host whose speed differs from launch to launch, one mode spread wide."""
+    spec = os.environ.get("TINY_SLOWDOWNS")
+    if not spec:
+        return
+    path, ds = spec.rsplit(":", 1)
+    with open(path, "a+", encoding="utf-8") as f:
+        f.seek(0)
+        before = len(f.read().splitlines())
+        f.write("launch\n")
+    got = ds.split(",")
+    os.environ["DLPERF_PLANT_SLOWDOWN"] = got[before] if before < len(got) else "0"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.local_rank >= 0:
@@ -169,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if args.node_rank == 0:
         slow_first_launches()
+        spread_launches()
     children = [subprocess.Popen([sys.executable, "-u", os.path.abspath(__file__), *argv, "--local-rank", str(i)])
                 for i in range(max(1, args.nproc_per_node))]
     codes = [c.wait() for c in children]
