@@ -104,8 +104,14 @@ def add_workload_options(parser: pytest.Parser) -> None:
            "compiled where the profile says: the decoder at 1n1g")
     a("--dlperf-compile-cache", default=None, metavar="DIR",
       help="a compiled case's inductor caches in DIR on every node, shared by its launches and kept for later "
-           "sessions (compile time is then measured only where DIR was empty). Default: each launch compiles "
-           "into an empty cache of its own, removed after it")
+           "sessions (compile time is then measured only where DIR was empty). Default: a compiled case's first "
+           "--dlperf-cold-launches launches compile into an empty cache of their own, and the later ones start "
+           "from the first's")
+    a("--dlperf-cold-launches", type=positive_int, default=3, metavar="N",
+      help="a compiled case's launches that compile cold (from an empty cache), without --dlperf-compile-cache: "
+           "its compile time, time to first step and peak memory are taken from them; its later launches start "
+           "from the first's cache and measure the same compiled program's window in seconds, not a compile's "
+           "minute (default: %(default)s, the fewest a rank test against as many recorded ones can call)")
 
 
 def add_data_options(parser: pytest.Parser) -> None:
@@ -251,6 +257,7 @@ class RunOptions:
     devices: str | None = None  # --dlperf-devices: "gpu" or "cpu" (DEVICES); None: the cluster kind's answer
     compile: list[str] | None = None  # --dlperf-compile: "eager", "compiled" (COMPILE_MODES); None: the profile's
     compile_cache: str = ""  # --dlperf-compile-cache: a directory on every node; "": an empty cache per launch
+    cold_launches: int = 3  # --dlperf-cold-launches: a compiled case's launches that compile cold
     data: tuple[str, ...] = (SYNTHETIC,)  # --dlperf-data: what the cases train on (DATA_SOURCES)
     data_dir: str = ""  # --dlperf-data-dir: the dataset's absolute path on every node ("": none given)
     data_workers: int | None = None  # --dlperf-data-workers (None: from each node's cores and devices)
@@ -351,7 +358,7 @@ def from_config(config: pytest.Config) -> RunOptions:
         probe_seconds=get("dlperf_probe_seconds"), reprobe_pause=get("dlperf_reprobe_pause"),
         devices=get("dlperf_devices"),
         compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=cache,
-        data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"), data_make=get("dlperf_data_make"),
+        cold_launches=get("dlperf_cold_launches"), data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"), data_make=get("dlperf_data_make"),
         drop_caches=get("dlperf_drop_caches"), plots=get("dlperf_plots") == "on",
         local_lease=_local_lease(get("dlperf_local_lease")),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],

@@ -33,3 +33,4 @@ class RunRecord:
     # the GPU watcher's figures over the window (gpuwatch.py): "busy" and "energy", each its figures or
     # {"not_measured": why}; {} where no GPU was there to watch (CPU nodes, an imported log)
     gpu: dict = field(default_factory=dict)
+    node_dirs: dict[str, str] = field(default_factory=dict)  # node name -> the launch's run directory there

@@ -128,13 +128,14 @@ class CaseResult:
 
     @property
     def compile_cache(self) -> dict:
-        """A compiled case's caches as its launches had them: whose they were (each launch's own, empty
-        and removed after it; or a directory kept across launches and sessions) and which launches
-        started from an empty one (a cold compile)."""
+        """A compiled case's caches as its launches had them: whose they were (the first cold launches'
+        own, empty at their start, and the later launches' the first's; or a directory kept across
+        launches and sessions) and which launches started from an empty one (a cold compile)."""
         caches = [(r.meta.get("compile") or {}).get("cache") or {} for r in self.runs]
-        kept = self.measurement.compile_cache
+        kept, cold = self.measurement.compile_cache, self.measurement.cold_launches
         return {"choice": f"kept in {kept} (--dlperf-compile-cache)" if kept else
-                "each launch its own, empty at its start and removed after it",
+                f"the first {cold} launch(es) each their own, empty at its start (--dlperf-cold-launches); "
+                "the later ones the first's",
                 "dirs": list(dict.fromkeys(c.get("dir") for c in caches if c.get("dir"))),
                 "cold": [c.get("cold") for c in caches]}
 
@@ -240,26 +241,31 @@ def _step_seconds(r: RunRecord, case: CaseSpec, m: Measurement) -> list[float]:
 
 def _other_figures(case: CaseSpec, m: Measurement, runs: list[RunRecord]) -> tuple[dict[str, list[float]],
                                                                                   dict[str, str]]:
-    """Each other per-launch metric's figures where every launch has one, else why the case has none
-    (a launch without it is never left out to make a figure of the others)."""
+    """Each other per-launch metric's figures where every launch it is taken from has one (``taken_from``: a
+    compiled case's start-up from its cold launches), else why the case has none (a launch without it is
+    never left out to make a figure of the others)."""
     figures, absent = {}, {}
     for metric in metrics.of_kind(metrics.Kind.LAUNCH):
         if metric is metrics.PRIMARY or not metric.has(case):
             continue
+        taken, none = metric.taken_from(runs, case)
+        if not taken:
+            absent[metric.name] = none
+            continue
         got, why, cannot = [], [], 0
-        for r in runs:
+        for r in taken:
             try:
                 got.append(metric.per_launch(r, case, m))
             except metrics.NotMeasured as exc:
                 why.append(str(exc))
                 cannot += isinstance(exc, metrics.NotApplicable)
-        if cannot == len(runs):
+        if cannot == len(taken):
             continue  # no launch could have it (a GPU metric on CPU nodes): the case leaves it out, unsaid
         if not why:
             figures[metric.name] = got
         else:
-            absent[metric.name] = why[0] if len(why) == len(runs) else \
-                f"{len(why)} of {len(runs)} launches have none ({why[0]})"
+            absent[metric.name] = why[0] if len(why) == len(taken) else \
+                f"{len(why)} of {len(taken)} launches have none ({why[0]})"
     return figures, absent
 
 

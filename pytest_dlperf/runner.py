@@ -17,7 +17,7 @@ from typing import Protocol
 
 from . import gpuwatch, pace
 from .clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, stop_everything
-from .launchers.base import Launcher, RunPlan
+from .launchers.base import CompileCache, Launcher, RunPlan
 from .records import RunRecord, StepRecord
 from .specs import CaseSpec, Measurement
 from .node.workloads import steplog
@@ -28,6 +28,9 @@ TAIL_LINES = 40
 class SideLike(Protocol):
     """What a launch uses of an A/B session's side (``ab.sides.Side``): the nodes it runs on, its
     workload files and its commands (its interpreter, variables)."""
+
+    @property
+    def label(self) -> str: ...  # "reference", "candidate": whose launches these are
 
     def nodes(self, nodes: list[Node]) -> list[Node]: ...
 
@@ -41,9 +44,11 @@ class RunFailed(Exception):
 
 
 def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
-             run_id: str | None = None, side: SideLike | None = None) -> tuple[RunPlan, list[NodeCommand]]:
+             run_id: str | None = None, side: SideLike | None = None,
+             cache: CompileCache | None = None) -> tuple[RunPlan, list[NodeCommand]]:
     """Prepare per-run directories and the workload on each node; build the commands. ``side`` (an
-    A/B session's): its interpreter on the nodes, its files' revision and its workers' variables."""
+    A/B session's): its interpreter on the nodes, its files' revision and its workers' variables;
+    ``cache``: a compiled case's inductor cache (default: an empty one of the launch's own)."""
     all_nodes = side.nodes(cluster.nodes()) if side is not None else cluster.nodes()
     need = case.topology.nodes
     if need > len(all_nodes):
@@ -77,7 +82,8 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                    workload=workload, master_addr=nodes[0].address,
                    master_port=ports[nodes[0].name][0], tag=f"dlperf-{uuid.uuid4().hex}",
                    addresses={n.name: n.address for n in nodes}, ports=ports, hostfile=hostfile, span=span,
-                   interfaces={n.name: held[n.name] for n in nodes if n.name in held})
+                   interfaces={n.name: held[n.name] for n in nodes if n.name in held},
+                   compile_cache=cache or CompileCache())
     cmds = launcher.commands(plan)
     if side is not None:
         cmds = side.commands(cmds)
@@ -194,12 +200,13 @@ def last_progress(path: Path) -> dict | None:
 
 def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement,
              log_dir: Path, repeat: int = 0, poll: float = 0.1,
-             on_progress: Callable[[dict], None] | None = None, side: SideLike | None = None) -> RunRecord:
+             on_progress: Callable[[dict], None] | None = None, side: SideLike | None = None,
+             cache: CompileCache | None = None) -> RunRecord:
     """Run one repeat of the case to completion; raise RunFailed with the nodes' last output.
     ``on_progress`` gets rank 0's latest progress line (a dict) about twice a second."""
     log_dir.mkdir(parents=True, exist_ok=True)
     try:
-        plan, cmds = plan_run(cluster, launcher, case, measurement, side=side)
+        plan, cmds = plan_run(cluster, launcher, case, measurement, side=side, cache=cache)
     except ClusterError as exc:  # a node lost while the run was set up: say what the cluster knows
         found = _diagnosis(cluster, case)
         if not found:
@@ -234,7 +241,7 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
     return RunRecord(repeat=repeat, meta=meta, steps=steps, commands=rendered,
                      logs={p.node.name: str(p.log_path) for p in procs}, wall_seconds=wall,
                      run_dir=str(log_dir), started_at=started_at, pace=run_pace, pace_error=pace_error,
-                     node_paces=node_paces, gpu=gpu)
+                     node_paces=node_paces, gpu=gpu, node_dirs=dict(plan.run_dirs))
 
 
 def _watch(cluster: Cluster, launcher: Launcher, plan: RunPlan, procs: list[NodeProcess], deadline: float,

@@ -164,6 +164,10 @@ class Measurement:
     # a compiled case's inductor caches: "" (each launch compiles into an empty cache of its own, removed
     # after it), else a directory on every node that the launches share and keep (--dlperf-compile-cache)
     compile_cache: str = ""
+    # without a kept cache, a compiled case's first cold_launches launches compile cold (compile time, time to
+    # first step and peak memory are taken from them); the later ones start from the first's cache, so they
+    # measure the same compiled program's window without compiling it again (--dlperf-cold-launches)
+    cold_launches: int = 3
     # a real-data case's dataset: its directory on every node (--dlperf-data-dir) and the loader's worker
     # processes per rank (None: from the node's cores and devices; --dlperf-data-workers)
     data_dir: str = ""

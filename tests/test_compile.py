@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,13 @@ from pytest_dlperf.ab.judges import count_verdict
 from pytest_dlperf.baselines import BaselineError, Entry, Tolerances
 from pytest_dlperf.baselines.rules import judge_count
 from pytest_dlperf.clusters.base import Node
-from pytest_dlperf.launchers.base import RunPlan
+from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
+from pytest_dlperf.launchers.base import CacheUse, RunPlan
 from pytest_dlperf.launchers.torchrun import TorchrunLauncher
+from pytest_dlperf.measure.compile_caches import CompileCaches
 from pytest_dlperf.measure.measured import launch_class
 from pytest_dlperf.records import RunRecord
+from pytest_dlperf.results import _other_figures
 from pytest_dlperf.specs import CaseSpec, Measurement, Topology
 
 from tests.suite import QUICK_PROBES, python_over_this_one, run_suite
@@ -133,6 +137,75 @@ def test_a_compiled_case_compiles_into_an_empty_cache_of_its_own_unless_one_is_k
     assert kept.env["TORCHINDUCTOR_CACHE_DIR"] == "/cache" and "--drop-compile-cache" not in kept.argv
 
 
+def test_a_compiled_cases_first_launches_compile_cold_and_the_later_ones_start_from_the_firsts_cache():
+    """Issue #66: three cold launches give compile time its verdict; the rest need not compile again."""
+    case = CaseSpec("llama", "fp32", 2, 64, Topology(1, 1), "ddp", "d256l4").as_mode("compiled")
+    m = Measurement(warmup_iters=2, iters=3, repeats=5, timeout=60, cold_launches=2)
+    caches, key, nodes = CompileCaches(), ("case", ""), [Node("n0", "10.0.0.1", "/usr/bin/python3", cpus=2),
+                                                         Node("n1", "10.0.0.2", "/usr/bin/python3", cpus=2)]
+
+    def launched(i: int) -> list:
+        cache = caches.next(key, case, m)
+        dirs = {n.name: f"/run/r{i}/{n.name}" for n in nodes}
+        plan = RunPlan(case, m, nodes, dirs, {n.name: f"{d}/torch_ddp.py" for n, d in zip(nodes, dirs.values())},
+                       "10.0.0.1", 29500, "t", compile_cache=cache)
+        cmds = TorchrunLauncher().commands(plan)
+        caches.took(key, cache, case, m, RunRecord(repeat=i, meta={}, steps=[], commands=[], logs={}, wall_seconds=1,
+                                                   node_dirs=dirs))
+        return [(c.env["TORCHINDUCTOR_CACHE_DIR"], "--drop-compile-cache" in c.argv) for c in cmds]
+
+    got = [launched(i) for i in range(4)]
+    assert got[0] == [("/run/r0/n0/inductor-cache", False), ("/run/r0/n1/inductor-cache", False)]  # the seed: kept
+    assert got[1] == [("/run/r1/n0/inductor-cache", True), ("/run/r1/n1/inductor-cache", True)]  # cold, removed
+    assert got[2] == got[3] == got[0]  # warm: each node from the seed's cache there, which none removes
+    other = caches.next(("case", "candidate"), case, m)  # an A/B session's other side starts cold of its own
+    assert other.use is CacheUse.SEED
+    profiled = caches.next(key, case, replace(m, profile_steps=5))  # never counted: its own, as ever
+    assert profiled.use is CacheUse.OWN
+    assert caches.next(key, case, replace(m, compile_cache="/cache")).use is CacheUse.OWN  # a kept one rules
+    assert caches.next(key, case.as_mode("eager"), m).use is CacheUse.OWN
+
+
+def test_a_compiled_cases_start_up_figures_come_from_its_cold_launches_and_its_window_from_every_one():
+    case = CaseSpec("llama", "fp32", 2, 64, Topology(1, 1), "ddp", "d256l4").as_mode("compiled")
+    m = Measurement(warmup_iters=1, iters=3, repeats=3, timeout=60)
+
+    def launched(cold: bool, seconds: float) -> RunRecord:
+        record = {"seconds": seconds, "steps": 1, "dynamo_seconds": seconds - 1, "graph_breaks": 0, "recompiles": 0,
+                  "window_compiles": 0, "cache": {"dir": "/run/r0/inductor-cache", "cold": cold}}
+        meta = {"compile": record, "first_step": {"seconds": seconds + 5}, "memory": {"peak_bytes": 2 ** 30}}
+        return RunRecord(repeat=0, meta=meta, steps=[], commands=[], logs={}, wall_seconds=1.0)
+
+    figures, absent = _other_figures(case, m, [launched(True, 45.0), launched(False, 3.5), launched(False, 3.4)])
+    assert figures["compile_time"] == [45.0] and figures["dynamo_compile_time"] == [44.0]
+    assert figures["time_to_first_step"] == [50.0] and figures["peak_memory"] == [2.0 ** 30]
+    assert figures["graph_breaks"] == [0.0, 0.0, 0.0]  # what dynamo counts, it counts in every launch
+    assert not {"compile_time", "time_to_first_step", "peak_memory"} & set(absent)
+    figures, absent = _other_figures(case, m, [launched(False, 3.5)])  # a kept cache filled before: none cold
+    assert "compile_time" not in figures and "time_to_first_step" not in figures
+    assert absent["compile_time"].startswith("every launch compiled from a filled cache (/run/r0/inductor-cache)")
+    eager = case.as_mode("eager")  # an eager case's start-up: every launch's
+    figures, _ = _other_figures(eager, m, [launched(False, 3.5), launched(False, 3.4)])
+    assert figures["time_to_first_step"] == [8.5, 8.4]
+
+
+def test_ab_judges_a_compiled_cases_start_up_on_its_cold_pairs():
+    def pair(k: int, ref: dict, cand: dict) -> Pair:
+        run = RunRecord(repeat=k, meta={}, steps=[], commands=[], logs={}, wall_seconds=1.0)
+        return Pair(k, "reference", Launch("reference", 10.0, run, ref), Launch("candidate", 10.0, run, cand))
+
+    case = CaseSpec("llama", "fp32", 2, 64, Topology(1, 1), "ddp", "d256l4").as_mode("compiled")
+    rec = PairedCase(case, "c")
+    rec.pairs = [pair(0, {"compile_time": 40.0}, {"compile_time": 50.0}), pair(1, {}, {})]
+    assert rec.figures("compile_time") == [(40.0, 50.0)]  # the warm pair has it on neither side by design
+    rec.pairs.append(pair(2, {"compile_time": 41.0}, {}))
+    assert rec.figures("compile_time") == []  # one side alone: not judged on the others
+    rec.pairs = [pair(0, {"peak_memory": 1.0}, {"peak_memory": 1.0}), pair(1, {}, {})]
+    assert rec.figures("peak_memory") == [(1.0, 1.0)]
+    rec.pairs = [pair(0, {"input_wait": 1.0}, {"input_wait": 1.0}), pair(1, {}, {})]
+    assert rec.figures("input_wait") == []  # taken from every launch: a pair without it on both sides is not skipped
+
+
 # ---------------------------------------------------------------- on real torch
 def python_breaking_the_graph(directory: Path) -> str:
     """A second Python environment the project knows nothing of: a venv over this one's packages whose
@@ -141,35 +214,42 @@ def python_breaking_the_graph(directory: Path) -> str:
     return str(directory / "bin" / "python")
 
 
-def compiled_session(tmp: Path, store: Path, cache: Path, *args: str, python: str | None = None,
-                     env: dict | None = None) -> tuple[subprocess.CompletedProcess, Path]:
-    """The compiled decoder at 1n1g, one launch, its inductor caches kept in ``cache``: a launch whose
-    graphs an earlier one compiled takes seconds, not the 25 s of a cold compile on one core."""
+def compiled_session(tmp: Path, store: Path, cache: Path | None, *args: str, python: str | None = None,
+                     env: dict | None = None, repeats: int = 1) -> tuple[subprocess.CompletedProcess, Path]:
+    """The compiled decoder at 1n1g, ``repeats`` launches, its inductor caches kept in ``cache`` (None: the
+    session's own): a launch whose graphs an earlier one compiled takes seconds, not the 25-45 s of a cold
+    compile on one core."""
     report = tmp / "report"
-    r = run_suite("-k", CASE, "--dlperf-repeats", "1", *QUICK_PROBES, f"--dlperf-report={report}",
-                  f"--dlperf-baseline-dir={store}", f"--dlperf-compile-cache={cache}", *args, python=python,
-                  env=env, timeout=900)
+    kept = [f"--dlperf-compile-cache={cache}"] if cache is not None else []
+    r = run_suite("-k", CASE, "--dlperf-repeats", str(repeats), *QUICK_PROBES, f"--dlperf-report={report}",
+                  f"--dlperf-baseline-dir={store}", *kept, *args, python=python, env=env, timeout=900)
     return r, report
 
 
 @pytest.mark.real  # (not exclusive: what it checks is counted, not timed)
 def test_a_python_whose_workers_break_the_graph_fails_against_the_baseline_and_as_an_ab_candidate(tmp_path):
-    store, cache = tmp_path / "store", tmp_path / "cache"
-    cache.mkdir()
-    r, report = compiled_session(tmp_path / "record", store, cache, "--update-baselines")
+    store = tmp_path / "store"
+    # recorded with the session's own caches: the first launch compiles cold, the second from its cache
+    r, report = compiled_session(tmp_path / "record", store, None, "--update-baselines", "--dlperf-cold-launches",
+                                 "1", repeats=2)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((report / "results.json").read_text())
     (case,) = doc["cases"]
-    assert case["compile_cache"]["cold"] == [True]  # the kept cache was empty: a cold compile, its time measured
+    assert case["compile_cache"]["cold"] == [True, False], case["compile_cache"]
+    (cache,) = (report / "nodes").glob("*/local0/inductor-cache")  # the seed's, kept; no other launch made one
+    assert case["compile_cache"]["dirs"] == [str(cache)]
     got = case["metrics"]
+    assert len(got["throughput"]["values"]) == 2  # the warm launch's window counts ...
+    assert len(got["compile_time"]["values"]) == len(got["time_to_first_step"]["values"]) == 1  # ... its start-up not
     assert got["compile_time"]["value"] > 1 and got["dynamo_compile_time"]["value"] > 1
-    assert (got["graph_breaks"]["values"], got["recompiles"]["values"]) == ([0.0], [0.0])
+    assert (got["graph_breaks"]["values"], got["recompiles"]["values"]) == ([0.0] * 2, [0.0] * 2)
     assert got["graph_breaks"]["rule"] == "count" and got["compile_time"]["rule"] == "tolerance"
     summary = (report / "summary.md").read_text()
     assert "## Compiled over eager" in summary and "| compile s | breaks | recompiles |" in summary
     assert "0 graph break(s), 0 recompilation(s)" in summary
-    recorded = json.loads(next(store.glob("*.json")).read_text())["entries"][f"ddp/{CASE}"]["figures"]
-    assert recorded["graph_breaks"] == [0.0] and recorded["compile_time"][0] > 1
+    recorded = json.loads(next(store.glob("*.json")).read_text())["entries"][f"ddp/{CASE}"]
+    assert len(recorded["throughputs"]) == 2 and recorded["figures"]["graph_breaks"] == [0.0, 0.0]
+    assert len(recorded["figures"]["compile_time"]) == 1 and recorded["figures"]["compile_time"][0] > 1
 
     breaking = python_breaking_the_graph(tmp_path / "venv")
     r, report = compiled_session(tmp_path / "stored", store, cache, python=breaking)

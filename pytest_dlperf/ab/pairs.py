@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import metrics
 from ..records import RunRecord
 from ..specs import CaseSpec
 
@@ -67,8 +68,12 @@ class PairedCase:
         return [(p.reference.throughput, p.candidate.throughput) for p in self.pairs]
 
     def figures(self, metric: str) -> list[tuple[float, float]]:
-        """(reference, candidate) figures of another metric per pair; [] unless every pair has both."""
+        """(reference, candidate) figures of another metric per pair; [] unless every pair has both. A
+        metric taken from some launches only (``Metric.launches``: a compiled case's start-up from its cold
+        launches) skips the pairs that have it on neither side; one side alone still gives []."""
         got = [(p.reference.figures.get(metric), p.candidate.figures.get(metric)) for p in self.pairs]
+        if metrics.get(metric).launches is not None:
+            got = [(r, c) for r, c in got if r is not None or c is not None]
         return [(r, c) for r, c in got] if got and all(r is not None and c is not None for r, c in got) else []
 
     def runs(self, role: str) -> list[RunRecord]:

@@ -7,9 +7,12 @@ are printed by ``--dlperf-dryrun`` and run by the runner, so a pasted dry-run re
 """
 from __future__ import annotations
 
+import posixpath
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from ..clusters.base import RUN_TAG_ENV, Node, NodeCommand, SpanAccess
@@ -31,6 +34,27 @@ TORCH_WORKLOAD = ("torch_ddp.py", "torch_models.py", "torch_comm.py", "torch_pro
 BESIDE_EVERY_WORKLOAD = ("steplog.py", "nodefacts.py", "workloadkit.py")
 
 
+class CacheUse(Enum):
+    """Which inductor cache a compiled case's launch compiles into (without --dlperf-compile-cache)."""
+
+    OWN = "own"  # an empty one of its own, removed after it: a cold compile
+    SEED = "seed"  # an empty one of its own, kept after it for the case's warm launches: a cold compile
+    WARM = "warm"  # the case's seed launch's: compiled from it, so its start-up is not a compile's
+
+
+@dataclass(frozen=True)
+class CompileCache:
+    """A launch's inductor cache: its use, and for a warm launch the seed's directory on each node."""
+
+    use: CacheUse = CacheUse.OWN
+    dirs: Mapping[str, str] = field(default_factory=dict)  # WARM: node name -> the seed launch's cache
+
+
+def own_cache_dir(run_dir: str) -> str:
+    """A launch's own inductor cache, in its run directory on the node."""
+    return posixpath.join(run_dir, "inductor-cache")
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """Where one run of a case happens: nodes, per-node directories and the rendezvous."""
@@ -50,6 +74,7 @@ class RunPlan:
     # node name -> the interface holding its address and the socket variables its environment sets
     # (nodechecks/interfaces.py; multi-node cases only)
     interfaces: dict[str, dict] = field(default_factory=dict)
+    compile_cache: CompileCache = field(default_factory=CompileCache)  # a compiled case's inductor cache
 
     @property
     def output_name(self) -> str:

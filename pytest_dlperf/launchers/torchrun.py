@@ -5,7 +5,7 @@ import posixpath
 
 from ..clusters.base import Node, NodeCommand
 from ..specs import COMPILE_MODES, CaseSpec
-from .base import LLM_SIZES, TORCH_WORKLOAD, Launcher, ModelDefaults, RunPlan
+from .base import LLM_SIZES, TORCH_WORKLOAD, CacheUse, Launcher, ModelDefaults, RunPlan, own_cache_dir
 
 
 # The seeds' models, which every torch engine trains (Horovod's and Perseus's too).
@@ -56,7 +56,7 @@ class TorchrunLauncher(Launcher):
             if self.name != "ddp":
                 program += ["--engine", self.name]
             env = compile_cache_env(plan, node) if case.compiled else {}
-            if env and not m.compile_cache:
+            if env and drops_its_cache(plan, node, env):
                 program.append("--drop-compile-cache")
             cmds.append(self.node_command(plan, rank, program, threads, env))
         return cmds
@@ -85,11 +85,20 @@ class TorchrunLauncher(Launcher):
 
 def compile_cache_env(plan: RunPlan, node: Node) -> dict[str, str]:
     """Where a compiled case's inductor (and Triton) caches go on ``node``: the directory the session was
-    asked to keep (``Measurement.compile_cache``), else an empty one in the launch's run directory, which
-    the workload removes at its end (``--drop-compile-cache``): each launch compiles cold, and no
-    session's caches reach another."""
-    where = plan.measurement.compile_cache or posixpath.join(plan.run_dirs[node.name], "inductor-cache")
+    asked to keep (``Measurement.compile_cache``); else a warm launch's, the case's seed launch's cache; else
+    an empty one in the launch's run directory, which the workload removes at its end unless it seeds the
+    case's warm launches (``--drop-compile-cache``). No session's caches reach another."""
+    cache = plan.compile_cache
+    where = (plan.measurement.compile_cache
+             or (cache.dirs.get(node.name) if cache.use is CacheUse.WARM else None)
+             or own_cache_dir(plan.run_dirs[node.name]))
     return {"TORCHINDUCTOR_CACHE_DIR": where, "TRITON_CACHE_DIR": posixpath.join(where, "triton")}
+
+
+def drops_its_cache(plan: RunPlan, node: Node, env: dict[str, str]) -> bool:
+    """Whether the launch removes its cache at its end: one of its own that seeds no warm launch."""
+    own = env["TORCHINDUCTOR_CACHE_DIR"] == own_cache_dir(plan.run_dirs[node.name])
+    return own and not plan.measurement.compile_cache and plan.compile_cache.use is not CacheUse.SEED
 
 
 class FSDPLauncher(TorchrunLauncher):

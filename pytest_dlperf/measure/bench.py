@@ -1,10 +1,11 @@
 """What measuring a case uses of the session, and nothing else (``Bench``): the cluster (built on first
 use), each case's launcher, name, measurement and readiness check, the progress line, the budget and the
-report directory. The measuring orders, and the A/B feature, are given one instead of the session."""
+report directory, and the compiled cases' inductor caches. The measuring orders, and the A/B feature,
+are given one instead of the session."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..budget import Budget
@@ -12,6 +13,7 @@ from ..clusters.base import Cluster
 from ..launchers.base import Launcher
 from ..reporting.live import LiveLine
 from ..specs import CaseSpec, Measurement
+from .compile_caches import CompileCaches
 
 
 @dataclass(frozen=True)
@@ -26,3 +28,4 @@ class Bench:
     live: LiveLine
     budget: Callable[[Measurement], Budget]  # the session's, made with its first case's measurement
     report_dir: Path
+    caches: CompileCaches = field(default_factory=CompileCaches)  # compiled cases' cold and warm launches

@@ -20,19 +20,22 @@ def launch(bench: Bench, case: CaseSpec, m: Measurement, label: str, k: int, of:
     its progress; the seconds it took are appended to ``taken`` whether it ran or raised (RunFailed,
     ClusterError)."""
     name = name or bench.name(case)
+    key, cm = (name, side.label if side is not None else ""), bench.measurement(case, m)
+    cache = bench.caches.next(key, case, cm)
     show = ((lambda info: bench.live.update(name, k, of, info, case.unit)) if bench.live.watching else None)
     clock = bench.budget(m).clock
     t0 = clock()
     said = f"dlperf {name} {label} ({k + 1} of {of})"
     try:
-        run = run_case(bench.cluster(), bench.launcher(case), case, bench.measurement(case, m),
-                       bench.report_dir / "runs" / name / label, k, on_progress=show, side=side)
+        run = run_case(bench.cluster(), bench.launcher(case), case, cm, bench.report_dir / "runs" / name / label,
+                       k, on_progress=show, side=side, cache=cache)
     except BaseException:
         bench.live.said(f"{said}: failed after {clock() - t0:.1f} s")
         raise
     finally:
         bench.live.clear()
         taken.append(clock() - t0)
+    bench.caches.took(key, cache, case, cm, run)
     bench.live.said(f"{said}: {_figure(run, case, m)} in {taken[-1]:.1f} s")
     return run
 

@@ -3,7 +3,7 @@ reports show them. Adding one: its declaration here and its computation (a node 
 field, or a function of the case's runs); docs/metrics.md walks through peak memory as the example."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import formulas
@@ -87,6 +87,20 @@ def _record(run: RunRecord, field: str, what: str) -> Mapping:
 def _compile_record(run: RunRecord) -> Mapping:
     """The launch's ``compile`` meta (a compiled case's workload writes it)."""
     return _record(run, "compile", "torch.compile")
+
+
+def _cold_launches(runs: Sequence[RunRecord], case: CaseSpec) -> tuple[list[RunRecord], str]:
+    """A compiled case's launches that compiled from an empty cache (an eager case's: every one): one that
+    started from a filled cache did not compile, so its start-up and the memory it left are not the case's
+    (``measure.compile_caches``); where none did, why."""
+    if not case.compiled:
+        return list(runs), ""
+    records = [r.meta.get("compile") for r in runs]
+    caches = [(got.get("cache") or {}) if isinstance(got, Mapping) else {} for got in records]
+    cold = [r for r, c in zip(runs, caches) if c.get("cold", True)]
+    filled = next((c.get("dir") for c in caches if c.get("dir")), "")
+    return cold, "" if cold else (f"every launch compiled from a filled cache ({filled}): it is taken from the "
+                                  "launches that compile from an empty one")
 
 
 def _compile_time(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
@@ -245,12 +259,12 @@ PEAK_MEMORY = Metric(
     "peak_memory", "peak memory", "peak GiB", "GiB", Direction.LOWER, Kind.LAUNCH, gated=True,
     description="the largest rank's peak memory over the window: GPU allocated by torch, CPU resident",
     tolerances={CPU: 0.10, GPU: 0.02}, per_launch=_node_figure("memory", "peak_bytes", "peak memory"),
-    scale=2 ** 30, digits=".3g", stored_unit="bytes")
+    scale=2 ** 30, digits=".3g", stored_unit="bytes", launches=_cold_launches)
 TIME_TO_FIRST_STEP = Metric(
     "time_to_first_step", "time to first step", "1st step s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
     description="from the launch to the end of the first training step on the slowest rank",
     tolerances={CPU: 0.90, GPU: 0.20}, per_launch=_node_figure("first_step", "seconds", "time to first step"),
-    digits=".3g", cv_bound=0.60, gated_on=frozenset({GPU}))
+    digits=".3g", cv_bound=0.60, gated_on=frozenset({GPU}), launches=_cold_launches)
 
 # Under 0.90 a case is host-bound: a tenth of its window or more the GPUs waited for the host's
 # dispatch, and the host's speed moved by the 25-32% seen on the lent GPU machines (bert-base 887 and
@@ -275,11 +289,12 @@ COMPILE_TIME = Metric(
     "compile_time", "compile time", "compile s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
     description="torch.compile: from the first step to the end of the last warm-up step that compiled, on the "
                 "slowest rank, from an empty cache",
-    tolerances={CPU: 0.30, GPU: 0.20}, per_launch=_compile_time, digits=".3g", cv_bound=0.30, applies_to=_compiled)
+    tolerances={CPU: 0.30, GPU: 0.20}, per_launch=_compile_time, digits=".3g", cv_bound=0.30, applies_to=_compiled,
+    launches=_cold_launches)
 DYNAMO_COMPILE_TIME = Metric(
     "dynamo_compile_time", "dynamo's compile time", "dynamo s", "s", Direction.LOWER, Kind.LAUNCH, gated=False,
     description="dynamo's own accounting of its compiling (frames and backward graphs), the slowest rank's",
-    per_launch=_dynamo_time, digits=".3g", in_table=False, applies_to=_compiled)
+    per_launch=_dynamo_time, digits=".3g", in_table=False, applies_to=_compiled, launches=_cold_launches)
 GRAPH_BREAKS = Metric(
     "graph_breaks", "graph breaks", "breaks", "", Direction.LOWER, Kind.LAUNCH, gated=True, rule=Rule.COUNT,
     description="dynamo's count of graph breaks (counters['graph_break']), the most any rank counted: one more "

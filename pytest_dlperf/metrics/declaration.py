@@ -6,7 +6,7 @@ the A/B verdicts, the baseline files, results.json and every report read these d
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -210,6 +210,9 @@ class Metric:
     # which cases have it at all (None: every case): a compiled case's compile time; another case has no
     # figure and no "not measured" line
     applies_to: Callable[[CaseSpec], bool] | None = None
+    # which of a case's launches it is taken from, and why the others are not (None: every launch): a
+    # compiled case's start-up figures come from its launches that compiled cold
+    launches: Callable[[Sequence[RunRecord], CaseSpec], tuple[list[RunRecord], str]] | None = None
 
     def __post_init__(self) -> None:
         if self.rule is Rule.COUNT and (self.kind is not Kind.LAUNCH or self.tolerances):
@@ -301,6 +304,11 @@ class Metric:
     def has(self, case: CaseSpec) -> bool:
         """Whether the case has this metric at all (``applies_to``; its devices: ``applies``)."""
         return self.applies(case.topology.world_size) and (self.applies_to is None or self.applies_to(case))
+
+    def taken_from(self, runs: Sequence[RunRecord], case: CaseSpec) -> tuple[list[RunRecord], str]:
+        """The launches of ``case`` it is taken from (``launches``; default every one), and where none is,
+        why."""
+        return self.launches(runs, case) if self.launches is not None else (list(runs), "")
 
     def default_tolerance(self, kind: DeviceKind) -> float:
         return float(self.tolerances[kind])

@@ -1,0 +1,42 @@
+"""Which inductor cache each launch of a compiled case compiles into (issue #66): its first
+``Measurement.cold_launches`` launches compile cold, each into an empty cache of its own, and the first
+keeps its cache; the later ones start from that cache. A cold compile of the decoder took about 45-57 s
+on one core, a launch from the filled cache 16 s: a recording's eight launches paid the compile eight
+times, where three cold ones give compile time its verdict (a rank test of three launches against three
+reaches the gate's alpha). Compile time, time to first step and peak memory are taken from the cold
+launches (``metrics``); the window's figures from every launch."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..launchers.base import CacheUse, CompileCache, own_cache_dir
+from ..records import RunRecord
+from ..specs import CaseSpec, Measurement
+
+
+@dataclass
+class CompileCaches:
+    """Per case and side (an A/B session's), its launches so far and its seed launch's caches."""
+
+    launched: dict[tuple[str, str], int] = field(default_factory=dict)
+    seeds: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)  # -> node name -> cache dir
+
+    def next(self, key: tuple[str, str], case: CaseSpec, m: Measurement) -> CompileCache:
+        """The cache of ``key``'s next launch. A kept cache (--dlperf-compile-cache) and a profiled launch,
+        never counted, are left as they were: the kept one, or an empty one of the launch's own."""
+        if not case.compiled or m.compile_cache or m.profile_steps:
+            return CompileCache()
+        n = self.launched.get(key, 0)
+        if n < m.cold_launches:
+            return CompileCache(CacheUse.SEED if n == 0 else CacheUse.OWN)
+        seed = self.seeds.get(key)
+        return CompileCache(CacheUse.WARM, dict(seed)) if seed else CompileCache()
+
+    def took(self, key: tuple[str, str], cache: CompileCache, case: CaseSpec, m: Measurement,
+             run: RunRecord) -> None:
+        """A launch of ``key`` ran to its end: it counts, and a seed's caches serve the later launches."""
+        if not case.compiled or m.compile_cache or m.profile_steps:
+            return
+        self.launched[key] = self.launched.get(key, 0) + 1
+        if cache.use is CacheUse.SEED:
+            self.seeds[key] = {node: own_cache_dir(d) for node, d in run.node_dirs.items()}
