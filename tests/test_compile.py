@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,9 +21,12 @@ from pytest_dlperf.baselines import BaselineError, Entry, Tolerances
 from pytest_dlperf.baselines.rules import judge_count
 from pytest_dlperf.clusters.base import Node
 from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
-from pytest_dlperf.launchers.base import CacheUse, RunPlan
+from pytest_dlperf.budget import Budget
+from pytest_dlperf.clusters.local import LocalCluster
+from pytest_dlperf.launchers.base import CacheUse, RunPlan, own_cache_dir
 from pytest_dlperf.launchers.torchrun import TorchrunLauncher
-from pytest_dlperf.measure.compile_caches import CompileCaches
+from pytest_dlperf.measure import Bench, launch
+from pytest_dlperf.measure.compile_caches import CompileCaches, drop
 from pytest_dlperf.measure.measured import launch_class
 from pytest_dlperf.records import RunRecord
 from pytest_dlperf.results import _other_figures
@@ -166,6 +170,39 @@ def test_a_compiled_cases_first_launches_compile_cold_and_the_later_ones_start_f
     assert caches.next(key, case.as_mode("eager"), m).use is CacheUse.OWN
 
 
+def test_each_launch_takes_its_cache_from_the_cases_launches_so_far_and_the_seeds_go_when_it_ends(tmp_path, monkeypatch):
+    """``measure.launch`` asks for each launch's cache by case and side, counts a launch that ran, and the
+    seeds' caches are removed from their nodes (here a real local cluster) once the case is over."""
+    case = CaseSpec("llama", "fp32", 2, 64, Topology(1, 1), "ddp", "d256l4").as_mode("compiled")
+    m = Measurement(warmup_iters=2, iters=3, repeats=3, timeout=60, cold_launches=1)
+    cluster = LocalCluster(nodes=1, base_dir=tmp_path / "nodes", pin=False)
+    planned: list[tuple[str, CacheUse]] = []
+
+    def run_case(cluster, launcher, case, measurement, log_dir, k, on_progress=None, side=None, cache=None):
+        planned.append((side.label if side else "", cache.use))
+        run_dir = cluster.make_run_dir(cluster.nodes()[0], f"r{len(planned)}")
+        Path(own_cache_dir(run_dir)).mkdir()  # what the seed's workload would leave
+        return RunRecord(repeat=k, meta={}, steps=[], commands=[], logs={}, wall_seconds=1.0,
+                         node_dirs={"local0": run_dir})
+
+    monkeypatch.setattr(sys.modules["pytest_dlperf.measure.launch"], "run_case", run_case)
+    live = types.SimpleNamespace(watching=False, said=lambda text: None, clear=lambda: None)
+    bench = Bench(cluster=lambda: cluster, launcher=lambda c: TorchrunLauncher(), name=lambda c: "c",
+                  measurement=lambda c, mm: mm, ready=lambda c: None, live=live,
+                  budget=lambda mm: Budget(0.0), report_dir=tmp_path / "report")
+    other = types.SimpleNamespace(label="candidate")
+    runs = [launch(bench, case, m, f"r{i}", i, 3, []) for i in range(3)] + [launch(bench, case, m, "p0", 0, 1, [],
+                                                                                   side=other)]
+    assert planned == [("", CacheUse.SEED), ("", CacheUse.WARM), ("", CacheUse.WARM), ("candidate", CacheUse.SEED)]
+    seeds = [own_cache_dir(runs[0].node_dirs["local0"]), own_cache_dir(runs[3].node_dirs["local0"])]
+    assert all(Path(d).is_dir() for d in seeds)
+    dirs = bench.caches.release("c")
+    assert dirs == {"local0": seeds} and bench.caches.release("c") == {}
+    assert drop(cluster, dirs, tmp_path / "drop") == []
+    assert not any(Path(d).exists() for d in seeds) and Path(runs[0].node_dirs["local0"]).is_dir()
+    cluster.close()
+
+
 def test_a_compiled_cases_start_up_figures_come_from_its_cold_launches_and_its_window_from_every_one():
     case = CaseSpec("llama", "fp32", 2, 64, Topology(1, 1), "ddp", "d256l4").as_mode("compiled")
     m = Measurement(warmup_iters=1, iters=3, repeats=3, timeout=60)
@@ -190,20 +227,24 @@ def test_a_compiled_cases_start_up_figures_come_from_its_cold_launches_and_its_w
 
 
 def test_ab_judges_a_compiled_cases_start_up_on_its_cold_pairs():
-    def pair(k: int, ref: dict, cand: dict) -> Pair:
-        run = RunRecord(repeat=k, meta={}, steps=[], commands=[], logs={}, wall_seconds=1.0)
+    def pair(k: int, cold: bool, ref: dict, cand: dict) -> Pair:
+        run = RunRecord(repeat=k, meta={"compile": {"cache": {"cold": cold}}}, steps=[], commands=[], logs={},
+                        wall_seconds=1.0)
         return Pair(k, "reference", Launch("reference", 10.0, run, ref), Launch("candidate", 10.0, run, cand))
 
     case = CaseSpec("llama", "fp32", 2, 64, Topology(1, 1), "ddp", "d256l4").as_mode("compiled")
     rec = PairedCase(case, "c")
-    rec.pairs = [pair(0, {"compile_time": 40.0}, {"compile_time": 50.0}), pair(1, {}, {})]
+    rec.pairs = [pair(0, True, {"compile_time": 40.0}, {"compile_time": 50.0}), pair(1, False, {}, {})]
     assert rec.figures("compile_time") == [(40.0, 50.0)]  # the warm pair has it on neither side by design
-    rec.pairs.append(pair(2, {"compile_time": 41.0}, {}))
+    rec.pairs.append(pair(2, True, {"compile_time": 41.0}, {}))
     assert rec.figures("compile_time") == []  # one side alone: not judged on the others
-    rec.pairs = [pair(0, {"peak_memory": 1.0}, {"peak_memory": 1.0}), pair(1, {}, {})]
+    rec.pairs = [pair(0, True, {"compile_time": 40.0}, {"compile_time": 50.0}), pair(1, True, {}, {})]
+    assert rec.figures("compile_time") == []  # a cold pair without it (its window compiled) is never left out
+    rec.pairs = [pair(0, True, {"peak_memory": 1.0}, {"peak_memory": 1.0}), pair(1, False, {}, {})]
     assert rec.figures("peak_memory") == [(1.0, 1.0)]
-    rec.pairs = [pair(0, {"input_wait": 1.0}, {"input_wait": 1.0}), pair(1, {}, {})]
-    assert rec.figures("input_wait") == []  # taken from every launch: a pair without it on both sides is not skipped
+    eager = PairedCase(case.as_mode("eager"), "e")  # an eager case's every launch is its start-up's
+    eager.pairs = [pair(0, False, {"peak_memory": 1.0}, {"peak_memory": 1.0}), pair(1, False, {}, {})]
+    assert eager.figures("peak_memory") == []
 
 
 # ---------------------------------------------------------------- on real torch
@@ -236,8 +277,9 @@ def test_a_python_whose_workers_break_the_graph_fails_against_the_baseline_and_a
     doc = json.loads((report / "results.json").read_text())
     (case,) = doc["cases"]
     assert case["compile_cache"]["cold"] == [True, False], case["compile_cache"]
-    (cache,) = (report / "nodes").glob("*/local0/inductor-cache")  # the seed's, kept; no other launch made one
-    assert case["compile_cache"]["dirs"] == [str(cache)]
+    (seed,) = case["compile_cache"]["dirs"]  # the warm launch compiled from the first's cache ...
+    assert seed.startswith(str(report / "nodes")) and seed.endswith("/local0/inductor-cache")
+    assert not Path(seed).exists() and not list((report / "nodes").glob("*/*/inductor-cache"))  # ... removed after
     got = case["metrics"]
     assert len(got["throughput"]["values"]) == 2  # the warm launch's window counts ...
     assert len(got["compile_time"]["values"]) == len(got["time_to_first_step"]["values"]) == 1  # ... its start-up not
@@ -252,6 +294,8 @@ def test_a_python_whose_workers_break_the_graph_fails_against_the_baseline_and_a
     assert len(recorded["figures"]["compile_time"]) == 1 and recorded["figures"]["compile_time"][0] > 1
 
     breaking = python_breaking_the_graph(tmp_path / "venv")
+    cache = tmp_path / "cache"  # kept from here on: the A/B session's launches start from what this one compiles
+    cache.mkdir()
     r, report = compiled_session(tmp_path / "stored", store, cache, python=breaking)
     assert r.returncode == 1, r.stdout + r.stderr
     where = f"{tmp_path / 'venv'}/lib/"

@@ -68,12 +68,13 @@ class PairedCase:
         return [(p.reference.throughput, p.candidate.throughput) for p in self.pairs]
 
     def figures(self, metric: str) -> list[tuple[float, float]]:
-        """(reference, candidate) figures of another metric per pair; [] unless every pair has both. A
-        metric taken from some launches only (``Metric.launches``: a compiled case's start-up from its cold
-        launches) skips the pairs that have it on neither side; one side alone still gives []."""
-        got = [(p.reference.figures.get(metric), p.candidate.figures.get(metric)) for p in self.pairs]
-        if metrics.get(metric).launches is not None:
-            got = [(r, c) for r, c in got if r is not None or c is not None]
+        """(reference, candidate) figures of another metric per pair; [] unless every pair has both. A pair
+        neither of whose launches the metric is taken from (``Metric.taken_from``: a compiled case's warm
+        launches have no start-up figures) is left out by design; a launch it is taken from never is."""
+        declared = metrics.get(metric)
+        taken = [p for p in self.pairs if any(declared.taken_from([launch.run], self.case)[0]
+                                              for launch in (p.reference, p.candidate))]
+        got = [(p.reference.figures.get(metric), p.candidate.figures.get(metric)) for p in taken]
         return [(r, c) for r, c in got] if got and all(r is not None and c is not None for r, c in got) else []
 
     def runs(self, role: str) -> list[RunRecord]:

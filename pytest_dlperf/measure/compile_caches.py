@@ -4,11 +4,14 @@ keeps its cache; the later ones start from that cache. A cold compile of the dec
 on one core, a launch from the filled cache 16 s: a recording's eight launches paid the compile eight
 times, where three cold ones give compile time its verdict (a rank test of three launches against three
 reaches the gate's alpha). Compile time, time to first step and peak memory are taken from the cold
-launches (``metrics``); the window's figures from every launch."""
+launches (``metrics``); the window's figures from every launch. When the case's test ends, the seeds'
+caches are removed from the nodes (``drop``), as every other launch removes its own."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from ..clusters.base import Cluster, NodeCommand
 from ..launchers.base import CacheUse, CompileCache, own_cache_dir
 from ..records import RunRecord
 from ..specs import CaseSpec, Measurement
@@ -40,3 +43,30 @@ class CompileCaches:
         self.launched[key] = self.launched.get(key, 0) + 1
         if cache.use is CacheUse.SEED:
             self.seeds[key] = {node: own_cache_dir(d) for node, d in run.node_dirs.items()}
+
+    def release(self, name: str | None = None) -> dict[str, list[str]]:
+        """The seed caches of case ``name`` (every side's; None: every case's), per node name, forgotten here:
+        its launches are over. A later launch of it would compile cold again."""
+        got: dict[str, list[str]] = {}
+        for key in [k for k in self.seeds if name is None or k[0] == name]:
+            for node, where in self.seeds.pop(key).items():
+                got.setdefault(node, []).append(where)
+        return got
+
+
+# Removes each directory given; one that is gone already is no error.
+_REMOVE = "import shutil, sys\nfor p in sys.argv[1:]:\n    shutil.rmtree(p, ignore_errors=True)"
+
+
+def drop(cluster: Cluster, dirs: dict[str, list[str]], log_dir: Path) -> list[str]:
+    """Remove ``dirs`` (per node name) on their nodes, at once; a line per node where that failed."""
+    nodes = [n for n in cluster.nodes() if n.name in dirs]
+    if not nodes:
+        return []
+    with cluster.lease():
+        runs = cluster.run_everywhere(
+            nodes, lambda node, run_dir, script: NodeCommand(node, [node.python, "-c", _REMOVE, *dirs[node.name]],
+                                                             cwd=run_dir),
+            log_dir, 60.0, name="dropcache", tag="dlperf-dropcache")
+    failed = [f"{name}: {got.tail(3)}" for name, got in runs.outputs.items() if got.returncode != 0]
+    return ([runs.error] if runs.error else []) + failed + runs.sweep_errors

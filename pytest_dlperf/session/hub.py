@@ -20,8 +20,8 @@ from ..ab.confirm import SideBySide
 from ..ab.options import ABOptions, ConfirmOptions
 from ..baselines import BaselineError
 from ..budget import Budget, session_seconds
-from ..clusters.base import Cluster
-from ..measure import Bench, Measured
+from ..clusters.base import Cluster, ClusterError
+from ..measure import Bench, Measured, compile_caches
 from ..measure.more import more_launches
 from ..mfu import utilisation
 from ..options import RunOptions
@@ -218,6 +218,7 @@ class DLPerfSession:
             if self.results.results or self.dryrun or self.failures or self.mode.has_records():
                 self.write_report()
         finally:
+            self._drop_compile_caches(None)  # a case whose test never ended (-x, an interrupt)
             self.mode.close()
             self.clusters.close()
 
@@ -265,16 +266,34 @@ class DLPerfSession:
         m = self.measurement()
         if self.options.dryrun:
             self._dry_run(case, m)
-        got = self._measure(case, item, m)
-        result = self._summarize(got, m)
-        if self.gate.options.update and self.explain.mode == "always" and self.mode.records_modes:  # stored mode
-            self._record_profile(result, m)
-        judgement = self._judge(got, item, result, m)
+        try:
+            got = self._measure(case, item, m)
+            result = self._summarize(got, m)
+            if self.gate.options.update and self.explain.mode == "always" and self.mode.records_modes:  # stored mode
+                self._record_profile(result, m)
+            judgement = self._judge(got, item, result, m)
+        finally:
+            self._drop_compile_caches(case)  # its launches are over: the compiled seeds' caches go
         self.config.pluginmanager.hook.pytest_dlperf_case_result(config=self.config, result=result)
         if item is not None:  # JUnit properties (--junitxml), as record_property writes them
             item.user_properties.extend(junit_properties(result))
         self.mode.conclude(got, item, result, judgement)
         return result
+
+    def _drop_compile_caches(self, case: CaseSpec | None) -> None:
+        """Remove the case's (None: every case's left) compiled seed launches' caches from the nodes
+        (``measure.compile_caches``); where that fails, the session says which are left."""
+        name = self.case_name(case) if case is not None else None
+        dirs = self.bench.caches.release(name)
+        if dirs:
+            log_dir = self.options.report_dir / "runs" / (name or "session") / "dropcache"
+            try:
+                failed = compile_caches.drop(self.cluster, dirs, log_dir)
+            except ClusterError as exc:  # the lease could not be taken
+                failed = [str(exc)]
+            if failed:
+                self.gate.note(f"{case.id if case else 'session'}: inductor caches are left on the nodes ({dirs}): "
+                               + "; ".join(failed))
 
     def _measure(self, case: CaseSpec, item: pytest.Item | None, m: Measurement) -> Measured:
         """The case's launches in the session's order; its readiness skip or fail, or a launch's error,
@@ -345,11 +364,13 @@ class DLPerfSession:
 
     def _dry_run(self, case: CaseSpec, m: Measurement) -> NoReturn:
         """--dlperf-dryrun: keep the case's per-node commands for the summary, and skip its test (a multi-node
-        case's network interfaces are found first: its commands show the sockets' variables)."""
+        case's network interfaces are found first: its commands show the sockets' variables; a compiled
+        case's are its first launch's, which keeps its cache for the later ones)."""
         self.readiness.dry_run_ready(case)
+        cm = self.case_measurement(case, m)
         for label, side in self.mode.dry_run_sides(self.case_name(case)):
-            _, cmds = plan_run(self.cluster, self.engines.launcher(case), case, self.case_measurement(case, m),
-                               side=side)
+            first = self.bench.caches.next((self.case_name(case), side.label if side is not None else ""), case, cm)
+            _, cmds = plan_run(self.cluster, self.engines.launcher(case), case, cm, side=side, cache=first)
             self.dryrun.append((label, [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
         self.dryrun_launches = self.launches_text()
         pytest.skip("dry-run: the per-node commands are printed in the summary")

@@ -84,8 +84,9 @@ class BaselineRecorder:
         catch = (f" Against them a session of {repeats} runs as spread would catch a {CATCH_DROP:.0%} slow-down "
                  f"in about {rate:.0%} of sessions (the gate's own test on 200 modelled sessions)."
                  if rate is not None else "")
-        self.note(f"{result.case.id}: {head}{catch} Record it again at a quieter moment, or with more "
-                  "--dlperf-repeats; or tell a smaller slow-down side by side (--dlperf-confirm-when weak, A/B).")
+        more = "" if disagree else ", or with more --dlperf-repeats"  # a spread more launches do not narrow
+        self.note(f"{result.case.id}: {head}{catch} Record it again at a quieter moment{more}; or tell a smaller "
+                  "slow-down side by side (--dlperf-confirm-when weak, A/B).")
 
     def test_finished(self, nodeid: str, passed: bool) -> None:
         """Only a case whose test passed is recorded (and gives a later case of its group its speedup)."""
