@@ -24,6 +24,8 @@ import random
 import sys
 from pathlib import Path
 
+from scipy import stats
+
 from pytest_dlperf import metrics
 from pytest_dlperf.baselines import Entry
 from pytest_dlperf.baselines.fingerprint import robust_cv
@@ -31,10 +33,10 @@ from pytest_dlperf.baselines.rules import judge
 from pytest_dlperf.metrics import DeviceKind, Direction
 
 
-def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    p = hits / n
-    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)
+def wilson(hits: int, n: int) -> tuple[float, float]:
+    """Wilson score 95% interval for ``hits`` in ``n`` trials (scipy's binomtest, as gate_power.py takes it)."""
+    ci = stats.binomtest(hits, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return ci.low, ci.high
 
 
 def entry_of(metric: metrics.Metric, runs: list[float]) -> Entry:

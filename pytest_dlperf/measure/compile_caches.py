@@ -10,11 +10,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..clusters.base import Cluster, NodeCommand
 from ..launchers.base import CacheUse, CompileCache, own_cache_dir
 from ..records import RunRecord
 from ..specs import CaseSpec, Measurement
+
+if TYPE_CHECKING:
+    from ..runner import SideLike
+
+
+def launch_key(name: str, side: SideLike | None) -> tuple[str, str]:
+    """Whose launches a launch counts among: its case's (by test name), on its side (an A/B session's)."""
+    return name, side.label if side is not None else ""
+
+
+def _counted(case: CaseSpec, m: Measurement) -> bool:
+    """Whether the case's launches are counted here: a compiled case's, without a kept cache
+    (--dlperf-compile-cache), outside a profiled launch (never counted)."""
+    return case.compiled and not m.compile_cache and not m.profile_steps
 
 
 @dataclass
@@ -27,7 +42,7 @@ class CompileCaches:
     def next(self, key: tuple[str, str], case: CaseSpec, m: Measurement) -> CompileCache:
         """The cache of ``key``'s next launch. A kept cache (--dlperf-compile-cache) and a profiled launch,
         never counted, are left as they were: the kept one, or an empty one of the launch's own."""
-        if not case.compiled or m.compile_cache or m.profile_steps:
+        if not _counted(case, m):
             return CompileCache()
         n = self.launched.get(key, 0)
         if n < m.cold_launches:
@@ -38,7 +53,7 @@ class CompileCaches:
     def took(self, key: tuple[str, str], cache: CompileCache, case: CaseSpec, m: Measurement,
              run: RunRecord) -> None:
         """A launch of ``key`` ran to its end: it counts, and a seed's caches serve the later launches."""
-        if not case.compiled or m.compile_cache or m.profile_steps:
+        if not _counted(case, m):
             return
         self.launched[key] = self.launched.get(key, 0) + 1
         if cache.use is CacheUse.SEED:

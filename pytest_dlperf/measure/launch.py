@@ -9,6 +9,7 @@ from ..records import RunRecord
 from ..runner import run_case
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
+from .compile_caches import launch_key
 
 if TYPE_CHECKING:
     from ..runner import SideLike
@@ -20,7 +21,7 @@ def launch(bench: Bench, case: CaseSpec, m: Measurement, label: str, k: int, of:
     its progress; the seconds it took are appended to ``taken`` whether it ran or raised (RunFailed,
     ClusterError)."""
     name = name or bench.name(case)
-    key, cm = (name, side.label if side is not None else ""), bench.measurement(case, m)
+    key, cm = launch_key(name, side), bench.measurement(case, m)
     cache = bench.caches.next(key, case, cm)
     show = ((lambda info: bench.live.update(name, k, of, info, case.unit)) if bench.live.watching else None)
     clock = bench.budget(m).clock

@@ -369,7 +369,7 @@ class DLPerfSession:
         self.readiness.dry_run_ready(case)
         cm = self.case_measurement(case, m)
         for label, side in self.mode.dry_run_sides(self.case_name(case)):
-            first = self.bench.caches.next((self.case_name(case), side.label if side is not None else ""), case, cm)
+            first = self.bench.caches.next(compile_caches.launch_key(self.case_name(case), side), case, cm)
             _, cmds = plan_run(self.cluster, self.engines.launcher(case), case, cm, side=side, cache=first)
             self.dryrun.append((label, [f"{c.node.name}: {self.cluster.render(c)}" for c in cmds]))
         self.dryrun_launches = self.launches_text()

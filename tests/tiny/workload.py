@@ -146,6 +146,15 @@ def rank_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def launches_before(path: str) -> int:
+    """How many launches counted themselves in the file at ``path`` before this one, which counts itself."""
+    with open(path, "a+", encoding="utf-8") as f:
+        f.seek(0)
+        before = len(f.read().splitlines())
+        f.write("launch\n")
+    return before
+
+
 def slow_first_launches() -> None:
     """TINY_SLOW_FIRST=FILE:N:D: the first N launches that count themselves in FILE run D slower
     (DLPERF_PLANT_SLOWDOWN for their ranks), the later ones at full speed: a host's slow spell that
@@ -154,11 +163,7 @@ def slow_first_launches() -> None:
     if not spec:
         return
     path, n, d = spec.rsplit(":", 2)
-    with open(path, "a+", encoding="utf-8") as f:
-        f.seek(0)
-        before = len(f.read().splitlines())
-        f.write("launch\n")
-    os.environ["DLPERF_PLANT_SLOWDOWN"] = d if before < int(n) else "0"
+    os.environ["DLPERF_PLANT_SLOWDOWN"] = d if launches_before(path) < int(n) else "0"
 
 
 def spread_launches() -> None:
@@ -168,11 +173,7 @@ def spread_launches() -> None:
     if not spec:
         return
     path, ds = spec.rsplit(":", 1)
-    with open(path, "a+", encoding="utf-8") as f:
-        f.seek(0)
-        before = len(f.read().splitlines())
-        f.write("launch\n")
-    got = ds.split(",")
+    before, got = launches_before(path), ds.split(",")
     os.environ["DLPERF_PLANT_SLOWDOWN"] = got[before] if before < len(got) else "0"
 
 
