@@ -71,7 +71,7 @@ from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
 from pytest_dlperf.baselines.rules import pace_adjust, pace_slope  # noqa: E402
 from pytest_dlperf.files import atomic_write_text  # noqa: E402
-from pytest_dlperf.runner import parse_steps  # noqa: E402
+from pytest_dlperf.measure.runner import parse_steps  # noqa: E402
 from pytest_dlperf.specs import CPU_PROFILE  # noqa: E402
 
 WORKLOAD = ROOT / "pytest_dlperf" / "node" / "workloads" / "torch_ddp.py"

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from pytest_dlperf import metrics  # noqa: E402
 from pytest_dlperf.clusters.local import LocalCluster  # noqa: E402
 from pytest_dlperf.launchers.torchrun import TorchrunLauncher  # noqa: E402
-from pytest_dlperf.runner import parse_steps, plan_run  # noqa: E402
+from pytest_dlperf.measure.runner import parse_steps, plan_run  # noqa: E402
 from pytest_dlperf.specs import CPU_PROFILE, CaseSpec, Measurement, Topology  # noqa: E402
 
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from pytest_dlperf import metrics
-from pytest_dlperf.runner import parse_steps
+from pytest_dlperf.measure.runner import parse_steps
 
 
 def free_port() -> int:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "CaseResult": "results", "ResultSet": "results",
+    "CaseResult": "results.cases", "ResultSet": "results.cases",
     "CaseSpec": "specs", "Measurement": "specs", "Topology": "specs", "ladder": "specs",
     "Cluster": "clusters.base", "ClusterError": "clusters.base", "Node": "clusters.base",
     "NodeCommand": "clusters.base", "ClusterShape": "clusters.shape",
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .clusters.base import Cluster, ClusterError, Node, NodeCommand
     from .clusters.shape import ClusterShape
     from .launchers.base import Launcher, RunPlan
-    from .results import CaseResult, ResultSet
+    from .results.cases import CaseResult, ResultSet
     from .specs import CaseSpec, Measurement, Topology, ladder
 
 

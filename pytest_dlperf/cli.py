@@ -24,7 +24,7 @@ from .oneline import OneLineParser
 
 
 def _load(path: Path, command: str):  # noqa: ANN202 - (ResultSet, document)
-    from .results_file import ResultsFileError, load
+    from .results.file import ResultsFileError, load
 
     try:
         return load(path)
@@ -227,7 +227,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_options(args: argparse.Namespace) -> int:
     """docs/options.md from the option registry (optionsdoc): printed, or written to -o FILE."""
-    from .optionsdoc import render
+    from .options.doc import render
 
     page = render()
     if args.output is None:
@@ -292,7 +292,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _add_explain_parser(sub: argparse._SubParsersAction) -> None:
-    from .optiontypes import fraction, positive_ratio
+    from .options.argtypes import fraction, positive_ratio
 
     e = sub.add_parser("explain", help="what got slower: two profiled launches' traces (rank<R>.json) diffed")
     e.add_argument("a", type=Path, metavar="REFERENCE",
@@ -342,7 +342,7 @@ def cmd_env(args: argparse.Namespace) -> int:
 def _add_change_point_options(h: argparse.ArgumentParser) -> None:
     """How dlperf history finds a line's level changes, and its --check (docs/history.md, "Change points")."""
     from .history import FINDERS, Thresholds
-    from .optiontypes import fraction, positive_int
+    from .options.argtypes import fraction, positive_int
 
     t = Thresholds()
     h.add_argument("--check", action="store_true",
@@ -371,7 +371,7 @@ def _add_change_point_options(h: argparse.ArgumentParser) -> None:
 
 def _add_env_parser(sub: argparse._SubParsersAction) -> None:
     from .envs.options import DEFAULT_CACHE
-    from .optiontypes import duration
+    from .options.argtypes import duration
 
     e = sub.add_parser("env", help="the side environments (pip=) cached on this machine, or after -- pytest's "
                                    "arguments, on every node of the cluster they name: list, prune")

@@ -9,7 +9,7 @@ def pytest_dlperf_make_cluster(config, options):
     """Return a Cluster for ``options.cluster``, or None when this plugin does not provide it.
 
     :param pytest.Config config: the pytest config.
-    :param pytest_dlperf.options.RunOptions options: the validated options.
+    :param pytest_dlperf.options.core.RunOptions options: the validated options.
     """
 
 
@@ -26,7 +26,7 @@ def pytest_dlperf_cluster_shape(config, options):
     collection and the matrix is taken from its nodes.
 
     :param pytest.Config config: the pytest config.
-    :param pytest_dlperf.options.RunOptions options: the validated options.
+    :param pytest_dlperf.options.core.RunOptions options: the validated options.
     """
 
 

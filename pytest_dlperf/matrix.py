@@ -22,7 +22,7 @@ from .specs import COMPILED, CaseSpec, Profile, Topology, ladder, profile_for
 if TYPE_CHECKING:
     from .clusters.base import Cluster
     from .launchers.base import Launcher
-    from .options import RunOptions
+    from .options.core import RunOptions
 
 # This session's declared shape (None: the kind declares none), and the verdict on the built cluster
 # ("" when it fits the shape, else the mismatch line, raised again on every later use).

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import hookspecs, rootdir
-from .options import add_options, add_short_names, from_config, value_options
+from . import hookspecs
+from .options import rootdir
+from .options.core import add_options, add_short_names, from_config, value_options
 
 if TYPE_CHECKING:
     from .session import BoundRunner, DLPerfSession

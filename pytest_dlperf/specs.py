@@ -155,8 +155,8 @@ class Measurement:
     window_seconds: float = 0.0  # size the window to about this long at the warm-up's pace (0: iters)
     max_iters: int = 0  # measured steps at most (0: no cap)
     min_repeats: int = 0  # under a budget, the fewest launches a case takes (0: always repeats)
-    budget: float = 0.0  # the session's measuring seconds, which set how many launches (budget.py; 0: none)
-    pace_probe: bool = False  # the pace probe beside every node's launch on CPU nodes (pace.py)
+    budget: float = 0.0  # the session's measuring seconds, which set how many launches (measure/budget.py; 0: none)
+    pace_probe: bool = False  # the pace probe beside every node's launch on CPU nodes (watchers/pace.py)
     # launches adapted to their spread: a case stops at this many launches where their throughputs'
     # CV is at most settle_cv, else goes on to ``repeats`` (0: every case takes its repeats)
     settle_launches: int = 0
@@ -220,7 +220,7 @@ class Profile:
 # finishes within six minutes on 2 CPU cores: the window is time-based (about 1.5 s of steps, at least 3,
 # whatever the machine's pace), the warm-up lasts until the steps settle (VGG's first steps pay
 # for first-touch memory for seconds), and on a slower machine a budget of 330 s of measuring
-# gives up repeats where the time runs short (budget.py; 1 launch a case at least).
+# gives up repeats where the time runs short (measure/budget.py; 1 launch a case at least).
 CPU_PROFILE = Profile(
     name="cpu",
     precisions=("fp32",),  # AMP (bf16 autocast) on CPU nodes with --dlperf-precision amp

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_dlperf.results import ResultSet, result_from_dict
+from pytest_dlperf.results.cases import ResultSet, result_from_dict
 
 TEMPLATE = Path(__file__).resolve().parent / "data" / "history" / "results.json"
 OTHER_CPU = "Intel(R) Xeon(R) Platinum 8369B CPU @ 2.70GHz"

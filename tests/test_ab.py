@@ -55,7 +55,7 @@ def test_a_program_that_reports_no_versions_gets_each_sides_own_in_what_differs(
     from pytest_dlperf.ab.feature import ABSession
     from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
     from pytest_dlperf.ab.sides import Side, SideSpec
-    from pytest_dlperf.records import RunRecord
+    from pytest_dlperf.results.records import RunRecord
 
     launcher = SimpleNamespace(frameworks_for=lambda case: ("torch",))
     ab = ABSession(SimpleNamespace(alpha=0.05, tolerance=0.02, min_pairs=3, max_pairs=20, explain=None),

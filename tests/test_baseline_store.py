@@ -335,7 +335,7 @@ def test_mixed_nodes_never_share_a_uniform_profile():
 
 
 def test_local_cpu_model_is_read_when_not_given():
-    from pytest_dlperf.environment import cpu_model
+    from pytest_dlperf.results.environment import cpu_model
 
     name = detect_profile([Node("local0", "127.0.0.1", 1, cpus=1)], ["torch 2.13.0"], wanted=("torch",))
     assert name.startswith("cpu-") and name.endswith("-1c-torch2")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_dlperf.budget import Budget, session_seconds
+from pytest_dlperf.measure.budget import Budget, session_seconds
 
 
 class Clock:
@@ -185,7 +185,7 @@ def test_rounds_take_every_repeat_where_they_fit_and_a_last_round_of_the_cases_t
 
 # ---------------------------------------------------------------- launches adapted to their spread (GPU nodes)
 def _launches(*throughputs: float):
-    from pytest_dlperf.records import RunRecord
+    from pytest_dlperf.results.records import RunRecord
 
     return [RunRecord(k, {"parsed": {"throughput": x}}, [], [], {}, 10.0) for k, x in enumerate(throughputs)]
 

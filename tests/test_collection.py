@@ -20,7 +20,7 @@ from pytest_dlperf.clusters.slurm.options import SlurmOptions
 from pytest_dlperf.clusters.slurm.shape import count_hosts, slurm_shape
 from pytest_dlperf.clusters.ssh.given import ssh_shape
 from pytest_dlperf.clusters.ssh.options import SSHOptions
-from pytest_dlperf.options import RunOptions
+from pytest_dlperf.options.core import RunOptions
 
 from .suite import TINY_ENGINE, run_suite
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_dlperf.comm import communication, network_said
+from pytest_dlperf.results.comm import communication, network_said
 
 MIB = 2 ** 20
 

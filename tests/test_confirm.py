@@ -21,7 +21,7 @@ from pytest_dlperf.baselines.drift import sitting_drift
 from pytest_dlperf.baselines.entry import Entry
 from pytest_dlperf.clusters.base import Node, NodeCommand
 from pytest_dlperf.ab.sides import Side
-from pytest_dlperf.software import Change, NodeSoftware, Repository, Software, differences, pack, unpack
+from pytest_dlperf.software.identity import Change, NodeSoftware, Repository, Software, differences, pack, unpack
 
 from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, python_over_this_one, run_suite
 from tests.wheels import slowing_wheel
@@ -487,7 +487,7 @@ def test_a_recorded_python_that_is_gone_or_a_commit_not_in_the_clone_is_named_no
 
 def test_secrets_are_kept_as_digests_and_terraforms_variables_are_not_trainings():
     from pytest_dlperf.node.workloads.nodefacts import training_env
-    from pytest_dlperf.software import SECRET_MARK
+    from pytest_dlperf.software.identity import SECRET_MARK
 
     env = training_env({"NCCL_ALGO": "Tree", "DLPERF_API_TOKEN": "hunter2", "TF_VAR_db_password": "hunter3",
                         "TF_TOKEN_app_terraform_io": "hunter4", "TF_ENABLE_ONEDNN_OPTS": "0", "HOME": "/root"})
@@ -530,7 +530,7 @@ def test_a_malformed_software_table_is_one_error_not_a_traceback():
 def test_two_commits_are_compared_over_the_whole_repository_from_a_suite_in_a_subdirectory(tmp_path):
     import subprocess
 
-    from pytest_dlperf.provenance import same_tree
+    from pytest_dlperf.software.provenance import same_tree
 
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,

@@ -1,6 +1,6 @@
 """The docs say what the code does: every option `pytest --help` lists is in the options reference or its
 cluster kind's page (issue #65: options had gone missing from docs/options.md), and that reference is the one
-the option registry renders (pytest_dlperf/optionsdoc.py)."""
+the option registry renders (pytest_dlperf/options/doc.py)."""
 from __future__ import annotations
 
 import difflib

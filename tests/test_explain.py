@@ -357,7 +357,7 @@ def test_each_ranks_trace_is_copied_from_its_node_and_what_could_not_be_is_named
     are each said in the rank's entry; a launch without a profile record says so."""
     from types import SimpleNamespace
 
-    from pytest_dlperf.runner import _fetch_traces
+    from pytest_dlperf.measure.runner import _fetch_traces
 
     copied = []
 

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_dlperf.baselines.fingerprint import best_of, compare, robust_cv
 from pytest_dlperf.node import hwprobe
-from pytest_dlperf.software import NodeSoftware, Software
+from pytest_dlperf.software.identity import NodeSoftware, Software
 
 PROBE = Path(hwprobe.__file__)
 SOFTWARE = Software((NodeSoftware("/usr/bin/python3", "3.11.7", {"torch": "2.13.0"}),))

@@ -46,8 +46,8 @@ def test_bad_arguments_are_one_line(capsys):
 
 
 def test_a_cases_row_holds_its_figures_and_what_it_did_not_measure():
-    from pytest_dlperf.gpuwatch import not_measured
-    from pytest_dlperf.results import summarize
+    from pytest_dlperf.watchers.gpuwatch import not_measured
+    from pytest_dlperf.results.cases import summarize
 
     bound = summarize(CASE, M, [gpu_run(figures_of(n0="h100-gpu-bound.log"), k) for k in range(2)]).to_dict()
     row = gpu_check.case_row(bound)

@@ -274,7 +274,7 @@ def test_9_baseline_plot_draws_one_scale_and_names_it(tmp_path, monkeypatch):
     assert plots.baseline_scale(r, r.verdict["throughput"]) == (6.86, 7.0, plots.AT_PACE)
     labels: list[str] = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: labels.extend(a.get_ylabel() for a in fig.axes) or path.name)
-    from pytest_dlperf.results import ResultSet
+    from pytest_dlperf.results.cases import ResultSet
     plots.write_all(tmp_path / "plots", ResultSet([r]))
     assert "throughput (samples/s), at the baseline runs' pace (as judged)" in labels
     r.verdict["throughput"].pace = {"applied": False}

@@ -109,7 +109,7 @@ def test_a_run_whose_set_up_fails_says_what_the_cluster_knows(tmp_path):
     own diagnosis appended (Slurm: the node is DOWN), as a failure mid-run does."""
     from pytest_dlperf.clusters.base import ClusterError
     from pytest_dlperf.launchers.torchrun import TorchrunLauncher
-    from pytest_dlperf.runner import run_case
+    from pytest_dlperf.measure.runner import run_case
     from pytest_dlperf.specs import CaseSpec, Measurement, Topology
 
     class LostNode(LocalCluster):

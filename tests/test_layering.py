@@ -31,12 +31,23 @@ def test_the_import_contracts_hold():
 
 
 def test_every_top_level_module_is_in_a_layer_and_the_node_contract_names_every_other():
-    """A module left out of the layers would be free to import anything: each one is placed."""
+    """A module left out of the layers would be free to import anything: each one is placed, a package whole
+    or (where its modules sit at different layers: options/, results/, software/) module by module."""
     tops = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
             if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
     layers = next(c for c in _contracts() if c["type"] == "layers")["layers"]
     placed = {m.strip().removeprefix("pytest_dlperf.") for layer in layers for m in layer.split("|")}
-    assert placed == tops, f"not in a layer: {sorted(tops - placed)}; no such module: {sorted(placed - tops)}"
+    split = {m.split(".")[0] for m in placed if "." in m}
+    assert not split & placed, f"placed whole and module by module: {sorted(split & placed)}"
+    assert {m.split(".")[0] for m in placed} == tops, (
+        f"not in a layer: {sorted(tops - {m.split('.')[0] for m in placed})}; no such module: "
+        f"{sorted({m.split('.')[0] for m in placed} - tops)}")
+    for package in sorted(split):
+        modules = {f"{package}.{p.stem}" for p in (PACKAGE / package).glob("*.py") if p.stem != "__init__"}
+        named = {m for m in placed if m.startswith(f"{package}.")}
+        assert named == modules, f"{package}/: not in a layer: {sorted(modules - named)}; no such module: {sorted(named - modules)}"
+        assert (PACKAGE / package / "__init__.py").read_text().strip().endswith('"""'), (
+            f"{package}/__init__.py imports: its modules sit at different layers, it must hold only its docstring")
     node = next(c for c in _contracts() if c.get("source_modules") == ["pytest_dlperf.node"])
     assert {m.removeprefix("pytest_dlperf.") for m in node["forbidden_modules"]} == tops - {"node"}
 

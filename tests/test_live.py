@@ -12,7 +12,7 @@ import pytest
 
 from pytest_dlperf.reporting import live
 from pytest_dlperf.reporting.live import render
-from pytest_dlperf.runner import last_progress
+from pytest_dlperf.measure.runner import last_progress
 
 from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, UNUSED_PLUGINS
 

@@ -83,7 +83,7 @@ def test_a_metric_is_its_declaration_every_part_reads_it(monkeypatch):
     from pytest_dlperf.baselines.profile import default_tolerances
     from pytest_dlperf.metrics import DeviceKind, Direction, Kind, Metric
     from pytest_dlperf.reporting import junit, markdown, summary_tables
-    from pytest_dlperf.results import ResultSet, result_from_dict, summarize
+    from pytest_dlperf.results.cases import ResultSet, result_from_dict, summarize
 
     from .suite import ROOT
 

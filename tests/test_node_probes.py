@@ -149,7 +149,7 @@ def test_reach_is_not_checked_where_the_cluster_starts_the_nodes_itself(tmp_path
 
 def test_the_node_checks_results_and_importers_do_not_import_the_runner():
     package = Path(hardware.__file__).parents[1]
-    modules = [*package.joinpath("nodechecks").glob("*.py"), package / "results.py", package / "records.py",
+    modules = [*package.joinpath("nodechecks").glob("*.py"), *package.joinpath("results").glob("*.py"),
                *package.joinpath("importers").glob("*.py")]
     for module in modules:
         imported = set()

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from pytest_dlperf.pace import PROBE, PaceLogError, parse_log, run_pace, window_pace
+from pytest_dlperf.watchers.pace import PROBE, PaceLogError, parse_log, run_pace, window_pace
 
 from .procs import tagged_processes
 

@@ -255,7 +255,7 @@ def test_flag_aliases_stay_flags_whatever_pytest_argument_attrs_returns(monkeypa
     from _pytest.config import argparsing
 
     from pytest_dlperf.clusters.slurm.options import add_options as add_slurm_options
-    from pytest_dlperf.options import add_options, add_short_names, value_options
+    from pytest_dlperf.options.core import add_options, add_short_names, value_options
 
     parser = argparsing.Parser(_ispytest=True)
     add_options(parser)
@@ -369,7 +369,8 @@ def test_the_local_lease_is_the_machines_unless_a_session_asks_for_its_own(tmp_p
 
     from filelock import FileLock, Timeout
 
-    from pytest_dlperf import builtin, options
+    from pytest_dlperf import builtin
+    from pytest_dlperf.options import core as options
     from pytest_dlperf.clusters.local import MACHINE_LEASE
 
     monkeypatch.delenv("DLPERF_LOCAL_LEASE", raising=False)

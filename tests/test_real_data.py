@@ -14,7 +14,7 @@ import pytest
 from pytest_dlperf import metrics
 from pytest_dlperf.metrics import NotMeasured
 from pytest_dlperf.nodechecks.dataset import judge
-from pytest_dlperf.records import RunRecord
+from pytest_dlperf.results.records import RunRecord
 from pytest_dlperf.specs import CPU_PROFILE, CaseSpec, Measurement, Topology
 from tests.suite import QUICK_PROBES, run_suite
 

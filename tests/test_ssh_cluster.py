@@ -21,7 +21,7 @@ from pytest_dlperf.clusters.hosts import parse_hosts
 from pytest_dlperf.clusters.local import detect_gpus
 from pytest_dlperf.clusters.ssh import SSHCluster
 from pytest_dlperf.clusters.ssh.connect import SSHSettings
-from pytest_dlperf.environment import cpu_model
+from pytest_dlperf.results.environment import cpu_model
 
 from .procs import tagged_pids as tagged
 from .sshd import address_block, keygen

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from .. import explain
 from ..clusters.base import ClusterError
 from ..measure import Bench, launch
-from ..runner import RunFailed
+from ..measure.runner import RunFailed
 from ..explain import RankProfile
 from ..baselines.fingerprint import robust_sd
 from ..specs import CaseSpec, Measurement

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import explain, metrics
-from ..provenance import changes, run_versions
+from ..software.provenance import changes, run_versions
 from ..measure import Bench
 from ..metrics import DeviceKind, Metric
 from ..specs import CaseSpec, Topology

@@ -6,12 +6,12 @@ import pytest
 
 from ..envs import make as envs
 from ..measure import Bench, Measured, MeasuringOrder
-from ..options import RunOptions
-from ..results import CaseResult
-from ..runner import SideLike
-from ..software import Software
+from ..options.core import RunOptions
+from ..results.cases import CaseResult
+from ..measure.runner import SideLike
+from ..software.identity import Software
 from ..specs import Measurement
-from ..verdict import Judgement, Outcome
+from ..results.verdict import Judgement, Outcome
 from ..reporting import ab as report
 from .feature import ABSession
 from .order import PairedOrder

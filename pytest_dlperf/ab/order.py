@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..budget import Budget
+from ..measure.budget import Budget
 from ..clusters.base import ClusterError
 from ..measure import Bench, Measured, Unit, cases_from, launch, own_case, ready_first, take_rounds
-from ..results import summarize
-from ..runner import RunFailed
+from ..results.cases import summarize
+from ..measure.runner import RunFailed
 from ..specs import CaseSpec, Measurement
 from . import sequential
 from .pairs import Launch, Pair, PairedCase

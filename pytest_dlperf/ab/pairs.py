@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import metrics
-from ..records import RunRecord
+from ..results.records import RunRecord
 from ..specs import CaseSpec
 
 

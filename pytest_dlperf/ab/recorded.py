@@ -1,5 +1,5 @@
 """The recorded software as an A/B reference: which side spec runs again what a baseline was recorded
-with, found from the software identity it stored (``software.py``) and what differs now. In order: the
+with, found from the software identity it stored (``software/identity.py``) and what differs now. In order: the
 recorded commit (``rev=``) for what lies in the repository, the recorded interpreter (``python=``), with an
 environment over it that brings back the recorded distributions where it was upgraded in place since
 (``pip=`` their recorded versions, ``hide=`` those added: ``envs``), the recorded variables (``env=``,
@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..software import SECRET_MARK, Change, Difference, NodeSoftware, Software
+from ..software.identity import SECRET_MARK, Change, Difference, NodeSoftware, Software
 from .sides import RECORDED, SideSpec, SpecError, parse_side
 
 OPTION = "--dlperf-confirm-reference"

@@ -115,7 +115,7 @@ class Entry:
 
     @classmethod
     def from_result(cls, result: Any, tolerance: Tolerances | None, versions: Mapping[str, str]) -> Entry:
-        """An entry recording a CaseResult (pytest_dlperf.results) as --update-baselines does."""
+        """An entry recording a CaseResult (pytest_dlperf.results.cases) as --update-baselines does."""
         c = result.case
         entry = cls.from_samples(model=c.model, precision=c.precision, batch_size=c.batch_size,
                                  image_size=c.image_size, backend=c.backend, topology=c.topology.name,

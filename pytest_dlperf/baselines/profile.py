@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from typing import Any, Protocol
 
-from .. import frameworks
+from ..software import frameworks
 from ..metrics import DeviceKind
 from .schema import Tolerances
 

@@ -82,7 +82,7 @@ from dataclasses import dataclass, replace
 
 from .. import metrics
 from ..metrics import Direction, Kind
-from ..verdict import STATUSES, Verdict, VerdictStatus, verdict_from_dict  # noqa: F401 - the judge's verdicts
+from ..results.verdict import STATUSES, Verdict, VerdictStatus, verdict_from_dict  # noqa: F401 - the judge's verdicts
 from .entry import Entry, run_groups
 from .fingerprint import robust_cv
 from .schema import Tolerances

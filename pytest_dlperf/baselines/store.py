@@ -18,7 +18,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..files import atomic_write_text
-from ..software import Software, pack, unpack
+from ..software.identity import Software, pack, unpack
 from .entry import Entry, SittingsError, add_sitting, check_software, run_groups  # noqa: F401 - the store's entries
 from .profile import check_profile_name, default_tolerances
 from .schema import BaselineError, Tolerances, _Reader
@@ -40,7 +40,7 @@ class BaselineFile:
     # machine id -> {node name -> hardware fingerprint (node/hwprobe.py)}: what each entry's
     # "machine" was measured on, so the gate can tell a slower machine from slower software
     machines: dict[str, dict[str, dict]] = field(default_factory=dict)
-    # software id -> the software identity an entry's runs were recorded with (software.py), so the gate
+    # software id -> the software identity an entry's runs were recorded with (software/identity.py), so the gate
     # can tell a host that drifted (nothing differs) from a software change (confirmed side by side)
     software: dict[str, Software] = field(default_factory=dict)
     schema: int = SCHEMA

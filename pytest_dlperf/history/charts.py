@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import metrics
-from ..verdict import Verdict
-from ..results import CaseResult
+from ..results.verdict import Verdict
+from ..results.cases import CaseResult
 from .html import esc, wrap
 from .runs import Run
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..results import CaseResult
+from ..results.cases import CaseResult
 
 UTC = _dt.timezone.utc
 # a date with a time of day (a date alone is a header's or a comment's, not the run's clock)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from ..results import CaseResult
+from ..results.cases import CaseResult
 from ..specs import CaseSpec
 from .changepoints import Finder, Segmentation
 from .charts import Failed, Point

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from .. import explain, metrics
-from ..provenance import changes
+from ..software.provenance import changes
 from ..reporting import ab as ab_report
 from ..reporting import cells
 from . import charts, overview

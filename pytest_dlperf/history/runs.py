@@ -11,8 +11,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..provenance import run_versions
-from ..results import CaseResult
+from ..software.provenance import run_versions
+from ..results.cases import CaseResult
 
 NO_PROFILE = "(profile not recorded)"
 

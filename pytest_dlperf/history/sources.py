@@ -14,7 +14,7 @@ from ..baselines.schema import positive_number
 from ..bisect import UsageError
 from ..bisect.steps import Steps
 from ..reporting import SCHEMA
-from ..results_file import ResultsFileError, from_document, read_document
+from ..results.file import ResultsFileError, from_document, read_document
 from .logtimes import imported_date
 from .runs import Run
 

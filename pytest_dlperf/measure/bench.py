@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..budget import Budget
+from .budget import Budget
 from ..clusters.base import Cluster
 from ..launchers.base import Launcher
 from ..reporting.live import LiveLine

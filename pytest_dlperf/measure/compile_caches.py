@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from ..clusters.base import Cluster, NodeCommand
 from ..launchers.base import CacheUse, CompileCache, own_cache_dir
-from ..records import RunRecord
+from ..results.records import RunRecord
 from ..specs import CaseSpec, Measurement
 
 if TYPE_CHECKING:
-    from ..runner import SideLike
+    from .runner import SideLike
 
 
 def launch_key(name: str, side: SideLike | None) -> tuple[str, str]:

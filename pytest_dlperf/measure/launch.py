@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import metrics
-from ..records import RunRecord
-from ..runner import run_case
+from ..results.records import RunRecord
+from .runner import run_case
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
 from .compile_caches import launch_key
 
 if TYPE_CHECKING:
-    from ..runner import SideLike
+    from .runner import SideLike
 
 
 def launch(bench: Bench, case: CaseSpec, m: Measurement, label: str, k: int, of: int,

@@ -4,7 +4,7 @@ case, so they come minutes after the case's first ones."""
 from __future__ import annotations
 
 from ..clusters.base import ClusterError
-from ..runner import RunFailed
+from .runner import RunFailed
 from ..specs import Measurement
 from .bench import Bench
 from .launch import launch

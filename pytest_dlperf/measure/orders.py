@@ -11,7 +11,7 @@ from typing import Protocol
 import pytest
 
 from ..clusters.base import ClusterError
-from ..runner import RunFailed
+from .runner import RunFailed
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
 from .launch import launch

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..budget import Budget
+from .budget import Budget
 from ..clusters.base import ClusterError
 from .bench import Bench
 from .measured import Measured, launch_class

@@ -11,7 +11,7 @@ from .declaration import (CASE_UNIT, ITEM, DeviceKind, Direction, Flag, Kind, Me
                           Rule, ScalingInputs)
 
 if TYPE_CHECKING:
-    from ..records import RunRecord
+    from ..results.records import RunRecord
     from ..specs import CaseSpec, Measurement
 
 CPU, GPU = DeviceKind.CPU, DeviceKind.GPU

@@ -12,7 +12,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..records import RunRecord
+    from ..results.records import RunRecord
     from ..specs import CaseSpec, Measurement, Topology
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..clusters.base import Cluster, Node, NodeCommand
 from ..node.workloads.nodefacts import SOFTWARE_CONTRACT, SOFTWARE_MARK
-from ..software import NodeSoftware
+from ..software.identity import NodeSoftware
 from .frameworks import PROBE
 
 TIMEOUT = 60.0

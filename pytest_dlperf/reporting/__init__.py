@@ -13,10 +13,10 @@ from rich.table import Table
 
 from .. import metrics
 from ..files import atomic_write_text
-from ..results import CONTRACT, ResultSet
+from ..results.cases import CONTRACT, ResultSet
 from . import cells, compiled, data
 
-SCHEMA = CONTRACT  # results.json's "schema": its contract version (results.py)
+SCHEMA = CONTRACT  # results.json's "schema": its contract version (results/cases.py)
 
 
 def _fmt(value: float | None, spec: str, unit: str = "") -> str:

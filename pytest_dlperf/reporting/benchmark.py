@@ -8,7 +8,7 @@ import datetime as _dt
 import platform
 
 from .. import metrics
-from ..results import CaseResult, ResultSet
+from ..results.cases import CaseResult, ResultSet
 
 
 def _stats(seconds: list[float]) -> dict:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from .. import metrics
 from ..metrics import Metric
-from ..results import CaseResult
+from ..results.cases import CaseResult
 
 
 def shown(rows: Sequence[CaseResult]) -> list[Metric]:

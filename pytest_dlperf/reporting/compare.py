@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from ..results import ResultSet
+from ..results.cases import ResultSet
 from ..specs import CaseSpec
 
 _FIELDS = [f.name for f in fields(CaseSpec)]

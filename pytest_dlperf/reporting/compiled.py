@@ -5,7 +5,7 @@ and recompilation)."""
 from __future__ import annotations
 
 from .. import metrics
-from ..results import CaseResult, ResultSet
+from ..results.cases import CaseResult, ResultSet
 
 HEADER = ("engine", "case", "topology", "eager", "compiled", "compiled/eager", "compile s", "breaks", "recompiles")
 

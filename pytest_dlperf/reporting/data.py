@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import metrics
-from ..results import CaseResult, ResultSet
+from ..results.cases import CaseResult, ResultSet
 from ..datasources import DATA_SOURCES, REAL, SYNTHETIC
 
 HEADER = ("engine", "case", "topology", *(f"{d} (speedup)" for d in DATA_SOURCES), "real/synthetic",

@@ -4,7 +4,7 @@ verdicts."""
 from __future__ import annotations
 
 from .. import metrics
-from ..results import CaseResult
+from ..results.cases import CaseResult
 
 
 def junit_properties(result: CaseResult) -> list[tuple[str, object]]:

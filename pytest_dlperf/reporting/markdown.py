@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import explain, metrics
 from ..metrics import Metric
-from ..results import CaseResult, ResultSet
+from ..results.cases import CaseResult, ResultSet
 from . import _fmt, cells, compiled, data, engine_grid
 
 # Worst first: a group's rank in the file is its worst case's.

@@ -9,7 +9,7 @@ import pytest
 
 from .. import matrix
 from ..clusters.base import Cluster
-from ..options import RunOptions
+from ..options.core import RunOptions
 from .signals import sigterm_ignored, sigterm_until_restored
 
 

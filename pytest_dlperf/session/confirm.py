@@ -39,10 +39,10 @@ from ..baselines.drift import sitting_drift
 from ..baselines.rules import catch_rate
 from ..measure import Measured
 from ..metrics import Direction, Judging
-from ..results import CaseResult
-from ..software import Difference, NodeSoftware, Software, differences
+from ..results.cases import CaseResult
+from ..software.identity import Difference, NodeSoftware, Software, differences
 from ..specs import CaseSpec, Measurement
-from ..verdict import Judgement, Outcome, Verdict, VerdictStatus
+from ..results.verdict import Judgement, Outcome, Verdict, VerdictStatus
 from .contexts import Recorded
 from .recording import CATCH_DROP
 

@@ -12,9 +12,9 @@ from ..baselines.schema import Tolerances
 from ..baselines.store import Entry
 from ..clusters.base import Node
 from ..metrics import DeviceKind
-from ..provenance import own_version
-from ..software import Software
-from ..results import CaseResult
+from ..software.provenance import own_version
+from ..software.identity import Software
+from ..results.cases import CaseResult
 from ..specs import CaseSpec
 from .gate_options import GateOptions
 

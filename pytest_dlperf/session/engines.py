@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ..launchers.base import Launcher
-from ..options import RunOptions
+from ..options.core import RunOptions
 from ..specs import CaseSpec
 
 

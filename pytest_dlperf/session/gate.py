@@ -18,14 +18,14 @@ from ..baselines.profile import device_kind
 from ..baselines.rules import pace_hides, resolve_tolerances
 from ..baselines.store import SittingsError
 from ..clusters.base import Node
-from ..comm import network_said
+from ..results.comm import network_said
 from ..metrics import PRIMARY
 from ..nodechecks.hardware import Fingerprints
-from ..provenance import changes, git_commit, run_versions
-from ..results import CaseResult
-from ..software import Software
+from ..software.provenance import changes, git_commit, run_versions
+from ..results.cases import CaseResult
+from ..software.identity import Software
 from ..specs import CaseSpec
-from ..verdict import Judgement, Outcome, Verdict, VerdictStatus  # noqa: F401 - the gate's answers
+from ..results.verdict import Judgement, Outcome, Verdict, VerdictStatus  # noqa: F401 - the gate's answers
 from .contexts import BaselineContext, BaselineContexts, Recorded
 from .gate_options import GateOptions, marker_tolerances
 from .judges import JUDGES, Screened

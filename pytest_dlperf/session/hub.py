@@ -14,26 +14,27 @@ from typing import NoReturn
 
 import pytest
 
-from .. import environment, explain, matrix, reporting
+from .. import explain, matrix, reporting
+from ..results import environment
 from ..ab.explain import profile_once
 from ..ab.confirm import SideBySide
 from ..ab.options import ABOptions, ConfirmOptions
 from ..baselines import BaselineError
-from ..budget import Budget, session_seconds
+from ..measure.budget import Budget, session_seconds
 from ..clusters.base import Cluster, ClusterError
 from ..measure import Bench, Measured, compile_caches
 from ..measure.more import more_launches
-from ..mfu import utilisation
-from ..options import RunOptions
+from ..results.mfu import utilisation
+from ..options.core import RunOptions
 from ..nodechecks import software as software_probe
-from ..provenance import reachable, run_versions
+from ..software.provenance import reachable, run_versions
 from ..reporting.junit import junit_properties
 from ..reporting.live import LiveLine
-from ..results import CaseResult, ResultSet, summarize
-from ..runner import plan_run
-from ..software import NodeSoftware, Software
+from ..results.cases import CaseResult, ResultSet, summarize
+from ..measure.runner import plan_run
+from ..software.identity import NodeSoftware, Software
 from ..specs import CaseSpec, Measurement, Profile, Topology
-from ..verdict import Judgement
+from ..results.verdict import Judgement
 from . import record_modes, summary, xdist
 from .cluster import ClusterHolder
 from .confirm import Confirmation, Lookups

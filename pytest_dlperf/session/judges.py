@@ -10,8 +10,8 @@ from typing import Protocol
 from ..baselines import Entry, ScalingRuns, Tolerances, judge, judge_scalar
 from ..baselines.rules import judge_count
 from ..metrics import Judging, Metric
-from ..results import CaseResult
-from ..verdict import Verdict
+from ..results.cases import CaseResult
+from ..results.verdict import Verdict
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ from typing import Protocol
 import pytest
 
 from ..measure import Bench, Measured, MeasuringOrder, make_order
-from ..options import RunOptions
-from ..results import CaseResult
-from ..runner import SideLike
-from ..software import Software
+from ..options.core import RunOptions
+from ..results.cases import CaseResult
+from ..measure.runner import SideLike
+from ..software.identity import Software
 from ..specs import Measurement
-from ..verdict import Judgement, Outcome
+from ..results.verdict import Judgement, Outcome
 from .confirm import Confirmation
 
 

@@ -13,7 +13,7 @@ import pytest
 from ..baselines import BaselineError
 from ..baselines.store import SittingsError
 from ..clusters.base import Cluster, ClusterError
-from ..options import RunOptions
+from ..options.core import RunOptions
 from ..nodechecks import compiler, dataset, frameworks, hardware, interfaces, reach
 from ..specs import COMPILED, CaseSpec
 from .engines import Engines

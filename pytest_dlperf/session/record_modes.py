@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..baselines.fingerprint import robust_cv
 from ..baselines.modes import Modes, split_modes, tightest_drop
-from ..results import CaseResult
+from ..results.cases import CaseResult
 
 
 def unsettled(result: CaseResult, cv_bound: float) -> Modes | str | None:

@@ -12,8 +12,8 @@ from ..baselines.rules import catch_rate
 from ..baselines.store import SittingsError, add_sitting
 from ..clusters.base import Node
 from ..nodechecks.hardware import Fingerprints
-from ..results import CaseResult, ResultSet
-from ..software import Software, differences
+from ..results.cases import CaseResult, ResultSet
+from ..software.identity import Software, differences
 from ..specs import Topology, profile_of
 
 CATCH_DROP = 0.10  # at recording, the slow-down a baseline should let a default session catch ...

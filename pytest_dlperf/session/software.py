@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .. import provenance
+from ..software import provenance
 from ..clusters.base import Cluster, Node
 from ..nodechecks import software as probe
-from ..records import RunRecord
-from ..software import NodeSoftware, Repository, Software, file_digest, stack_of
+from ..results.records import RunRecord
+from ..software.identity import NodeSoftware, Repository, Software, file_digest, stack_of
 from ..specs import CaseSpec
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .. import reporting
 from ..baselines import verdict_table
 from ..reporting import skips
-from ..options import RunOptions
+from ..options.core import RunOptions
 from ..specs import Measurement
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import reporting
-from ..results import result_from_dict
+from ..results.cases import result_from_dict
 
 if TYPE_CHECKING:
     from .hub import DLPerfSession

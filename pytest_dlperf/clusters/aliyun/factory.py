@@ -17,7 +17,7 @@ from .options import AliyunOptions
 from .provision import Provisioner, ProvisionError
 
 if TYPE_CHECKING:
-    from ...options import RunOptions
+    from ...options.core import RunOptions
 
 
 def shown(config: pytest.Config) -> Callable[[str], None]:

@@ -13,7 +13,7 @@ from ..base import ClusterError
 from .options import RayOptions
 
 if TYPE_CHECKING:
-    from ...options import RunOptions
+    from ...options.core import RunOptions
     from .cluster import RayCluster
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from ...optiongroups import OptionGroup
-from ...optiontypes import positive_seconds
+from ...options.groups import OptionGroup
+from ...options.argtypes import positive_seconds
 from .nodes import parse_labels, parse_resources
 
 DEFAULT_WORKDIR = "/tmp/pytest-dlperf-ray"

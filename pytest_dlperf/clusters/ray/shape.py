@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..shape import ClusterShape
 
 if TYPE_CHECKING:
-    from ...options import RunOptions
+    from ...options.core import RunOptions
 
 
 def ray_shape(options: RunOptions) -> ClusterShape | None:

@@ -15,7 +15,7 @@ from .commands import AllocationSpec, SlurmError, which
 from .options import SlurmOptions
 
 if TYPE_CHECKING:
-    from ...options import RunOptions
+    from ...options.core import RunOptions
 
 
 def make_slurm_cluster(config: pytest.Config, options: RunOptions, slurm: SlurmOptions,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..shape import ClusterShape
 
 if TYPE_CHECKING:
-    from ...options import RunOptions
+    from ...options.core import RunOptions
     from .options import SlurmOptions
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")

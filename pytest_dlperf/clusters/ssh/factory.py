@@ -11,7 +11,7 @@ from .given import host_specs
 from .options import SSHOptions
 
 if TYPE_CHECKING:
-    from ...options import RunOptions
+    from ...options.core import RunOptions
 
 
 def make_ssh_cluster(options: RunOptions, ssh: SSHOptions, frameworks: tuple[str, ...] = ()) -> SSHCluster:

@@ -10,7 +10,7 @@ from ..hosts import HOSTFILE_FORM, HOSTS_FORM, HostSpec, parse_hostfile, parse_h
 from ..shape import ClusterShape
 
 if TYPE_CHECKING:
-    from ...options import RunOptions
+    from ...options.core import RunOptions
     from .options import SSHOptions
 
 

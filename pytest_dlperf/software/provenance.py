@@ -8,7 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from .software import Repository, digest
+from .identity import Repository, digest
 
 
 def run_versions(meta: dict, git: str | None = None) -> dict[str, str]:

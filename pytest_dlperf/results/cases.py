@@ -4,13 +4,14 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from . import frameworks, metrics
+from .. import metrics
+from ..software import frameworks
 from .verdict import Verdict, verdict_from_dict
 from .comm import Communication, communication
 from .mfu import Utilisation
-from .node import paceprobe
+from ..node import paceprobe
 from .records import RunRecord, StepRecord
-from .specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
+from ..specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
 
 # results.json's contract ("schema"): 2 adds each case's "metrics" (every declared metric's figures, unit
 # and direction, or why it was not measured); dlperf report, compare and history read 1 and 2

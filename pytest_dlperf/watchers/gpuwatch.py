@@ -23,11 +23,11 @@ import posixpath
 import statistics
 from pathlib import Path
 
-from .clusters.base import Cluster, NodeCommand, behind
-from .node import nvmlwatch
+from ..clusters.base import Cluster, NodeCommand, behind
+from ..node import nvmlwatch
 from .nodelog import ClockPair, LogKind, read_header
 
-WATCHER = Path(__file__).resolve().parent / "node" / "nvmlwatch.py"
+WATCHER = Path(nvmlwatch.__file__).resolve()  # copied to each node beside its launch
 LOG_NAME = "gpu.log"
 CONTRACT = nvmlwatch.VERSION
 PERIOD = 0.1

@@ -6,8 +6,8 @@ import os
 import platform
 from importlib import metadata
 
-from .node.workloads.nodefacts import cpu_model
-from .results import ResultSet
+from ..node.workloads.nodefacts import cpu_model
+from .cases import ResultSet
 
 
 def _version(dist: str) -> str | None:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from .metrics import DeviceKind, tolerated
-from .optiongroups import OptionGroup, add_short_names, value_options
-from .optiontypes import choice_or_env, csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
-from .datasources import DATA_SOURCES, SOURCES, SYNTHETIC
-from .specs import COMPILE_MODES, PRECISIONS
+from ..metrics import DeviceKind, tolerated
+from .groups import OptionGroup, add_short_names, value_options
+from .argtypes import choice_or_env, csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
+from ..datasources import DATA_SOURCES, SOURCES, SYNTHETIC
+from ..specs import COMPILE_MODES, PRECISIONS
 
 __all__ = ["RunOptions", "add_options", "add_short_names", "from_config", "value_options"]
 
@@ -36,7 +36,7 @@ DEFAULT_ORDER = "rounds"
 
 
 def _profile_name(text: str) -> str:
-    from .baselines.profile import check_profile_name
+    from ..baselines.profile import check_profile_name
 
     try:
         return check_profile_name(text)

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from .optiongroups import ALIASES, add_short_names
+from .groups import ALIASES, add_short_names
 
 PLUGIN = "pytest_dlperf.plugin"  # the pytest11 entry point (pyproject.toml)
-HEAD = Path(__file__).resolve().parents[1] / "docs" / "options.head.md"  # a source checkout's
+HEAD = Path(__file__).resolve().parents[2] / "docs" / "options.head.md"  # a source checkout's
 COMMAND = "dlperf options -o docs/options.md"
 GENERATED = (f"<!-- Made by `{COMMAND}` from the options' registration (their help= strings) and "
              "docs/options.head.md: edit those, not this file. -->")

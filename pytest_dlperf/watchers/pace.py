@@ -15,11 +15,11 @@ import posixpath
 import statistics
 from pathlib import Path
 
-from .clusters.base import Cluster, NodeCommand, behind
-from .node import paceprobe
+from ..clusters.base import Cluster, NodeCommand, behind
+from ..node import paceprobe
 from .nodelog import ClockPair, LogKind, read_header
 
-PROBE = Path(__file__).resolve().parent / "node" / "paceprobe.py"
+PROBE = Path(paceprobe.__file__).resolve()  # copied to each node beside its launch
 LOG_NAME = "pace.log"
 CONTRACT = paceprobe.VERSION  # the probe's log; also stored with baseline paces (1 was node 0's pace alone)
 PERIOD = 0.1

@@ -12,8 +12,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from .baselines.fingerprint import compute_rate
-from .specs import TOKEN_MODELS
+from ..baselines.fingerprint import compute_rate
+from ..specs import TOKEN_MODELS
 
 # Dense tensor-core peaks in TFLOP/s (no sparsity), per data type, from NVIDIA's datasheets.
 # A data type a GPU lacks is absent: tf32 then falls back to its fp32 figure (V100 runs fp32
@@ -121,7 +121,7 @@ def case_peak(model: str, precision: str, ranks: Sequence[Mapping], devices_per_
         missing = sorted({str(r.get("device", "")) for r, f in zip(ranks, found) if f is None})
         if missing:
             return Peak(None, f"peak unknown for {', '.join(missing)} in {dtype} (no datasheet figure in "
-                              "pytest_dlperf/mfu.py)")
+                              "pytest_dlperf/results/mfu.py)")
         labels = sorted({f[1] for f in found if f})
         return Peak(sum(f[0] for f in found if f) * 1e12, f"{len(ranks)} x {', '.join(labels)} peak",
                     "; ".join(sorted({f[2] for f in found if f})))
