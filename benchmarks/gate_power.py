@@ -68,9 +68,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pytest_dlperf import metrics  # noqa: E402
-from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
 from pytest_dlperf.baselines.rules import pace_adjust, pace_slope  # noqa: E402
 from pytest_dlperf.files import atomic_write_text  # noqa: E402
+from pytest_dlperf.launchers.base import CPU_MALLOC_ENV  # noqa: E402
 from pytest_dlperf.measure.runner import parse_steps  # noqa: E402
 from pytest_dlperf.specs import CPU_PROFILE  # noqa: E402
 

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_dlperf import cli
 from pytest_dlperf.ab.sides import SpecError, parse_side
+
 from tests import suite
 from tests.procs import signal_when, tagged_processes
 from tests.suite import QUICK_PROBES, ROOT, SMALL_CASE, TINY_ENGINE, run_suite

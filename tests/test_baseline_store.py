@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_dlperf import metrics
 from pytest_dlperf.baselines import (
     BaselineError,
     BaselineStore,
@@ -18,7 +19,6 @@ from pytest_dlperf.baselines import (
     default_tolerances,
     detect_profile,
 )
-from pytest_dlperf import metrics
 from pytest_dlperf.baselines.store import SittingsError, add_sitting, run_groups
 from pytest_dlperf.clusters.base import Node
 from pytest_dlperf.specs import CaseSpec, Topology

@@ -17,19 +17,19 @@ import pytest
 
 from pytest_dlperf import metrics
 from pytest_dlperf.ab.judges import count_verdict
+from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
 from pytest_dlperf.baselines import BaselineError, Entry, Tolerances
 from pytest_dlperf.baselines.rules import judge_count
 from pytest_dlperf.clusters.base import Node
-from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
-from pytest_dlperf.measure.budget import Budget
 from pytest_dlperf.clusters.local import LocalCluster
 from pytest_dlperf.launchers.base import CacheUse, RunPlan, own_cache_dir
 from pytest_dlperf.launchers.torchrun import TorchrunLauncher
 from pytest_dlperf.measure import Bench, launch
+from pytest_dlperf.measure.budget import Budget
 from pytest_dlperf.measure.compile_caches import CompileCaches, drop
 from pytest_dlperf.measure.measured import launch_class
-from pytest_dlperf.results.records import RunRecord
 from pytest_dlperf.results.cases import _other_figures
+from pytest_dlperf.results.records import RunRecord
 from pytest_dlperf.specs import CaseSpec, Measurement, Topology
 
 from tests.suite import QUICK_PROBES, python_over_this_one, run_suite

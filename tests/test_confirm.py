@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 
 from pytest_dlperf.ab.recorded import find, side_words
-from pytest_dlperf.ab.sides import parse_side
+from pytest_dlperf.ab.sides import Side, parse_side
 from pytest_dlperf.baselines.drift import sitting_drift
 from pytest_dlperf.baselines.entry import Entry
 from pytest_dlperf.clusters.base import Node, NodeCommand
-from pytest_dlperf.ab.sides import Side
 from pytest_dlperf.software.identity import Change, NodeSoftware, Repository, Software, differences, pack, unpack
 
 from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, python_over_this_one, run_suite

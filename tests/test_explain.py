@@ -20,6 +20,7 @@ from pytest_dlperf.ab.explain import DEFAULT_LAUNCH_NOISE, launch_noise, wanted
 from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
 from pytest_dlperf.explain.profile import BETWEEN
 from pytest_dlperf.explain.readers.kineto import profile_events
+
 from tests.suite import ROOT, run_suite
 
 TRACES = Path(__file__).parent / "data" / "traces"

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from pytest_dlperf.clusters.base import Node
+from pytest_dlperf.results.cases import result_from_dict
 from pytest_dlperf.session.gate import Gate
 from pytest_dlperf.session.gate_options import GateOptions
-from pytest_dlperf.results.cases import result_from_dict
 
 from tests import cgroup
 from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, python_holding_more, run_suite

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from pytest_dlperf.ab.judges import assessment_dict
-from pytest_dlperf.ab.pairs import Launch, PairedCase, Pair
+from pytest_dlperf.ab.pairs import Launch, Pair, PairedCase
 from pytest_dlperf.ab.sequential import decide
 
 from .test_gpuwatch import CASE, M, figures_of, gpu_run
@@ -46,8 +46,8 @@ def test_bad_arguments_are_one_line(capsys):
 
 
 def test_a_cases_row_holds_its_figures_and_what_it_did_not_measure():
-    from pytest_dlperf.watchers.gpuwatch import not_measured
     from pytest_dlperf.results.cases import summarize
+    from pytest_dlperf.watchers.gpuwatch import not_measured
 
     bound = summarize(CASE, M, [gpu_run(figures_of(n0="h100-gpu-bound.log"), k) for k in range(2)]).to_dict()
     row = gpu_check.case_row(bound)

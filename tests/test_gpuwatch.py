@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from pytest_dlperf import metrics
-from pytest_dlperf.watchers import gpuwatch
-from pytest_dlperf.watchers.gpuwatch import GpuLogError, parse_log
-from pytest_dlperf.results.records import RunRecord, StepRecord
 from pytest_dlperf.reporting import summary_tables
 from pytest_dlperf.reporting.junit import junit_properties
 from pytest_dlperf.results.cases import ResultSet, result_from_dict, summarize
+from pytest_dlperf.results.records import RunRecord, StepRecord
 from pytest_dlperf.specs import CaseSpec, Measurement, Topology
+from pytest_dlperf.watchers import gpuwatch
+from pytest_dlperf.watchers.gpuwatch import GpuLogError, parse_log
 
 DATA = Path(__file__).resolve().parent / "data" / "gpuwatch"
 FAKE = Path(__file__).resolve().parent / "fakenvml"
@@ -270,6 +270,7 @@ def gpu_cluster(tmp_path: Path, nodes: int):
 
 def test_a_launch_on_gpu_nodes_is_watched_on_every_node_over_its_window(tmp_path, monkeypatch):
     from pytest_dlperf.measure.runner import run_case
+
     from tests.tiny.plugin import TinyLauncher
 
     monkeypatch.setenv("PYTHONPATH", str(FAKE))
@@ -292,6 +293,7 @@ def test_the_watcher_runs_where_it_can_give_the_cases_figures():
     from pytest_dlperf.clusters.base import Node, NodeCommand
     from pytest_dlperf.launchers.external import ExternalLauncher
     from pytest_dlperf.measure.runner import watches_gpus
+
     from tests.tiny.plugin import TinyLauncher
 
     gpu, cpu = Node("g", "h", 1, cpus=8, gpus=1), Node("c", "h", 1, cpus=8)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_dlperf.measure.runner import last_progress
 from pytest_dlperf.reporting import live
 from pytest_dlperf.reporting.live import render
-from pytest_dlperf.measure.runner import last_progress
 
 from tests.suite import QUICK_PROBES, SMALL_CASE, TINY_ENGINE, UNUSED_PLUGINS
 

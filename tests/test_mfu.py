@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from pytest_dlperf.results.mfu import Utilisation, case_peak, dtype_of, gpu_peak, utilisation
-from pytest_dlperf.results.records import RunRecord
 from pytest_dlperf.results.cases import result_from_dict, summarize
 from pytest_dlperf.results.file import ResultsFileError, load
+from pytest_dlperf.results.mfu import Utilisation, case_peak, dtype_of, gpu_peak, utilisation
+from pytest_dlperf.results.records import RunRecord
 from pytest_dlperf.specs import CaseSpec, Measurement, Topology
 
 

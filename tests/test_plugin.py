@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
-import shlex
 
 import pytest
 
@@ -370,8 +370,8 @@ def test_the_local_lease_is_the_machines_unless_a_session_asks_for_its_own(tmp_p
     from filelock import FileLock, Timeout
 
     from pytest_dlperf import builtin
-    from pytest_dlperf.options import core as options
     from pytest_dlperf.clusters.local import MACHINE_LEASE
+    from pytest_dlperf.options import core as options
 
     monkeypatch.delenv("DLPERF_LOCAL_LEASE", raising=False)
     assert options._local_lease(None) == "machine"

@@ -16,6 +16,7 @@ from pytest_dlperf.metrics import NotMeasured
 from pytest_dlperf.nodechecks.dataset import judge
 from pytest_dlperf.results.records import RunRecord
 from pytest_dlperf.specs import CPU_PROFILE, CaseSpec, Measurement, Topology
+
 from tests.suite import QUICK_PROBES, run_suite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "pytest_dlperf" / "node" / "workloads"))

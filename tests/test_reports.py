@@ -132,9 +132,9 @@ def test_dlperf_report_rerenders_and_compare_prints_ratios(gated, tmp_path):
 
 
 def test_groups_with_a_regression_come_first():
-    from pytest_dlperf.results.verdict import Verdict
     from pytest_dlperf.reporting import markdown
     from pytest_dlperf.results.cases import CaseResult, ResultSet
+    from pytest_dlperf.results.verdict import Verdict
     from pytest_dlperf.specs import CaseSpec, Measurement, Topology
 
     def result(model: str, status: str) -> CaseResult:

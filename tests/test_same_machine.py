@@ -17,12 +17,12 @@ from pytest_dlperf.baselines import BaselineStore, Entry
 from pytest_dlperf.clusters.base import Node
 from pytest_dlperf.nodechecks.hardware import Fingerprints
 from pytest_dlperf.results.cases import CaseResult, result_from_dict
+from pytest_dlperf.results.verdict import Outcome, VerdictStatus
 from pytest_dlperf.session import confirm
 from pytest_dlperf.session.confirm import Confirmation, Lookups
 from pytest_dlperf.session.gate import Gate
 from pytest_dlperf.session.gate_options import GateOptions
 from pytest_dlperf.software.identity import NodeSoftware, Repository, Software
-from pytest_dlperf.results.verdict import Outcome, VerdictStatus
 
 DATA = Path(__file__).parent / "data" / "history" / "results.json"
 NODES = [Node("local0", "127.0.0.1", 1, cpus=1, extra={"cpu_model": "AMD EPYC"})]  # the recording's node

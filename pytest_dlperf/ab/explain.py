@@ -10,11 +10,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from .. import explain
+from ..baselines.fingerprint import robust_sd
 from ..clusters.base import ClusterError
+from ..explain import RankProfile
 from ..measure import Bench, launch
 from ..measure.runner import RunFailed
-from ..explain import RankProfile
-from ..baselines.fingerprint import robust_sd
 from ..specs import CaseSpec, Measurement
 from .options import ExplainOptions
 from .pairs import PairedCase

@@ -9,18 +9,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import explain, metrics
-from ..software.provenance import changes, run_versions
-from ..measure import Bench
-from ..metrics import DeviceKind, Metric
-from ..specs import CaseSpec, Topology
 from ..clusters.base import Node
 from ..envs import make as envs
+from ..measure import Bench
+from ..metrics import DeviceKind, Metric
+from ..software.provenance import changes, run_versions
+from ..specs import CaseSpec, Topology
 from . import sequential, worktree
 from .explain import Explainer
+from .interpreter import SideNotReady, check_side
 from .judges import JUDGES, assessment_dict
 from .options import ABOptions
 from .pairs import PairedCase
-from .interpreter import SideNotReady, check_side
 from .sides import RECORDED, ROLES, Side, parse_side
 
 METHOD_TEXT = ("paired t on the log ratios, a repeated-significance confidence sequence calibrated by "

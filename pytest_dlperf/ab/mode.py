@@ -6,16 +6,16 @@ import pytest
 
 from ..envs import make as envs
 from ..measure import Bench, Measured, MeasuringOrder
-from ..options.core import RunOptions
-from ..results.cases import CaseResult
 from ..measure.runner import SideLike
+from ..options.core import RunOptions
+from ..reporting import ab as report
+from ..results.cases import CaseResult
+from ..results.verdict import Judgement, Outcome
 from ..software.identity import Software
 from ..specs import Measurement
-from ..results.verdict import Judgement, Outcome
-from ..reporting import ab as report
 from .feature import ABSession
-from .order import PairedOrder
 from .interpreter import SideNotReady
+from .order import PairedOrder
 from .sides import Side
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 from ..envs.options import EnvOptions
-from ..options.groups import OptionGroup
 from ..options.argtypes import count_or_env, fraction, non_negative_int, positive_int
+from ..options.groups import OptionGroup
 from .sides import SideSpec, SpecError, parse_side
 
 UNDECIDED = ("pass", "fail")

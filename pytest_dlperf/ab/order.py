@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..measure.budget import Budget
 from ..clusters.base import ClusterError
 from ..measure import Bench, Measured, Unit, cases_from, launch, own_case, ready_first, take_rounds
-from ..results.cases import summarize
+from ..measure.budget import Budget
 from ..measure.runner import RunFailed
+from ..results.cases import summarize
 from ..specs import CaseSpec, Measurement
 from . import sequential
-from .pairs import Launch, Pair, PairedCase
 from .interpreter import SideNotReady
+from .pairs import Launch, Pair, PairedCase
 
 if TYPE_CHECKING:
     from .feature import ABSession

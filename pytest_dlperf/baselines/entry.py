@@ -16,7 +16,6 @@ from ..metrics import Kind
 from ..specs import CaseSpec, Topology
 from .schema import BaselineError, Tolerances, _Reader, is_number, positive_number
 
-
 PROFILE_KEY = "trace_summary"  # an entry's recorded profile summary (explain.summary; --dlperf-explain always)
 
 

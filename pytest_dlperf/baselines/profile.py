@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
 from typing import Any, Protocol
 
-from ..software import frameworks
 from ..metrics import DeviceKind
+from ..software import frameworks
 from .schema import Tolerances
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from ..options.groups import OptionGroup
 from ..options.argtypes import duration
+from ..options.groups import OptionGroup
 
 DEFAULT_CACHE = "~/.cache/pytest-dlperf/envs"  # on each node, in the home of the user the cluster runs as
 INSTALLERS = ("auto", "uv", "pip")

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import metrics
-from ..results.verdict import Verdict
 from ..results.cases import CaseResult
+from ..results.verdict import Verdict
 from .html import esc, wrap
 from .runs import Run
 

@@ -6,14 +6,14 @@ import os
 from pathlib import Path
 
 from .. import explain, metrics
-from ..software.provenance import changes
 from ..reporting import ab as ab_report
 from ..reporting import cells
+from ..software.provenance import changes
 from . import charts, overview
 from .bisect_page import href as bisect_href
 from .bisect_page import standing
-from .html import CHART_SCRIPTS, chart, esc, file_href, link, number, page, script_json, status, table
 from .hrefs import ab_href, case_href, model_href, run_href
+from .html import CHART_SCRIPTS, chart, esc, file_href, link, number, page, script_json, status, table
 from .model import Group, History, family
 from .runs import Run
 from .sources import Skipped

@@ -11,8 +11,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..software.provenance import run_versions
 from ..results.cases import CaseResult
+from ..software.provenance import run_versions
 
 NO_PROFILE = "(profile not recorded)"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..formats import FORMATS, Hints, Origin, ParsedRun
 from ..formats.ddp_bench import NO_DDP
-from ..results.records import RunRecord
 from ..results.cases import CaseResult, ResultSet, summarize
+from ..results.records import RunRecord
 from ..specs import CaseSpec, Measurement, Topology
 from . import layout
 from .fields import FORCE, Given, from_name, resolve

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .budget import Budget
 from ..clusters.base import Cluster
 from ..launchers.base import Launcher
 from ..reporting.live import LiveLine
 from ..specs import CaseSpec, Measurement
+from .budget import Budget
 from .compile_caches import CompileCaches
 
 

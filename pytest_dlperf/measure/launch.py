@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 from .. import metrics
 from ..results.records import RunRecord
-from .runner import run_case
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
 from .compile_caches import launch_key
+from .runner import run_case
 
 if TYPE_CHECKING:
     from .runner import SideLike

@@ -4,11 +4,11 @@ case, so they come minutes after the case's first ones."""
 from __future__ import annotations
 
 from ..clusters.base import ClusterError
-from .runner import RunFailed
 from ..specs import Measurement
 from .bench import Bench
 from .launch import launch
 from .measured import Measured
+from .runner import RunFailed
 
 
 def more_launches(bench: Bench, got: Measured, m: Measurement, n: int, label: str) -> float:

@@ -11,12 +11,12 @@ from typing import Protocol
 import pytest
 
 from ..clusters.base import ClusterError
-from .runner import RunFailed
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
 from .launch import launch
 from .measured import Measured, cases_after, cases_from, going, launch_class, own_case
 from .rounds import Unit, take_rounds
+from .runner import RunFailed
 
 
 class MeasuringOrder(Protocol):

@@ -7,9 +7,9 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .budget import Budget
 from ..clusters.base import ClusterError
 from .bench import Bench
+from .budget import Budget
 from .measured import Measured, launch_class
 
 

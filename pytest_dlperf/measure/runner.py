@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from ..watchers import gpuwatch, pace
 from ..clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, stop_everything
 from ..launchers.base import CompileCache, Launcher, RunPlan
+from ..node.workloads import steplog
 from ..results.records import RunRecord, StepRecord
 from ..specs import CaseSpec, Measurement
-from ..node.workloads import steplog
+from ..watchers import gpuwatch, pace
 
 TAIL_LINES = 40
 

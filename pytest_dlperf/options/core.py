@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from ..metrics import DeviceKind, tolerated
-from .groups import OptionGroup, add_short_names, value_options
-from .argtypes import choice_or_env, csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
 from ..datasources import DATA_SOURCES, SOURCES, SYNTHETIC
+from ..metrics import DeviceKind, tolerated
 from ..specs import COMPILE_MODES, PRECISIONS
+from .argtypes import choice_or_env, csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
+from .groups import OptionGroup, add_short_names, value_options
 
 __all__ = ["RunOptions", "add_options", "add_short_names", "from_config", "value_options"]
 

@@ -168,7 +168,9 @@ def write_readable(report_dir: Path, results: ResultSet, environment: dict, fail
     runs us."""
     import os
 
-    from . import ab as ab_report, benchmark, markdown, plots as drawn
+    from . import ab as ab_report
+    from . import benchmark, markdown
+    from . import plots as drawn
 
     written = drawn.write_all(report_dir / "plots", results) if results.results and plots else []
     text = markdown.render(results, failures, written, budget=environment.get("budget"))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import metrics
-from ..results.cases import CaseResult, ResultSet
 from ..datasources import DATA_SOURCES, REAL, SYNTHETIC
+from ..results.cases import CaseResult, ResultSet
 
 HEADER = ("engine", "case", "topology", *(f"{d} (speedup)" for d in DATA_SOURCES), "real/synthetic",
           "input wait ms", "loader/s")

@@ -10,8 +10,8 @@ from pathlib import Path
 from .. import metrics
 from ..files import atomic_write_bytes
 from ..metrics import Direction, Kind, Metric
-from ..results.verdict import Verdict
 from ..results.cases import CaseResult, ResultSet, device_unit
+from ..results.verdict import Verdict
 from ..specs import CaseSpec
 
 

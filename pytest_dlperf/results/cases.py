@@ -5,13 +5,13 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from .. import metrics
+from ..node import paceprobe
 from ..software import frameworks
-from .verdict import Verdict, verdict_from_dict
+from ..specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
 from .comm import Communication, communication
 from .mfu import Utilisation
-from ..node import paceprobe
 from .records import RunRecord, StepRecord
-from ..specs import SEQUENCE_MODELS, CaseSpec, Measurement, Topology
+from .verdict import Verdict, verdict_from_dict
 
 # results.json's contract ("schema"): 2 adds each case's "metrics" (every declared metric's figures, unit
 # and direction, or why it was not measured); dlperf report, compare and history read 1 and 2

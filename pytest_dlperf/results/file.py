@@ -12,9 +12,9 @@ from pathlib import Path
 from .. import metrics
 from ..baselines.schema import is_number, positive_number
 from ..formats.base import MAX_SAMPLES_PER_S
+from ..specs import CaseSpec, Measurement, Topology
 from .cases import READS, CaseResult, ResultSet, result_from_dict
 from .verdict import VerdictStatus
-from ..specs import CaseSpec, Measurement, Topology
 
 FIX = "write it again (pytest, or dlperf import) or mend that entry"
 _CASE_FIELDS = {f.name: f.type for f in fields(CaseSpec)}

@@ -32,17 +32,17 @@ import pytest
 from .. import explain, metrics
 from ..ab.confirm import SideBySide, SideBySideResult
 from ..ab.explain import DEFAULT_LAUNCH_NOISE, LEAST_LAUNCH_NOISE
-from ..baselines.entry import PROFILE_KEY
 from ..ab.options import ConfirmOptions
 from ..ab.recorded import Found, find
 from ..baselines.drift import sitting_drift
+from ..baselines.entry import PROFILE_KEY
 from ..baselines.rules import catch_rate
 from ..measure import Measured
 from ..metrics import Direction, Judging
 from ..results.cases import CaseResult
+from ..results.verdict import Judgement, Outcome, Verdict, VerdictStatus
 from ..software.identity import Difference, NodeSoftware, Software, differences
 from ..specs import CaseSpec, Measurement
-from ..results.verdict import Judgement, Outcome, Verdict, VerdictStatus
 from .contexts import Recorded
 from .recording import CATCH_DROP
 

@@ -7,14 +7,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..baselines import BaselineError, BaselineFile, BaselineStore, detect_profile
-from ..baselines.store import check_software
 from ..baselines.schema import Tolerances
-from ..baselines.store import Entry
+from ..baselines.store import Entry, check_software
 from ..clusters.base import Node
 from ..metrics import DeviceKind
-from ..software.provenance import own_version
-from ..software.identity import Software
 from ..results.cases import CaseResult
+from ..software.identity import Software
+from ..software.provenance import own_version
 from ..specs import CaseSpec
 from .gate_options import GateOptions
 

@@ -6,8 +6,8 @@ at the end, under the file lock). The statistics live in ``baselines.rules``, th
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -18,14 +18,14 @@ from ..baselines.profile import device_kind
 from ..baselines.rules import pace_hides, resolve_tolerances
 from ..baselines.store import SittingsError
 from ..clusters.base import Node
-from ..results.comm import network_said
 from ..metrics import PRIMARY
 from ..nodechecks.hardware import Fingerprints
-from ..software.provenance import changes, git_commit, run_versions
 from ..results.cases import CaseResult
-from ..software.identity import Software
-from ..specs import CaseSpec
+from ..results.comm import network_said
 from ..results.verdict import Judgement, Outcome, Verdict, VerdictStatus  # noqa: F401 - the gate's answers
+from ..software.identity import Software
+from ..software.provenance import changes, git_commit, run_versions
+from ..specs import CaseSpec
 from .contexts import BaselineContext, BaselineContexts, Recorded
 from .gate_options import GateOptions, marker_tolerances
 from .judges import JUDGES, Screened

@@ -10,8 +10,8 @@ import pytest
 
 from .. import metrics
 from ..baselines.rules import DEFAULT_ALPHA, DEFAULT_CV_BOUND
-from ..options.core import CONFIRM_LAUNCHES
 from ..options.argtypes import count_or_env
+from ..options.core import CONFIRM_LAUNCHES
 
 
 def in_ci() -> bool:

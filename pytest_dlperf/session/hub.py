@@ -15,26 +15,26 @@ from typing import NoReturn
 import pytest
 
 from .. import explain, matrix, reporting
-from ..results import environment
-from ..ab.explain import profile_once
 from ..ab.confirm import SideBySide
+from ..ab.explain import profile_once
 from ..ab.options import ABOptions, ConfirmOptions
 from ..baselines import BaselineError
-from ..measure.budget import Budget, session_seconds
 from ..clusters.base import Cluster, ClusterError
 from ..measure import Bench, Measured, compile_caches
+from ..measure.budget import Budget, session_seconds
 from ..measure.more import more_launches
-from ..results.mfu import utilisation
-from ..options.core import RunOptions
+from ..measure.runner import plan_run
 from ..nodechecks import software as software_probe
-from ..software.provenance import reachable, run_versions
+from ..options.core import RunOptions
 from ..reporting.junit import junit_properties
 from ..reporting.live import LiveLine
+from ..results import environment
 from ..results.cases import CaseResult, ResultSet, summarize
-from ..measure.runner import plan_run
-from ..software.identity import NodeSoftware, Software
-from ..specs import CaseSpec, Measurement, Profile, Topology
+from ..results.mfu import utilisation
 from ..results.verdict import Judgement
+from ..software.identity import NodeSoftware, Software
+from ..software.provenance import reachable, run_versions
+from ..specs import CaseSpec, Measurement, Profile, Topology
 from . import record_modes, summary, xdist
 from .cluster import ClusterHolder
 from .confirm import Confirmation, Lookups

@@ -8,12 +8,12 @@ from typing import Protocol
 import pytest
 
 from ..measure import Bench, Measured, MeasuringOrder, make_order
+from ..measure.runner import SideLike
 from ..options.core import RunOptions
 from ..results.cases import CaseResult
-from ..measure.runner import SideLike
+from ..results.verdict import Judgement, Outcome
 from ..software.identity import Software
 from ..specs import Measurement
-from ..results.verdict import Judgement, Outcome
 from .confirm import Confirmation
 
 

@@ -13,8 +13,8 @@ import pytest
 from ..baselines import BaselineError
 from ..baselines.store import SittingsError
 from ..clusters.base import Cluster, ClusterError
-from ..options.core import RunOptions
 from ..nodechecks import compiler, dataset, frameworks, hardware, interfaces, reach
+from ..options.core import RunOptions
 from ..specs import COMPILED, CaseSpec
 from .engines import Engines
 from .failures import CaseFailures

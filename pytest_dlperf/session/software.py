@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..software import provenance
 from ..clusters.base import Cluster, Node
 from ..nodechecks import software as probe
 from ..results.records import RunRecord
+from ..software import provenance
 from ..software.identity import NodeSoftware, Repository, Software, file_digest, stack_of
 from ..specs import CaseSpec
 

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from .. import reporting
 from ..baselines import verdict_table
-from ..reporting import skips
 from ..options.core import RunOptions
+from ..reporting import skips
 from ..specs import Measurement
 
 if TYPE_CHECKING:

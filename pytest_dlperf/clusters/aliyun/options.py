@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from ...options.groups import OptionGroup
 from ...options.argtypes import positive_int, positive_seconds
+from ...options.groups import OptionGroup
 
 # --dlperf-aliyun-spot: ECS's SpotStrategy for each choice.
 SPOT = {"no": "NoSpot", "as-price-go": "SpotAsPriceGo", "price-limit": "SpotWithPriceLimit"}

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from ...options.groups import OptionGroup
 from ...options.argtypes import positive_seconds
+from ...options.groups import OptionGroup
 from .nodes import parse_labels, parse_resources
 
 DEFAULT_WORKDIR = "/tmp/pytest-dlperf-ray"

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from ...options.groups import OptionGroup
 from ...options.argtypes import positive_int, positive_seconds
+from ...options.groups import OptionGroup
 
 # The allocation's options a session inside an allocation (SLURM_JOB_ID) does not use.
 ALLOCATION_OPTIONS = ("partition", "account", "time", "constraint", "qos")

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ...options.groups import OptionGroup
 from ...options.argtypes import non_negative_int, positive_seconds
+from ...options.groups import OptionGroup
 
 if TYPE_CHECKING:
     from .connect import SSHSettings
