@@ -18,7 +18,6 @@ Two uses:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import sys
@@ -27,9 +26,10 @@ from pathlib import Path
 from scipy import stats
 
 from pytest_dlperf import metrics
-from pytest_dlperf.baselines import Entry
+from pytest_dlperf.baselines import BaselineError, Entry
 from pytest_dlperf.baselines.fingerprint import robust_cv
 from pytest_dlperf.baselines.rules import judge
+from pytest_dlperf.baselines.store import parse
 from pytest_dlperf.metrics import DeviceKind, Direction
 
 
@@ -40,12 +40,11 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
 
 
 def entry_of(metric: metrics.Metric, runs: list[float]) -> Entry:
-    """A baseline entry holding ``runs`` as the metric's recorded launches (throughput: its own field)."""
+    """A baseline entry holding ``runs`` as the metric's recorded launches."""
     e = Entry.from_samples(model="m", precision="fp32", batch_size=1, image_size=1, backend="b", topology="1n1g",
-                           throughputs=runs if metric is metrics.PRIMARY else [1.0] * len(runs), tolerance=None,
-                           versions={}, recorded_at="2026-11-30T00:00:00+00:00")
-    if metric is not metrics.PRIMARY:
-        e.figures = {metric.name: list(runs)}
+                           throughputs=[1.0] * len(runs), tolerance=None, versions={},
+                           recorded_at="2026-11-30T00:00:00+00:00")
+    e.runs[metric.name] = list(runs)
     return e
 
 
@@ -63,10 +62,10 @@ def rate(metric: metrics.Metric, cv: float, b: int, s: int, change: float, trial
 
 def recorded_cv(path: Path, key: str, metric: metrics.Metric) -> float:
     try:
-        entry = json.loads(path.read_text())["entries"][key]
-    except (OSError, ValueError, KeyError) as exc:
+        entry = parse(path, path.read_text()).entries[key]
+    except (OSError, BaselineError, KeyError) as exc:
         sys.exit(f"baseline_size_power: cannot read entry {key!r} of {path}: {exc}")
-    runs = entry["throughputs"] if metric is metrics.PRIMARY else entry.get("figures", {}).get(metric.name)
+    runs = entry.values(metric.name)
     if not runs or len(runs) < 2:
         sys.exit(f"baseline_size_power: {key} in {path} has fewer than two recorded {metric.name} figures")
     return robust_cv(runs)

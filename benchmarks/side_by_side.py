@@ -203,7 +203,7 @@ def calibrate(work: Path, labels: list[str]) -> None:
             if d is None or d.sigma <= 0:
                 continue
             moved[e.key] = d
-            change = math.log(sorted(c["throughputs"])[len(c["throughputs"]) // 2] / e.median)
+            change = math.log(sorted(c["throughputs"])[len(c["throughputs"]) // 2] / e.figure("throughput"))
             z.append((label, c["case"]["id"], change, change / d.sigma, d))
     if not z:
         return

@@ -54,13 +54,15 @@ def test_round_trip_keeps_every_field(tmp_path):
     # declared defaults
     assert set(json.loads(store.path(PROFILE).read_text())["default_tolerance"]) == set(metrics.names(metrics.tolerated()))
     raw = json.loads((tmp_path / "baselines" / f"{PROFILE}.json").read_text())
-    assert raw["schema"] == 2 and raw["profile"] == PROFILE
+    assert raw["schema"] == 3 and raw["profile"] == PROFILE
     got = raw["entries"]["ddp/resnet50-fp32-bs8-64px-1n1g"]
-    assert got["median"] == 19.0 and got["mean"] == pytest.approx(19.1) and got["throughputs"] == [19.0, 19.5, 18.8]
+    # every gated metric alike: throughput's runs beside any other's, the scaling figures as stated figures
+    assert got["runs"] == {"throughput": [19.0, 19.5, 18.8]} and got["stated"] == {"speedup": 1.0, "efficiency": 1.0}
+    assert loaded.entries[e.key].figure("throughput") == 19.0 and loaded.entries[e.key].figure("speedup") == 1.0
     assert got["source"] == "recorded" and got["versions"]["torch"] == "2.13.0"
     assert got["tolerance"] == {"throughput": 0.04, "speedup": 0.06, "efficiency": 0.06}
-    assert set(got) >= {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
-                        "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source"}
+    assert set(got) == {"model", "precision", "batch_size", "image_size", "backend", "topology", "runs", "stated",
+                        "tolerance", "recorded_at", "versions", "source"}
 
 
 def test_paces_round_trip_beside_the_throughputs_and_are_left_out_when_unprobed(tmp_path):
@@ -95,14 +97,14 @@ def test_a_sitting_is_added_to_the_recorded_ones_keeping_the_last_k(tmp_path):
     a = _sitting((10.0, 11.0, 12.0), "A", (50.0, 51.0, 52.0))
     b = _sitting((13.0, 14.0), "B", (60.0, 61.0))
     ab = add_sitting(a, b, keep=3)
-    assert ab.throughputs == [10.0, 11.0, 12.0, 13.0, 14.0] and ab.paces == [50.0, 51.0, 52.0, 60.0, 61.0]
-    assert ab.median == 12.0 and ab.recorded_at == "B"
+    assert ab.values("throughput") == [10.0, 11.0, 12.0, 13.0, 14.0] and ab.paces == [50.0, 51.0, 52.0, 60.0, 61.0]
+    assert ab.figure("throughput") == 12.0 and ab.recorded_at == "B" and ab.stated == {}
     assert ab.sittings == [{"recorded_at": "A", "runs": 3}, {"recorded_at": "B", "runs": 2}]
     assert [list(g) for g in run_groups(ab)] == [[0, 1, 2], [3, 4]] and [list(g) for g in run_groups(a)] == [[0, 1, 2]]
     c = _sitting((15.0, 16.0, 17.0), "C", (70.0, 71.0, 72.0))
     bc = add_sitting(ab, c, keep=2)  # A's runs leave
-    assert bc.throughputs == [13.0, 14.0, 15.0, 16.0, 17.0] and bc.paces == [60.0, 61.0, 70.0, 71.0, 72.0]
-    assert [s["recorded_at"] for s in bc.sittings] == ["B", "C"] and bc.median == 15.0
+    assert bc.values("throughput") == [13.0, 14.0, 15.0, 16.0, 17.0] and bc.paces == [60.0, 61.0, 70.0, 71.0, 72.0]
+    assert [s["recorded_at"] for s in bc.sittings] == ["B", "C"] and bc.figure("throughput") == 15.0
     store = BaselineStore(tmp_path)
     store.update(PROFILE, {bc.key: bc})
     assert store.load(PROFILE).entries[bc.key] == bc
@@ -150,7 +152,7 @@ def test_merge_keeps_every_other_entry_and_replaces_the_updated_one(tmp_path):
     store.update(PROFILE, {a2.key: a2})
     got = store.load(PROFILE).entries
     assert set(got) == {a.key, b.key}
-    assert got[a.key].median == 25.0 and got[b.key] == b
+    assert got[a.key].figure("throughput") == 25.0 and got[b.key] == b
 
 
 def test_update_refuses_an_entry_filed_under_another_key(tmp_path):
@@ -160,7 +162,8 @@ def test_update_refuses_an_entry_filed_under_another_key(tmp_path):
 
 CORRUPT = {
     "bad JSON": ('{"schema": 1, "profile": "P",\n  "entries": {,}\n}', r"not valid JSON at line 2, column 15"),
-    "unknown schema": ('{"schema": 3, "profile": "P", "entries": {}}', r"schema version 3 is not one this"),
+    "unknown schema": ('{"schema": 4, "profile": "P", "entries": {}}', r"schema version 4 is not one this "
+                       r"pytest-dlperf reads \(it reads schema 1, 2, 3\)"),
     "no schema": ('{"profile": "P", "entries": {}}', r"no 'schema' field"),
     "schema not a number": ('{"schema": true, "profile": "P", "entries": {}}', r"schema version true is not"),
     "not an object": ("[1, 2]", r"expected a JSON object"),
@@ -187,10 +190,60 @@ def test_broken_file_is_an_error_naming_it_and_is_never_overwritten(tmp_path, na
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == [path.name]
 
 
-def _valid_doc() -> dict:
+def _valid_doc(schema: int = 1) -> dict:
+    """A file of one entry: as schema 1 wrote it (throughput's runs, median and mean and the two scaling figures
+    in fields of their own), or as schema 3 writes it."""
     e = entry()
-    return {"schema": 1, "profile": PROFILE, "description": "", "default_tolerance": {"throughput": 0.05, "speedup": 0.05, "efficiency": 0.05},
-            "entries": {e.key: e.to_dict()}}
+    d = e.to_dict()
+    if schema == 1:
+        runs = d.pop("runs")["throughput"]
+        d.pop("stated")
+        d.update(throughputs=runs, median=statistics.median(runs), mean=statistics.fmean(runs), speedup=1.0,
+                 efficiency=1.0)
+    return {"schema": schema, "profile": PROFILE, "description": "",
+            "default_tolerance": {"throughput": 0.05, "speedup": 0.05, "efficiency": 0.05}, "entries": {e.key: d}}
+
+
+def test_a_schema_1_entry_is_read_as_schema_3_keeps_and_writes_it():
+    old = json.loads(json.dumps(_valid_doc(1)))
+    (key, d), = old["entries"].items()
+    e = Entry.from_dict(key, d, Path("f.json"), 1)
+    assert e == Entry.from_dict(key, _valid_doc(3)["entries"][key], Path("f.json"), 3)
+    assert e.runs == {"throughput": [19.0, 19.5, 18.8]} and e.stated == {"speedup": 1.0, "efficiency": 1.0}
+    assert "mean" not in e.extra and "median" not in e.to_dict()  # its runs' own: derived again, not kept
+    d.update(median=19.25, mean=19.2)  # a published table's, beside runs printed rounded: kept as given
+    e = Entry.from_dict(key, d, Path("f.json"), 1)
+    assert e.figure("throughput") == 19.25 and e.stated["throughput"] == 19.25 and e.extra == {"mean": 19.2}
+
+
+def test_a_schema_2_entrys_other_runs_join_throughputs():
+    doc = _valid_doc(1)
+    (key, d), = doc["entries"].items()
+    d["figures"] = {"peak_memory": [2e9, 2.1e9, 2e9]}
+    e = Entry.from_dict(key, d, Path("f.json"), 2)
+    assert e.runs == {"throughput": [19.0, 19.5, 18.8], "peak_memory": [2e9, 2.1e9, 2e9]}
+    d["figures"] = {"throughput": [1.0]}
+    with pytest.raises(BaselineError, match=r"figures\.'throughput' is kept in 'throughputs' in a schema 1 or 2 file"):
+        Entry.from_dict(key, d, Path("f.json"), 2)
+
+
+@pytest.mark.parametrize("mutate,pattern", [
+    (lambda e: e.pop("runs"), r"\.'runs' is missing"),
+    (lambda e: e.update(runs={"speedup": [1.0]}),
+     r"runs\.'speedup' is not a gated per-launch metric; expected throughput"),
+    (lambda e: e.update(runs={"throughput": []}), r"runs\.'throughput' must be a non-empty list of numbers > 0"),
+    (lambda e: e.update(runs={"peak_memory": [1.0]}, stated={}), r"has no throughput runs, and 'stated' no throughput"),
+    (lambda e: e.update(stated={"mfu": 0.5}), r"stated\.'mfu' is not a gated metric"),
+    (lambda e: e.update(stated={"speedup": -1}), r"stated\.'speedup' must be a number > 0"),
+    (lambda e: e.update(paces=[50.0, 51.0]), r"'paces' has 2 items for 3 throughputs: one per run"),
+])
+def test_wrong_schema_3_fields_are_named(tmp_path, mutate, pattern):
+    doc = _valid_doc(3)
+    mutate(next(iter(doc["entries"].values())))
+    path = tmp_path / f"{PROFILE}.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BaselineError, match=pattern):
+        BaselineStore(tmp_path).load(PROFILE)
 
 
 @pytest.mark.parametrize("mutate,pattern", [
@@ -304,7 +357,7 @@ def test_concurrent_pytest_xdist_workers_lose_nothing(pytester, tmp_path):
     got = BaselineStore(directory).load("cpu-test-1c").entries
     assert len(got) == 24
     assert {e.versions["worker"] for e in got.values()} == {"gw0", "gw1", "gw2"}  # all three wrote
-    assert got["ddp/model23-fp32-bs8-64px-1n1g"].throughputs == [33.0, 33.5, 32.5]
+    assert got["ddp/model23-fp32-bs8-64px-1n1g"].values("throughput") == [33.0, 33.5, 32.5]
 
 
 # ---------------------------------------------------------------- profile rule
@@ -365,7 +418,9 @@ def test_the_recorded_h100_baseline_carries_the_fingerprint_of_the_gpu_it_was_re
     f = BaselineStore(SHIPPED).load("gpu-1x-nvidia-h100-80gb-hbm3-torch2")
     assert sorted(f.entries) == ["ddp/resnet50-amp-bs128-224px-1n1g", "ddp/resnet50-fp32-bs128-224px-1n1g"]
     for e in f.entries.values():
-        assert e.source == "recorded" and len(e.throughputs) == 5 and e.median == statistics.median(e.throughputs)
+        runs = e.values("throughput")
+        assert e.source == "recorded" and len(runs) == 5 and e.figure("throughput") == statistics.median(runs)
+        assert "throughput" not in e.stated  # a recorded median is its runs' own: read from schema 1 as runs alone
         (node,) = f.fingerprint_for(e).values()
         (gpu,) = node["gpus"]
         assert gpu["name"] == "NVIDIA H100 80GB HBM3" and gpu["power_limit_w"] == 700.0 and gpu["mig"] == "Disabled"
@@ -387,14 +442,15 @@ def _shipped(profile: str, key: str) -> Entry:
 ])
 def test_aiacc_published_tables_are_reproduced(key, median, efficiency):
     e = _shipped("ecs.ebmgn6v.24xlarge", key)
-    assert e.median == median and e.efficiency == efficiency and e.throughputs == []
+    assert e.figure("throughput") == median and e.figure("efficiency") == efficiency and e.values("throughput") == []
     assert "aiacc" in e.source
 
 
 def test_aiacc_perseus_multi_node_efficiency_and_backend_ratio_kept():
     e = _shipped("ecs.ebmgn6v.24xlarge", "perseus/resnet50-amp-bs256-224px-tf-4n8g")
     assert e.extra["multi_node_efficiency"] == 0.83 and e.extra["perseus_vs_horovod"] == 1.25
-    assert round(e.median / _shipped("ecs.ebmgn6v.24xlarge", "perseus/resnet50-amp-bs256-224px-tf-1n8g").median / 4,
+    assert round(e.figure("throughput") / _shipped("ecs.ebmgn6v.24xlarge", "perseus/resnet50-amp-bs256-224px-tf-1n8g")
+                 .figure("throughput") / 4,
                  2) == 0.84  # the metric definition reproduces the published 0.83 within rounding
 
 
@@ -408,17 +464,18 @@ def test_aiacc_perseus_multi_node_efficiency_and_backend_ratio_kept():
 ])
 def test_dlperf_per_run_figures_reproduce_the_published_median_and_mean(key, median, mean, speedup):
     e = _shipped("gpu-8x-tesla-v100-sxm2-16gb", key)
-    assert e.median == median and e.mean == mean and e.speedup == speedup
+    # the published median is kept as stated beside the runs, and the published mean as a field of its own
+    assert e.figure("throughput") == median and e.extra["mean"] == mean and e.figure("speedup") == speedup
     # The runs are printed rounded to 0.01, so their median and mean agree within rounding.
-    assert statistics.median(e.throughputs) == pytest.approx(median, abs=0.006)
-    assert statistics.fmean(e.throughputs) == pytest.approx(mean, abs=0.006)
+    assert statistics.median(e.values("throughput")) == pytest.approx(median, abs=0.006)
+    assert statistics.fmean(e.values("throughput")) == pytest.approx(mean, abs=0.006)
 
 
 def test_dlperf_amp_tables_without_runs():
     e = _shipped("gpu-8x-tesla-v100-sxm2-16gb", "tensorflow-ngc/resnet50-amp-bs224-224px-4n8g")
-    assert (e.median, e.speedup, e.throughputs) == (24734.22, 26.17, [])
+    assert (e.figure("throughput"), e.figure("speedup"), e.values("throughput")) == (24734.22, 26.17, [])
     x = _shipped("gpu-8x-tesla-v100-sxm2-16gb", "tensorflow-ngc-xla/resnet50-amp-bs224-224px-1n8g")
-    assert (x.median, x.speedup) == (8588.45, 7.17)
+    assert (x.figure("throughput"), x.figure("speedup")) == (8588.45, 7.17)
 
 
 @pytest.mark.skipif(not TF2_LOGS.is_dir(), reason="DLPerf TF2 logs not present")
@@ -431,4 +488,4 @@ def test_tf2_per_run_figures_match_dlperf_logs(topology):
             if int(m.group(2)) >= 100]
         runs.append(round(statistics.fmean(vals), 2))
     e = _shipped("gpu-8x-tesla-v100-sxm2-16gb", f"tensorflow2/resnet50-fp32-bs128-224px-{topology}")
-    assert e.throughputs == runs and len(runs) == 5
+    assert e.values("throughput") == runs and len(runs) == 5

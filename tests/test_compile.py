@@ -56,7 +56,7 @@ def entry(**figures: list[float]) -> Entry:
     e = Entry.from_samples(model="llama", precision="fp32", batch_size=2, image_size=64, backend="ddp",
                            topology="1n1g", throughputs=[600.0, 610.0], tolerance=None, versions={},
                            recorded_at="2026-11-26T10:00:00+00:00", variant="d256l4-compiled")
-    e.figures = {k: list(v) for k, v in figures.items()}
+    e.runs.update({k: list(v) for k, v in figures.items()})
     return e
 
 
@@ -101,8 +101,8 @@ def test_a_count_is_declared_without_a_tolerance_and_kept_at_zero():
     doc = {"entries": {}}
     e = entry(graph_breaks=[0.0, 0.0], recompiles=[0.0, 1.0])
     doc["entries"][e.key] = e.to_dict()
-    assert Entry.from_dict(e.key, doc["entries"][e.key], Path("f.json")).figures == e.figures
-    bad = {**e.to_dict(), "figures": {"graph_breaks": [-1]}}
+    assert Entry.from_dict(e.key, doc["entries"][e.key], Path("f.json")).runs == e.runs
+    bad = {**e.to_dict(), "runs": {"throughput": [600.0], "graph_breaks": [-1]}}
     with pytest.raises(BaselineError, match="must be a non-empty list of counts"):
         Entry.from_dict(e.key, bad, Path("f.json"))
 
@@ -290,8 +290,8 @@ def test_a_python_whose_workers_break_the_graph_fails_against_the_baseline_and_a
     assert "## Compiled over eager" in summary and "| compile s | breaks | recompiles |" in summary
     assert "0 graph break(s), 0 recompilation(s)" in summary
     recorded = json.loads(next(store.glob("*.json")).read_text())["entries"][f"ddp/{CASE}"]
-    assert len(recorded["throughputs"]) == 2 and recorded["figures"]["graph_breaks"] == [0.0, 0.0]
-    assert len(recorded["figures"]["compile_time"]) == 1 and recorded["figures"]["compile_time"][0] > 1
+    assert len(recorded["runs"]["throughput"]) == 2 and recorded["runs"]["graph_breaks"] == [0.0, 0.0]
+    assert len(recorded["runs"]["compile_time"]) == 1 and recorded["runs"]["compile_time"][0] > 1
 
     breaking = python_breaking_the_graph(tmp_path / "venv")
     cache = tmp_path / "cache"  # kept from here on: the A/B session's launches start from what this one compiles

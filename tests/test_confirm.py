@@ -148,7 +148,7 @@ def test_the_drift_between_sittings_is_stated_with_its_band():
     sd = statistics.stdev(math.log(m) for m in (10, 9, 10.5))
     assert d.band == pytest.approx(math.expm1(4.97 * sd), rel=1e-3)
     assert d.within(-0.05) and d.within(-0.30) and not d.within(-0.50)
-    assert sitting_drift(replace(e, throughputs=[10.0] * 9), "throughput").band == 0.01  # the 1% floor
+    assert sitting_drift(replace(e, runs={"throughput": [10.0] * 9}), "throughput").band == 0.01  # the 1% floor
     assert "moved by up to 16.7% between the recording's 3 sittings" in d.said("throughput", -0.05)
 
 
@@ -196,18 +196,15 @@ FAST = 4
 
 
 def faster_recording(recorded: Path, store: Path, doctor: Callable[[dict], object] | None = None) -> Path:
-    """A copy of the recorded store in ``store`` whose entry's runs (and median, mean) are scaled so that its
+    """A copy of the recorded store in ``store`` whose entry's throughput runs are scaled so that its
     slowest is ``FAST`` x the recorded fastest; ``doctor(doc)`` edits the file's document further. The copy."""
     store.mkdir(parents=True)
     path = next(recorded.glob("*.json"))
     doc = json.loads(path.read_text())
     entry = doc["entries"][KEY]
-    runs = entry["throughputs"]
+    runs = entry["runs"]["throughput"]
     scale = FAST * max(runs) / min(runs)
-    entry["throughputs"] = [x * scale for x in runs]
-    entry["median"] *= scale
-    if entry.get("mean") is not None:
-        entry["mean"] *= scale
+    entry["runs"]["throughput"] = [x * scale for x in runs]
     if doctor is not None:
         doctor(doc)
     (store / path.name).write_text(json.dumps(doc))
@@ -397,11 +394,8 @@ def slower_spread_recording(recorded: Path, store: Path) -> Path:
     path = next(recorded.glob("*.json"))
     doc = json.loads(path.read_text())
     entry = doc["entries"][KEY]
-    low = min(entry["throughputs"]) / 20
-    entry["throughputs"] = [low * f for f in (1.0, 1.5, 2.0, 2.5, 3.0)]
-    entry["median"] = low * 2.0
-    if entry.get("mean") is not None:
-        entry["mean"] = low * 2.0
+    low = min(entry["runs"]["throughput"]) / 20
+    entry["runs"]["throughput"] = [low * f for f in (1.0, 1.5, 2.0, 2.5, 3.0)]
     (store / path.name).write_text(json.dumps(doc))
     return store
 

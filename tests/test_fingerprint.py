@@ -269,7 +269,7 @@ def test_runs_of_another_machine_are_not_added_to_a_baseline_of_sittings(base: d
     old, new = entry([10.0, 11.0]), entry([12.0])
     sw = (SOFTWARE, SOFTWARE)  # the recorded runs' software and this session's: one software
     slow = compare({"local0": base}, {"local0": slower(base, 0.6)})
-    assert gate.recorder.add_sitting(old, new, slow, None, sw).throughputs == [10.0, 11.0, 12.0]
+    assert gate.recorder.add_sitting(old, new, slow, None, sw).values("throughput") == [10.0, 11.0, 12.0]
     other = copy.deepcopy(slower(base, 0.6))
     other["cpu"]["model_name"] = "Other CPU 9000"
     with pytest.raises(SittingsError, match=r"other hardware \(local0: CPU Other CPU 9000 vs .*; local0: matmul probe "
@@ -284,4 +284,4 @@ def test_runs_of_another_machine_are_not_added_to_a_baseline_of_sittings(base: d
     with pytest.raises(SittingsError, match="the recorded runs' software is not recorded"):
         gate.recorder.add_sitting(old, new, same_machine, None, (None, SOFTWARE))
     same = gate.recorder.add_sitting(old, new, same_machine, None, sw)
-    assert same.throughputs == [10.0, 11.0, 12.0] and same.speedup == new.speedup
+    assert same.values("throughput") == [10.0, 11.0, 12.0] and same.figure("speedup") == new.figure("speedup")

@@ -5,6 +5,7 @@ import json
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import types
@@ -77,9 +78,7 @@ def scaled_store(recorded: Path, tmp: Path, factor: float) -> Path:
     path = profile_file(store)
     doc = json.loads(path.read_text())
     e = doc["entries"][KEY]
-    e["throughputs"] = [t * factor for t in e["throughputs"]]
-    e["median"] *= factor
-    e["mean"] *= factor
+    e["runs"]["throughput"] = [t * factor for t in e["runs"]["throughput"]]
     e.pop("software", None)
     doc.pop("software", None)
     path.write_text(json.dumps(doc, indent=1))
@@ -95,13 +94,13 @@ def test_recording_keeps_raw_repeats_tolerance_and_versions(recorded):
     path = profile_file(recorded)
     assert path.name.startswith("cpu-") and "tiny" not in path.name  # the tiny engine has no framework to name
     doc = json.loads(path.read_text())
-    assert doc["schema"] == 2 and doc["profile"] == path.stem
+    assert doc["schema"] == 3 and doc["profile"] == path.stem
     e = doc["entries"][KEY]
-    assert len(e["throughputs"]) == 5 and all(t > 0 for t in e["throughputs"])
-    # the other gated per-launch metrics' runs, one per launch: peak memory (bytes) and time to first step (s)
-    assert set(e["figures"]) == {"peak_memory", "time_to_first_step"}
-    assert all(len(v) == 5 and all(x > 0 for x in v) for v in e["figures"].values())
-    assert e["median"] == sorted(e["throughputs"])[2]
+    # every gated per-launch metric's runs, one per launch, alike: throughput, peak memory (bytes) and time to
+    # first step (s); a 1n1g's scaling figures stated beside them, its median derived from its runs
+    assert set(e["runs"]) == {"throughput", "peak_memory", "time_to_first_step"}
+    assert all(len(v) == 5 and all(x > 0 for x in v) for v in e["runs"].values())
+    assert e["stated"] == {"speedup": 1.0, "efficiency": 1.0} and "median" not in e and "throughputs" not in e
     assert e["versions"]["python"] == platform.python_version() and e["recorded_at"] and e["source"] == "recorded"
     assert e["tolerance"]["throughput"] > 0
     # recorded with the pace probe by default (CPU nodes): one pace per run, taken under contract 2
@@ -208,8 +207,9 @@ def test_a_schema_1_baseline_is_read_as_it_is_and_only_the_new_metrics_are_missi
     doc = json.loads(path.read_text())
     doc["schema"] = 1
     doc["default_tolerance"] = {m: doc["default_tolerance"][m] for m in ("throughput", "speedup", "efficiency")}
-    for e in doc["entries"].values():
-        del e["figures"]
+    for e in doc["entries"].values():  # as schema 1 wrote it: throughput's runs, median and mean, the scaling figures
+        runs = e.pop("runs")["throughput"]
+        e.update(throughputs=runs, median=statistics.median(runs), mean=statistics.fmean(runs), **e.pop("stated"))
         e["tolerance"] = {m: e["tolerance"][m] for m in ("throughput", "speedup", "efficiency")}
     path.write_text(json.dumps(doc, indent=1))
     before = path.read_bytes()
@@ -306,8 +306,10 @@ def test_update_under_xdist_workers_loses_no_case_and_a_speedup_loss_is_judged_o
     # Each xdist worker measured one case without the other's median; the controller, which has
     # both, added the speedup to the 2n1g's entry (until 2026-11-24 it stayed empty: never gated).
     e, e1 = doc["entries"][key2], doc["entries"][KEY]
-    assert e["speedup"] == pytest.approx(e["median"] / e1["median"])
-    assert e["efficiency"] == pytest.approx(e["speedup"] / 2)
+    speedup = e["stated"]["speedup"]
+    assert speedup == pytest.approx(statistics.median(e["runs"]["throughput"])
+                                    / statistics.median(e1["runs"]["throughput"]))
+    assert e["stated"]["efficiency"] == pytest.approx(speedup / 2)
     # Plant a baseline whose 2n1g scaled far better; in one process the session's 1n1g
     # is there for the 2n1g's speedup, and the drop is judged through both cases' runs. Three runs
     # each: with two (and one recorded) the t test had about 1.5 degrees of freedom, and on a busy CI
@@ -317,11 +319,11 @@ def test_update_under_xdist_workers_loses_no_case_and_a_speedup_loss_is_judged_o
     # against today's 2.29 was not significant. Twelve, not three (until issue #63's review): the host's
     # speed may move by half between this session's 1n1g runs and its 2n1g runs, so its speedup may read
     # twice the machine's (2.29 -> 4.6); against 24 that is still -81%.
-    factor = 24 / e["speedup"]
+    factor = 24 / speedup
     e.pop("software")  # doctored figures are no recording of any software (scaled_store)
-    for k in ("median", "mean", "speedup", "efficiency"):
-        e[k] *= factor
-    e["throughputs"] = [t * factor for t in e["throughputs"]]
+    for k in ("speedup", "efficiency"):
+        e["stated"][k] *= factor
+    e["runs"]["throughput"] = [t * factor for t in e["runs"]["throughput"]]
     profile_file(store).write_text(json.dumps(doc, indent=1))
     assert len(list((tmp_path / "report" / "parts").glob("*.json"))) == 2  # the workers' parts
     r = run(tmp_path, store, "--dlperf-repeats", "3")  # into the same report directory
@@ -353,20 +355,22 @@ def test_record_sittings_adds_each_sessions_runs_keeps_the_last_k_and_refuses_ot
     r = run(tmp_path / "b", store, "-n", "2", "--update-baselines", "--dlperf-record-sittings", "3", *ONE)
     assert r.returncode == 0, r.stdout + r.stderr
     b = json.loads(profile_file(store).read_text())["entries"]
+    runs = {k: e["runs"]["throughput"] for k, e in b.items()}
     for k in (KEY, key2):
-        assert len(b[k]["throughputs"]) == len(b[k]["paces"]) == 2 and b[k]["throughputs"][0] == a[k]["throughputs"][0]
+        assert len(runs[k]) == len(b[k]["paces"]) == 2 and runs[k][0] == a[k]["runs"]["throughput"][0]
         assert [s["runs"] for s in b[k]["sittings"]] == [1, 1] and b[k]["sittings"][0]["recorded_at"] == a[k]["recorded_at"]
-        assert b[k]["median"] == pytest.approx(sum(b[k]["throughputs"]) / 2)
-    assert b[key2]["speedup"] == pytest.approx(b[key2]["median"] / b[KEY]["median"])
-    assert b[key2]["efficiency"] == pytest.approx(b[key2]["speedup"] / 2)
+        assert "throughput" not in b[k]["stated"]  # the median is the merged runs' own
+    assert b[key2]["stated"]["speedup"] == pytest.approx(statistics.median(runs[key2]) / statistics.median(runs[KEY]))
+    assert b[key2]["stated"]["efficiency"] == pytest.approx(b[key2]["stated"]["speedup"] / 2)
     # in one process, K=2: the first sitting leaves; the speedup from this session's merged 1n1g
     r = run(tmp_path / "c", store, "--update-baselines", "--dlperf-record-sittings", "2", *ONE)
     assert r.returncode == 0, r.stdout + r.stderr
     c = json.loads(profile_file(store).read_text())["entries"]
     for k in (KEY, key2):
-        assert c[k]["throughputs"][0] == b[k]["throughputs"][1] and len(c[k]["throughputs"]) == 2
+        assert c[k]["runs"]["throughput"][0] == runs[k][1] and len(c[k]["runs"]["throughput"]) == 2
         assert [s["recorded_at"] for s in c[k]["sittings"]][0] == b[k]["sittings"][1]["recorded_at"]
-    assert c[key2]["speedup"] == pytest.approx(c[key2]["median"] / c[KEY]["median"])
+    assert c[key2]["stated"]["speedup"] == pytest.approx(statistics.median(c[key2]["runs"]["throughput"])
+                                                         / statistics.median(c[KEY]["runs"]["throughput"]))
     # runs of other software are not added, and nothing is written
     doc = json.loads(profile_file(store).read_text())
     doc["entries"][KEY]["versions"]["python"] = "3.9.0"
@@ -578,7 +582,8 @@ def test_a_sitting_is_refused_on_another_machine_only_and_added_at_another_speed
     assert r.returncode == 0, r.stdout + r.stderr
     assert "not recorded" not in r.stdout and "other hardware" not in r.stdout, r.stdout
     e = json.loads(profile_file(store).read_text())["entries"][KEY]
-    assert [s["runs"] for s in e["sittings"]] == [1, 1] and e["throughputs"][0] == old["throughputs"][0], e
+    assert [s["runs"] for s in e["sittings"]] == [1, 1], e
+    assert e["runs"]["throughput"][0] == old["runs"]["throughput"][0], e
     # the note says the speed, unless this session's probe ran on busy cores on every node (nothing compared)
     note = next((line for line in r.stdout.splitlines() if "recorded on the machine of its last recording" in line), "")
     probe_said(r.stdout, note, "faster")

@@ -323,7 +323,7 @@ def test_the_pace_probe_runs_beside_every_node_and_the_gate_judges_at_the_baseli
             "local0.pace.log", "local1.pace.log"]
     (path,) = store.glob("*.json")
     (entry,) = json.loads(path.read_text())["entries"].values()
-    assert entry["paces"] == paces and entry["throughputs"] == case["throughputs"]
+    assert entry["paces"] == paces and entry["runs"]["throughput"] == case["throughputs"]
     assert entry["pace_contract"] == 2
 
     r = run_suite(tmp_path / "gate", *args)
@@ -347,11 +347,9 @@ def test_the_pace_probe_runs_beside_every_node_and_the_gate_judges_at_the_baseli
     (key,) = doc["entries"]
     e = doc["entries"][key]
     assert e["software"] in doc["software"]  # the recorded software, which this session runs again
-    t0, p0 = max(e["throughputs"]), max(e["paces"])
-    e["throughputs"] = [8 * t0 * (1 + 0.004 * (k % 3)) for k in range(8)]
+    t0, p0 = max(e["runs"]["throughput"]), max(e["paces"])
+    e["runs"]["throughput"] = [8 * t0 * (1 + 0.004 * (k % 3)) for k in range(8)]
     e["paces"] = [4 * p0 * (1 + 0.03 * k) for k in range(8)]
-    e["median"] = sorted(e["throughputs"])[4] / 2 + sorted(e["throughputs"])[3] / 2
-    e["mean"] = sum(e["throughputs"]) / 8
     path.write_text(json.dumps(doc, indent=1))
     r = run_suite(tmp_path / "hw", *args, "--dlperf-repeats", "3", "--dlperf-hardware", "fail")
     assert r.returncode == 1, r.stdout + r.stderr

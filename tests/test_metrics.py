@@ -105,7 +105,7 @@ def test_a_metric_is_its_declaration_every_part_reads_it(monkeypatch):
     tol = default_tolerances("cpu-x-1c")
     assert tol.get("warmup_steps") == 0.5
     entry = Entry.from_result(result, tol, {})
-    assert entry.figures["warmup_steps"] == runs
+    assert entry.runs["warmup_steps"] == runs and entry.values("warmup_steps") == runs
     same = judge(runs, entry, tol, metric="warmup_steps", case=old.case.id)
     worse = judge([2.5 * x for x in runs], entry, tol, metric="warmup_steps", case=old.case.id)
     assert same.status == "pass" and worse.status == "regression", (same.message, worse.message)

@@ -27,7 +27,7 @@ def test_a_recording_whose_launches_fall_into_two_modes_takes_more_and_says_how_
     assert "3 more launch(es) taken, and all 8 still split" in r.stdout, r.stdout
     assert re.search(r"a drop is called only from about \d+% below its median on", r.stdout), r.stdout
     entry = json.loads(profile_file(tmp_path / "store").read_text())["entries"][KEY]
-    assert len(entry["throughputs"]) == 8
+    assert len(entry["runs"]["throughput"]) == 8
 
 
 @pytest.mark.exclusive
@@ -48,4 +48,4 @@ def test_a_recording_whose_launches_are_one_mode_spread_wide_takes_no_more_and_p
     assert "not one mode yet" not in r.stdout and "more launch(es) taken" not in r.stdout, r.stdout
     assert len((tmp_path / "launches").read_text().splitlines()) == 6
     entry = json.loads(profile_file(tmp_path / "store").read_text())["entries"][KEY]
-    assert len(entry["throughputs"]) == 6
+    assert len(entry["runs"]["throughput"]) == 6

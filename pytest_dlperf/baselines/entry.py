@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import metrics
-from ..metrics import Kind
 from ..specs import CaseSpec, Topology
-from .schema import BaselineError, Tolerances, _Reader, is_number, positive_number
+from .schema import BaselineError, Tolerances, _Reader, entry_as_schema_3, is_number, positive_number
 
 PROFILE_KEY = "trace_summary"  # an entry's recorded profile summary (explain.summary; --dlperf-explain always)
 
@@ -25,7 +23,8 @@ def _now() -> str:
 
 @dataclass
 class Entry:
-    """One case's baseline: its figures, raw per-repeat throughputs, tolerance and provenance."""
+    """One case's baseline: every gated metric's runs or its one figure, alike (schema 3), its tolerances
+    and provenance."""
 
     model: str
     precision: str
@@ -33,14 +32,15 @@ class Entry:
     image_size: int
     backend: str
     topology: str
-    median: float
     variant: str = ""
-    mean: float | None = None
-    throughputs: list[float] = field(default_factory=list)  # raw per repeat; empty when unpublished
+    # the runs of each gated per-launch metric (``metrics.kept_by_run``): name -> one figure per run, in the
+    # order taken; a metric absent here has no runs (none recorded yet, or a published figure without them)
+    runs: dict[str, list[float]] = field(default_factory=dict)
+    # a figure kept as one number: a gated scaling metric's (``metrics.kept_as_figure``), or a per-launch
+    # metric's where its source stated it rather than the runs making it (a published table's median)
+    stated: dict[str, float] = field(default_factory=dict)
     paces: list[float] = field(default_factory=list)  # the pace probe's GB/s per repeat (pace.py); [] unprobed
     pace_contract: int = 0  # the probe contract of the paces (1: node 0's alone, also when unnamed; 2: every node's)
-    speedup: float | None = None
-    efficiency: float | None = None
     tolerance: Tolerances | None = None
     recorded_at: str = ""
     versions: dict[str, str] = field(default_factory=dict)
@@ -51,9 +51,6 @@ class Entry:
     # (--dlperf-record-sittings K keeps the last K, so the baseline holds the host's level over hours)
     sittings: list[dict[str, Any]] = field(default_factory=list)
     busbw: float | None = None  # a multi-device case's all-reduce busbw at the bucket size, bytes/s (comm.py)
-    # the runs of the gated per-launch metrics kept nowhere else (metric name -> one figure per run, in
-    # the order taken): peak memory, time to first step; a metric absent here has no baseline yet
-    figures: dict[str, list[float]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # other fields, kept as they are
 
     @property
@@ -68,21 +65,19 @@ class Entry:
         return self.case.key
 
     def values(self, metric: str) -> list[float]:
-        """The recorded runs' figures of a per-launch metric ([] : none recorded, or a published median)."""
-        m = metrics.get(metric)
-        if m.kind is not Kind.LAUNCH:
-            return []
-        return list(getattr(self, m.stored_as)) if m.stored_as else list(self.figures.get(m.name, []))
+        """The recorded runs' figures of a metric ([]: none recorded, a published figure, a scaling metric)."""
+        return list(self.runs.get(metrics.get(metric).name, []))
 
     def figure(self, metric: str) -> float | None:
-        """The entry's figure of a metric: a per-launch metric's median (the stored median for the primary
-        one, which a published entry gives without runs), a scaling metric's stored value; None: none."""
+        """The entry's figure of a metric: the one stated where there is one (a published median, a scaling
+        figure), else its runs' (``Metric.of_runs``); None: none."""
         m = metrics.get(metric)
-        if m is metrics.PRIMARY:
-            return self.median
-        if m.kind is Kind.LAUNCH:
-            return m.of_runs(self.values(metric))
-        return getattr(self, m.stored_as, None) if m.stored_as else None
+        return self.stated[m.name] if m.name in self.stated else m.of_runs(self.values(m.name))
+
+    @property
+    def run_count(self) -> int:
+        """How many launches the entry's runs come from (its primary metric's runs; 0: a published figure)."""
+        return len(self.runs.get(metrics.PRIMARY.name, []))
 
     @property
     def published(self) -> bool:
@@ -100,46 +95,46 @@ class Entry:
                      versions: Mapping[str, str], source: str = "recorded", speedup: float | None = None,
                      efficiency: float | None = None, recorded_at: str | None = None,
                      variant: str = "") -> Entry:
-        """An entry from raw per-repeat throughputs: median and mean computed here."""
+        """An entry from raw per-repeat throughputs (and its scaling figures, where known)."""
         xs = [float(x) for x in throughputs]
         if not xs:
             raise ValueError("an entry needs at least one throughput")
         if isinstance(tolerance, (int, float)):
             tolerance = Tolerances(throughput=float(tolerance))
+        scaling = {metrics.SPEEDUP.name: speedup, metrics.EFFICIENCY.name: efficiency}
         return cls(model=model, precision=precision, batch_size=batch_size, image_size=image_size,
-                   backend=backend, topology=topology, median=statistics.median(xs),
-                   mean=statistics.fmean(xs), throughputs=xs, speedup=speedup, efficiency=efficiency,
+                   backend=backend, topology=topology, runs={metrics.PRIMARY.name: xs},
+                   stated={k: float(v) for k, v in scaling.items() if v is not None},
                    tolerance=tolerance, recorded_at=recorded_at or _now(), versions=dict(versions),
                    source=source, variant=variant)
 
     @classmethod
     def from_result(cls, result: Any, tolerance: Tolerances | None, versions: Mapping[str, str]) -> Entry:
-        """An entry recording a CaseResult (pytest_dlperf.results.cases) as --update-baselines does."""
+        """An entry recording a CaseResult (pytest_dlperf.results.cases) as --update-baselines does: every
+        gated metric's runs, or its figure."""
         c = result.case
         entry = cls.from_samples(model=c.model, precision=c.precision, batch_size=c.batch_size,
                                  image_size=c.image_size, backend=c.backend, topology=c.topology.name,
                                  throughputs=result.throughputs, tolerance=tolerance, versions=versions,
                                  variant=c.variant)
-        for m in metrics.gated():  # the gated scaling figures, each in the field schema 1 gave it
-            if m.kind is Kind.SCALING and m.stored_as:
-                setattr(entry, m.stored_as, result.value(m.name))
+        entry.runs = {m.name: [float(x) for x in result.values(m.name)] for m in metrics.kept_by_run()
+                      if result.values(m.name)}
+        entry.stated = {m.name: float(v) for m in metrics.kept_as_figure() if (v := result.value(m.name)) is not None}
         entry.paces = list(getattr(result, "paces", []))
         entry.pace_contract = int(getattr(result, "pace_contract", 0)) if entry.paces else 0
         comm = getattr(result, "communication", None)
         entry.busbw = comm.busbw if comm is not None else None
-        entry.figures = {m.name: [float(x) for x in result.values(m.name)] for m in metrics.gated()
-                         if m.kind is Kind.LAUNCH and not m.stored_as and result.values(m.name)}
         summary = getattr(result, "trace_summary", None)
         if summary:  # the recording's profile, for explaining a later regression without the recorded software
             entry.extra[PROFILE_KEY] = summary
         return entry
 
     def to_dict(self) -> dict[str, Any]:
+        """The entry as schema 3 writes it."""
         d: dict[str, Any] = {
             "model": self.model, "precision": self.precision, "batch_size": self.batch_size,
             "image_size": self.image_size, "backend": self.backend, "topology": self.topology,
-            "median": self.median, "mean": self.mean, "throughputs": list(self.throughputs),
-            "speedup": self.speedup, "efficiency": self.efficiency,
+            "runs": {k: list(v) for k, v in self.runs.items()}, "stated": dict(self.stated),
             "tolerance": self.tolerance.to_dict() if self.tolerance else None,
             "recorded_at": self.recorded_at, "versions": dict(self.versions), "source": self.source,
         }
@@ -157,28 +152,30 @@ class Entry:
             d["sittings"] = [dict(x) for x in self.sittings]
         if self.busbw:
             d["busbw"] = self.busbw
-        if self.figures:
-            d["figures"] = {k: list(v) for k, v in self.figures.items()}
         d.update({k: v for k, v in self.extra.items() if k not in d})
         return d
 
     @classmethod
-    def from_dict(cls, key: str, d: Any, path: Path) -> Entry:
-        """Validate one entry of a file; BaselineError names the entry and the field."""
+    def from_dict(cls, key: str, d: Any, path: Path, schema: int = 3) -> Entry:
+        """Validate one entry of a file (a schema 1 or 2 entry read through ``schema.entry_as_schema_3``);
+        BaselineError names the entry and the field."""
+        if schema < 3:
+            d = entry_as_schema_3(path, key, d)
         where = f"entries[{key!r}]."
         if not isinstance(d, dict):
             raise BaselineError(path, f"entries[{key!r}] must be an object")
         r = _Reader(path, d, where)
-        def positives(name: str, required: bool) -> list:
-            values = r.get(name, "list", required=required) or []
-            for i, x in enumerate(values):
-                if not positive_number(x):
-                    raise r.fail(name, f"item {i} must be a number > 0, not {json.dumps(x)}")
-            return values
-
-        tputs, paces = positives("throughputs", True), positives("paces", False)
-        if paces and len(paces) != len(tputs):
-            raise r.fail("paces", f"has {len(paces)} items for {len(tputs)} throughputs: one per run, in their "
+        runs, stated = _runs(r), _stated(r)
+        if metrics.PRIMARY.name not in runs and metrics.PRIMARY.name not in stated:
+            raise r.fail("runs", f"has no {metrics.PRIMARY.name} runs, and 'stated' no {metrics.PRIMARY.name} figure: "
+                                 "an entry needs one or the other")
+        count = len(runs.get(metrics.PRIMARY.name, []))
+        paces = r.get("paces", "list", required=False) or []
+        for i, x in enumerate(paces):
+            if not positive_number(x):
+                raise r.fail("paces", f"item {i} must be a number > 0, not {json.dumps(x)}")
+        if paces and len(paces) != count:
+            raise r.fail("paces", f"has {len(paces)} items for {count} throughputs: one per run, in their "
                                   "order (record the case again with --update-baselines)")
         versions = r.get("versions", "dict")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in versions.items()):
@@ -186,26 +183,22 @@ class Entry:
         source = r.get("source", "str")
         if source != "recorded" and not source.startswith(("published:", "imported:")):
             raise r.fail("source", f"must be 'recorded', 'published: <citation>' or 'imported: <logs>', not {source!r}")
-        known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "median", "mean",
-                 "throughputs", "speedup", "efficiency", "tolerance", "recorded_at", "versions", "source",
-                 "machine", "software", "variant", "paces", "pace_contract", "sittings", "busbw", "figures"}
+        known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "runs", "stated",
+                 "tolerance", "recorded_at", "versions", "source", "machine", "software", "variant", "paces",
+                 "pace_contract", "sittings", "busbw"}
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
             backend=r.get("backend", "str"), topology=r.get("topology", "str"),
-            median=float(r.get("median", "number")), mean=r.get("mean", "number", required=False),
-            throughputs=[float(x) for x in tputs], paces=[float(x) for x in paces],
+            runs=runs, stated=stated, paces=[float(x) for x in paces],
             pace_contract=(r.get("pace_contract", "int", required=False) or 1) if paces else 0,
-            speedup=r.get("speedup", "number", required=False),
-            efficiency=r.get("efficiency", "number", required=False),
             tolerance=Tolerances.read(r, "tolerance", required=False),
             recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,
             machine=r.get("machine", "str", required=False) or "",
             software=r.get("software", "str", required=False) or "",
             variant=r.get("variant", "str", required=False) or "",
-            sittings=_sittings(r, len(tputs)),
+            sittings=_sittings(r, count),
             busbw=r.get("busbw", "number", required=False),
-            figures=_figures(r),
             extra={k: v for k, v in d.items() if k not in known},
         )
         try:
@@ -217,16 +210,15 @@ class Entry:
         return entry
 
 
-def _figures(r: _Reader) -> dict[str, list[float]]:
-    """The entry's ``figures``, checked: each a gated per-launch metric kept nowhere else, with its runs'
-    positive figures."""
-    d = r.get("figures", "dict", required=False) or {}
-    sub = _Reader(r.path, d, f"{r.where}figures.")
-    known = [m.name for m in metrics.gated() if m.kind is Kind.LAUNCH and not m.stored_as]
+def _runs(r: _Reader) -> dict[str, list[float]]:
+    """The entry's ``runs``, checked: each a gated per-launch metric, with its runs' figures (> 0; a count >= 0)."""
+    d = r.get("runs", "dict")
+    sub = _Reader(r.path, d, f"{r.where}runs.")
+    known = metrics.names(metrics.kept_by_run())
     out = {}
     for name, values in d.items():
         if name not in known:
-            raise sub.fail(name, f"is not a gated per-launch metric kept here; expected {', '.join(known)}")
+            raise sub.fail(name, f"is not a gated per-launch metric; expected {', '.join(known)}")
         counted = metrics.get(name).counted  # a count may be 0
         if not (isinstance(values, list) and values and all(
                 (is_number(x) and x >= 0) if counted else positive_number(x) for x in values)):
@@ -234,6 +226,17 @@ def _figures(r: _Reader) -> dict[str, list[float]]:
             raise sub.fail(name, f"must be a non-empty list of {want}, not {json.dumps(values)[:60]}")
         out[name] = [float(x) for x in values]
     return out
+
+
+def _stated(r: _Reader) -> dict[str, float]:
+    """The entry's ``stated`` figures, checked: each a gated metric's, a number > 0."""
+    d = r.get("stated", "dict", required=False) or {}
+    sub = _Reader(r.path, d, f"{r.where}stated.")
+    known = metrics.names(metrics.gated())
+    for name in d:
+        if name not in known:
+            raise sub.fail(name, f"is not a gated metric; expected {', '.join(known)}")
+    return {name: float(sub.get(name, "number")) for name in d}
 
 
 def _sittings(r: _Reader, runs: int) -> list[dict[str, Any]]:
@@ -253,7 +256,7 @@ def _sittings(r: _Reader, runs: int) -> list[dict[str, Any]]:
 def run_groups(entry: Entry) -> list[range]:
     """The index ranges of the entry's runs by sitting (one range for an entry of one sitting)."""
     out, start = [], 0
-    for s in entry.sittings or [{"runs": len(entry.throughputs)}]:
+    for s in entry.sittings or [{"runs": entry.run_count}]:
         out.append(range(start, start + s["runs"]))
         start += s["runs"]
     return out
@@ -292,19 +295,18 @@ def add_sitting(old: Entry, new: Entry, keep: int) -> Entry:
                 "session's " + ("lack" if old.paces else "carry") + " them")
         raise SittingsError(f"{what}: run this session as the recorded one was (--dlperf-pace-probe), "
                             "or record it without --dlperf-record-sittings to start over")
-    old_sittings = old.sittings or [{"recorded_at": old.recorded_at, "runs": len(old.throughputs)}]
+    count = old.run_count
+    old_sittings = old.sittings or [{"recorded_at": old.recorded_at, "runs": count}]
     kept = old_sittings[-(keep - 1):]
     cut = sum(s["runs"] for s in old_sittings) - sum(s["runs"] for s in kept)
-    tputs = list(old.throughputs[cut:]) + list(new.throughputs)
-    merged = Entry.from_samples(model=new.model, precision=new.precision, batch_size=new.batch_size,
-                                image_size=new.image_size, backend=new.backend, topology=new.topology,
-                                throughputs=tputs, tolerance=new.tolerance, versions=new.versions,
-                                recorded_at=new.recorded_at, variant=new.variant)
-    merged.paces = list(old.paces[cut:]) + list(new.paces) if new.paces else []
-    merged.pace_contract = new.pace_contract
-    merged.sittings = [dict(s) for s in kept] + [{"recorded_at": new.recorded_at, "runs": len(new.throughputs)}]
-    merged.machine, merged.extra, merged.busbw = new.machine, dict(new.extra), new.busbw
-    # another metric's runs join where the recorded ones have one figure per run; else this sitting's alone
-    merged.figures = {name: (list(old.figures[name][cut:]) if len(old.figures.get(name, [])) == len(old.throughputs)
-                             else []) + list(values) for name, values in new.figures.items()}
-    return merged
+    # a metric's recorded runs join where they have one figure per run (throughput's always); else this
+    # sitting's alone
+    runs = {name: (list(old.runs[name][cut:]) if len(old.runs.get(name, [])) == count else []) + list(values)
+            for name, values in new.runs.items()}
+    return Entry(model=new.model, precision=new.precision, batch_size=new.batch_size, image_size=new.image_size,
+                 backend=new.backend, topology=new.topology, variant=new.variant, runs=runs,
+                 paces=list(old.paces[cut:]) + list(new.paces) if new.paces else [], pace_contract=new.pace_contract,
+                 tolerance=new.tolerance, recorded_at=new.recorded_at, versions=dict(new.versions),
+                 machine=new.machine,
+                 sittings=[dict(s) for s in kept] + [{"recorded_at": new.recorded_at, "runs": new.run_count}],
+                 busbw=new.busbw, extra=dict(new.extra))

@@ -81,7 +81,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .. import metrics
-from ..metrics import Direction, Kind
+from ..metrics import Direction
 from ..results.verdict import STATUSES, Verdict, VerdictStatus, verdict_from_dict  # noqa: F401 - the judge's verdicts
 from .entry import Entry, run_groups
 from .fingerprint import robust_cv
@@ -315,8 +315,9 @@ def _with_pace(sides: _Sides, baseline: Entry, mp: list[float], bp: list[float],
         sides.measured, sides.baseline = adj_m, adj_b
         sides.at_one_pace()
     else:  # what the adjustment would have said, for the message
-        at_pace = judge(adj_m, replace(baseline, throughputs=adj_b, paces=[], median=statistics.median(adj_b)),
-                        tol, metric="throughput", cv_bound=cv_bound, alpha=alpha, case=case)
+        at_one = replace(baseline, runs={**baseline.runs, "throughput": adj_b}, paces=[],
+                         stated={k: v for k, v in baseline.stated.items() if k != "throughput"})
+        at_pace = judge(adj_m, at_one, tol, metric="throughput", cv_bound=cv_bound, alpha=alpha, case=case)
         info["at_pace_status"], info["at_pace_change"] = at_pace.status.value, at_pace.change
     return info, _pace_text(info, baseline.case.unit)
 
@@ -445,12 +446,12 @@ def judge(measured: Sequence[float], baseline: Entry | None, tolerance: float | 
     b_med = baseline.figure(metric)
     if b_med is None:
         later = (f" (recorded before pytest-dlperf measured its {declared.title}, or by an engine that does not: "
-                 "record it again with --update-baselines to gate it)" if declared.kind is Kind.LAUNCH else "")
+                 "record it again with --update-baselines to gate it)" if declared.per_run else "")
         return Verdict(VerdictStatus.MISSING, name, metric, tol,
                        f"{name} {metric}: the baseline entry has no {metric}{later}",
                        f"no baseline {metric}", measured_median=m_med, measured_cv=m_cv, measured_n=len(xs),
                        baseline_source=baseline.source)
-    sides = _Sides(xs, baseline.values(metric) if declared.kind is Kind.LAUNCH else [], m_med, m_cv, b_med)
+    sides = _Sides(xs, baseline.values(metric), m_med, m_cv, b_med)
     pace_info, pace_txt = None, ""
     mp, bp = [float(p) for p in measured_paces], [float(p) for p in baseline.paces]
     if declared.paced and (mp or bp):
@@ -480,7 +481,7 @@ def catch_rate(baseline: Entry, drop: float, repeats: int, tolerance: float | To
     """How often ``judge`` calls a session of ``repeats`` runs, ``drop`` slower than ``baseline``'s median and
     as spread as its runs (log-normal at their robust CV), a regression against ``baseline``'s own runs:
     what a later slow-down of that size can expect from this recording. None below three recorded runs."""
-    runs = [float(t) for t in baseline.throughputs]
+    runs = baseline.values(metrics.PRIMARY.name)
     if len(runs) < 3:
         return None
     sigma = math.log1p(_robust_cv(runs) or 0.0)
@@ -498,7 +499,7 @@ def judge_scalar(measured: float | None, baseline: float | None, tolerance: floa
     """A gated scaling metric (speedup, efficiency): a ratio of medians per side, judged on its own
     tolerance and, where ``runs`` are given, on the significance of the drop; higher never fails."""
     declared = metrics.get(metric)
-    if declared.kind is not Kind.SCALING or declared.direction is not Direction.HIGHER:
+    if declared.per_run or declared.direction is not Direction.HIGHER:
         raise ValueError(f"judge_scalar is for the higher-is-better scaling metrics, not {metric!r}")
     tol = tolerance.get(metric) if isinstance(tolerance, Tolerances) else float(tolerance)
     if measured is None or baseline is None:

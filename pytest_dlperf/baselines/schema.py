@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
+import statistics
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .. import metrics
 from ..metrics import DeviceKind
+
+SCHEMA_1_METRICS = ("throughput", "speedup", "efficiency")  # the gated metrics of schema 1: every file names them
+
+# Schema 1 and 2 kept throughput's runs, its median and mean, and the two scaling figures in fields of their own,
+# and schema 2 the other gated per-launch metrics' runs under "figures". Schema 3 keeps every gated metric alike:
+# its runs under "runs" or its one figure under "stated". The old fields are read here and nowhere else.
+_OLD_RUNS = "throughputs"  # schema 1 and 2: throughput's runs
+_OLD_FIGURES = {"median": "throughput", "speedup": "speedup", "efficiency": "efficiency"}  # field -> metric
+_OLD_OTHER_RUNS = "figures"  # schema 2: the other gated per-launch metrics' runs
 
 _FIX = "the file was not modified; fix it by hand, or move it away and record again with --update-baselines"
 
@@ -129,12 +139,39 @@ class Tolerances:
         bad = sorted(set(d) - set(known))
         if bad:
             raise sub.fail(bad[0], f"is not a metric with a tolerance; expected {', '.join(known)}")
-        # the metrics of schema 1 (kept in their own entry fields) are named in every file; a metric declared
-        # later takes the profile's default where a file written before it does not name it
-        values = {m.name: sub.get(m.name, "number0", required=bool(m.stored_as)) for m in metrics.tolerated()
-                  if m.name in d or m.stored_as}
+        # the metrics of schema 1 are named in every file; a metric declared later takes the profile's
+        # default where a file written before it does not name it
+        values = {m.name: sub.get(m.name, "number0", required=m.name in SCHEMA_1_METRICS) for m in metrics.tolerated()
+                  if m.name in d or m.name in SCHEMA_1_METRICS}
         try:
             got = cls(values)
         except ValueError as exc:
             raise BaselineError(r.path, f"{r.where}{name}: {exc}") from None
         return defaults.override(got.to_dict()) if defaults is not None else got
+
+
+def entry_as_schema_3(path: Path, key: str, d: Any) -> Any:
+    """An entry of a schema 1 or 2 file as schema 3 keeps it, its old fields checked under their own names
+    first. A median or mean is kept only where it is not its runs' own (a published table's, beside runs
+    printed rounded): the median as throughput's stated figure, the mean as a field of the entry's own."""
+    if not isinstance(d, dict):
+        return d  # Entry.from_dict names it
+    r = _Reader(path, d, f"entries[{key!r}].")
+    runs = r.get(_OLD_RUNS, "list")
+    for i, x in enumerate(runs):
+        if not positive_number(x):
+            raise r.fail(_OLD_RUNS, f"item {i} must be a number > 0, not {json.dumps(x)}")
+    stated = {metric: r.get(name, "number", required=name == "median") for name, metric in _OLD_FIGURES.items()}
+    if runs and stated["throughput"] == statistics.median(runs):
+        del stated["throughput"]
+    mean = r.get("mean", "number", required=False)
+    out = {k: v for k, v in d.items() if k not in (_OLD_RUNS, _OLD_OTHER_RUNS, "mean", *_OLD_FIGURES)}
+    others = r.get(_OLD_OTHER_RUNS, "dict", required=False) or {}
+    if "throughput" in others:
+        raise _Reader(path, others, f"entries[{key!r}].{_OLD_OTHER_RUNS}.").fail(
+            "throughput", f"is kept in {_OLD_RUNS!r} in a schema 1 or 2 file")
+    out["runs"] = {**({"throughput": runs} if runs else {}), **others}
+    out["stated"] = {k: v for k, v in stated.items() if v is not None}
+    if mean is not None and not (runs and mean == statistics.fmean(runs)):
+        out["mean"] = mean
+    return out

@@ -23,8 +23,8 @@ from .entry import Entry, SittingsError, add_sitting, check_software, run_groups
 from .profile import check_profile_name, default_tolerances
 from .schema import BaselineError, Tolerances, _Reader
 
-SCHEMA = 2  # 2: entries may hold other metrics' runs ("figures"); tolerances of every gated metric
-READS = (1, 2)  # a schema-1 file (throughput, speedup, efficiency only) is read as it is
+SCHEMA = 3  # 3: every gated metric alike, its runs under "runs" or its one figure under "stated"
+READS = (1, 2, 3)  # a schema 1 or 2 file is read through schema.entry_as_schema_3, written back as schema 3
 LOCK_TIMEOUT = 120.0
 
 
@@ -119,7 +119,7 @@ def parse(path: Path, text: str) -> BaselineFile:
         raise BaselineError(path, "has no 'schema' field: not a pytest-dlperf baseline file")
     if type(data["schema"]) is not int or data["schema"] not in READS:
         raise BaselineError(path, f"schema version {json.dumps(data['schema'])} is not one this pytest-dlperf "
-                                  f"reads (it reads schema {' and '.join(map(str, READS))})",
+                                  f"reads (it reads schema {', '.join(map(str, READS))})",
                             "the file was not modified; use the pytest-dlperf version that wrote it, "
                             "or move it away and record again with --update-baselines")
     r = _Reader(path, data, "")
@@ -127,7 +127,7 @@ def parse(path: Path, text: str) -> BaselineFile:
     if profile != path.stem:
         raise BaselineError(path, f"'profile' says {profile!r} but the file is named for {path.stem!r}")
     entries_raw = r.get("entries", "dict")
-    entries = {k: Entry.from_dict(k, v, path) for k, v in entries_raw.items()}
+    entries = {k: Entry.from_dict(k, v, path, data["schema"]) for k, v in entries_raw.items()}
     machines = r.get("machines", "dict", required=False) or {}
     for mid, nodes in machines.items():
         if not isinstance(nodes, dict) or not all(isinstance(fp, dict) for fp in nodes.values()):

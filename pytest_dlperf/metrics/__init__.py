@@ -18,8 +18,8 @@ __all__ = ["BUSBW", "BUSY_SHARE", "CASE_UNIT", "COMPILE_TIME", "COMPILED_OVER_EA
            "MULTI_NODE_EFFICIENCY", "PEAK_MEMORY", "PERCENTILES", "PRIMARY", "RECOMPILES", "SPEEDUP", "THROUGHPUT",
            "TIME_TO_FIRST_STEP", "DeviceKind", "Direction", "Flag", "Judging", "Kind", "Metric", "NotApplicable", "NotMeasured",
            "Rule", "ScalingInputs", "Step", "acspeed_line", "center", "declared", "efficiency", "gated", "get",
-           "item_of", "multi_node_efficiency", "names", "of_kind", "percentiles", "speedup", "steady_window",
-           "step_times", "throughput", "tolerated"]
+           "item_of", "kept_as_figure", "kept_by_run", "multi_node_efficiency", "names", "of_kind", "percentiles",
+           "speedup", "steady_window", "step_times", "throughput", "tolerated"]
 
 def declared() -> tuple[Metric, ...]:
     """Every metric, in the order the reports show them."""
@@ -43,6 +43,16 @@ def tolerated() -> tuple[Metric, ...]:
     """The gated metrics judged on a tolerance (each has its option, marker keyword and baseline
     field): every gated metric but a count (``Rule.COUNT``)."""
     return tuple(m for m in METRICS if m.tolerated)
+
+
+def kept_by_run() -> tuple[Metric, ...]:
+    """The gated metrics a baseline entry keeps run by run (throughput, peak memory, ...), in report order."""
+    return tuple(m for m in METRICS if m.gated and m.per_run)
+
+
+def kept_as_figure() -> tuple[Metric, ...]:
+    """The gated metrics a baseline entry keeps as one figure a case (speedup, efficiency), in report order."""
+    return tuple(m for m in METRICS if m.gated and not m.per_run)
 
 
 def of_kind(kind: Kind, gated_only: bool = False) -> tuple[Metric, ...]:

@@ -234,16 +234,16 @@ def _busbw(result: Any) -> float | None:
 THROUGHPUT = Metric(
     "throughput", "throughput", CASE_UNIT, CASE_UNIT, Direction.HIGHER, Kind.LAUNCH, gated=True,
     description="global samples per second over the steady window (tokens per second for a decoder)",
-    tolerances={CPU: 0.05, GPU: 0.03}, per_launch=launch_throughput, paced=True, stored_as="throughputs",
+    tolerances={CPU: 0.05, GPU: 0.03}, per_launch=launch_throughput, paced=True,
     option="--dlperf-tolerance", marker="tolerance", junit="dlperf_samples_per_s", digits=".2f")
 SPEEDUP = Metric(
     "speedup", "speedup", "speedup", "x", Direction.HIGHER, Kind.SCALING, gated=True,
     description="median throughput / its group's 1n1g median",
-    tolerances={CPU: 0.15, GPU: 0.03}, derive=_speedup, stored_as="speedup", digits=".2f", min_devices=2)
+    tolerances={CPU: 0.15, GPU: 0.03}, derive=_speedup, digits=".2f", min_devices=2)
 EFFICIENCY = Metric(
     "efficiency", "scaling efficiency", "efficiency", "", Direction.HIGHER, Kind.SCALING, gated=True,
     description="speedup / devices (AIACC's 并行效率)",
-    tolerances={CPU: 0.15, GPU: 0.03}, derive=_efficiency, stored_as="efficiency", digits=".2f", min_devices=2)
+    tolerances={CPU: 0.15, GPU: 0.03}, derive=_efficiency, digits=".2f", min_devices=2)
 MULTI_NODE_EFFICIENCY = Metric(
     "multi_node_efficiency", "multi-node efficiency", "multi-node", "", Direction.HIGHER, Kind.SCALING,
     gated=False, description="throughput of k nodes / (k x one full node's)", derive=_multi_node, digits=".2f",

@@ -190,7 +190,6 @@ class Metric:
     stored_unit: str = ""  # the unit of the figures results.json and baselines keep ("": ``unit``): "bytes"
     digits: str = ".4g"  # format of a shown figure
     paced: bool = False  # the pace probe may bring both sides to one host pace before judging (throughput)
-    stored_as: str = ""  # the field a baseline entry has kept it in since schema 1 ("" : entry "figures")
     option: str = ""  # the command-line option of its tolerance ("" : --dlperf-<name>-tolerance)
     marker: str = ""  # its tolerance's keyword in @pytest.mark.dlperf ("" : <name>_tolerance)
     junit: str = ""  # its JUnit property ("" : dlperf_<name>)
@@ -238,6 +237,11 @@ class Metric:
         return self.rule is Rule.COUNT
 
     @property
+    def per_run(self) -> bool:
+        """A figure per launch, which a baseline keeps run by run; else one figure a case (a scaling ratio)."""
+        return self.kind is Kind.LAUNCH
+
+    @property
     def judging(self) -> Judging | None:
         """How it is judged (None: reported, not gated)."""
         if not self.gated or self.kind is Kind.CASE:
@@ -245,6 +249,15 @@ class Metric:
         if self.counted:
             return Judging.COUNT
         return Judging.RATIO if self.kind is Kind.SCALING else Judging.RUNS
+
+    def figure_of(self, result: Any) -> float | None:
+        """A case's figure from its result (``CaseResult``): a per-launch metric's from its runs (``of_runs``), a
+        scaling one's as its result set derived it, a case one's from the result (``per_case``); None: none."""
+        if self.per_run:
+            return self.of_runs(result.values(self.name))
+        if self.kind is Kind.SCALING:
+            return result.scaling.get(self.name)
+        return self.per_case(result) if self.per_case is not None else None
 
     def of_runs(self, values: list[float]) -> float | None:
         """The case's figure from its launches' figures: their median, a count's largest; None: none."""

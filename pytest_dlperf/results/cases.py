@@ -55,13 +55,8 @@ class CaseResult:
 
     def value(self, metric: str) -> float | None:
         """The case's figure of a metric: a per-launch one's median (a count's largest), a scaling one's, a
-        case one's; None: none."""
-        m = metrics.get(metric)
-        if m.kind is metrics.Kind.LAUNCH:
-            return self.median if m is metrics.PRIMARY else m.of_runs(self.values(metric))
-        if m.kind is metrics.Kind.SCALING:
-            return self.scaling.get(metric)
-        return m.per_case(self)
+        case one's (``Metric.figure_of``); None: none."""
+        return metrics.get(metric).figure_of(self)
 
     def metrics_dict(self) -> dict[str, dict]:
         """results.json's ``metrics`` (contract 2): every declared metric the case has, with its unit,
@@ -73,7 +68,7 @@ class CaseResult:
                 continue
             d: dict = {"unit": m.raw_unit(self.case.unit), "better": m.direction.value, "kind": m.kind.value,
                        "gated": m.gated, "value": value, **({"rule": m.rule.value} if m.gated else {})}
-            if m.kind is metrics.Kind.LAUNCH:
+            if m.per_run:
                 d["values"] = self.values(m.name)
             if m.counted and value is not None:
                 d["said"] = self.said(m.name)

@@ -127,7 +127,7 @@ def _check_metrics(section: object) -> str | None:
             return f"'metrics.{name}.values' is {values!r}, not a list of {kind}"
         if value is None and not d.get("not_measured"):
             return f"'metrics.{name}' has neither a value nor why it was not measured"
-        if metric.kind is metrics.Kind.LAUNCH and value is not None and not values:
+        if metric.per_run and value is not None and not values:
             return f"'metrics.{name}' has a value but no per-launch values"
     return None
 

@@ -154,8 +154,8 @@ class Confirmation:
             return {}
         if found.spec is None:
             out = {v.metric: not_confirmed(v, base, said, found) for v in suspects}
-            self._explain_against_recording(case, m, base, out, result.median / base.entry.median
-                                            if base.entry.median else None)
+            recorded = base.entry.figure(metrics.PRIMARY.name)
+            self._explain_against_recording(case, m, base, out, result.median / recorded if recorded else None)
             return out
         first = ", ".join(f"{v.metric} {v.change:+.1%}" for v in suspects if v.change is not None)
         why = looked or f"failed its stored baseline ({first}) and the software differs ({len(said) or 'not recorded'})"

@@ -231,12 +231,13 @@ class Gate:
 def _scaling_runs(result: CaseResult, entry: Entry, reference: CaseResult | None,
                   bfile: BaselineFile) -> ScalingRuns | None:
     """The runs behind the session's and the baseline's speedup, where all four are known."""
-    if reference is None or not entry.throughputs:
+    if reference is None or not entry.run_count:
         return None
     ref_entry = bfile.get(reference.case.key)
-    if ref_entry is None or not ref_entry.throughputs:
+    if ref_entry is None or not ref_entry.run_count:
         return None
-    return ScalingRuns(result.throughputs, reference.throughputs, entry.throughputs, ref_entry.throughputs)
+    return ScalingRuns(result.throughputs, reference.throughputs, entry.values(PRIMARY.name),
+                       ref_entry.values(PRIMARY.name))
 
 
 def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: FingerprintComparison,
@@ -244,7 +245,7 @@ def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: F
     """The verdict for a case whose baseline was recorded on other hardware: not judged, and why, with the
     figures the screen measured (``screened``: the primary metric's verdict as if judged; its spread,
     tests and pace are kept)."""
-    case, m_med, b_med = result.case.id, result.median, entry.median
+    case, m_med, b_med = result.case.id, result.median, entry.figure(PRIMARY.name)
     change = m_med / b_med - 1
     rule = "hardware differs from the recording machine: a throughput difference it explains is not called a regression"
     message = (f"HARDWARE {case} {PRIMARY.name}: not judged: this machine is not the one that recorded the baseline "
@@ -256,7 +257,7 @@ def hardware_verdict(result: CaseResult, entry: Entry, tolerance: float, comp: F
         return replace(screened, status=VerdictStatus.HARDWARE, message=message, rule=rule, changes=[])
     return Verdict(status=VerdictStatus.HARDWARE, case=case, metric=PRIMARY.name, tolerance=tolerance, message=message,
                    rule=rule, measured_median=m_med, measured_n=len(result.throughputs), baseline_median=b_med,
-                   baseline_n=len(entry.throughputs) or 1, baseline_source=entry.source, change=change)
+                   baseline_n=entry.run_count or 1, baseline_source=entry.source, change=change)
 
 
 def not_judged_here(screened: Verdict, comp: FingerprintComparison) -> Verdict:

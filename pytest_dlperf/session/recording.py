@@ -127,7 +127,8 @@ class BaselineRecorder:
                 e = current.get(r.case.key)
                 if e is None or e.figure(_FIRST.name) is not None or r.value(_FIRST.name) is None:
                     continue
-                last = e.throughputs[-e.sittings[-1]["runs"]:] if e.sittings else e.throughputs
+                runs = e.values(metrics.PRIMARY.name)
+                last = runs[-e.sittings[-1]["runs"]:] if e.sittings else runs
                 if [float(x) for x in last] != [float(x) for x in r.throughputs]:
                     continue
                 if len(e.sittings) > 1:
@@ -165,19 +166,24 @@ def _scale_sittings(entry: Entry, reference: Entry | None) -> bool:
         _set_scaling(entry, {})
         return False
     derived: dict[str, float | None] = {}
-    at = {Topology(1, 1): reference.median}
+    at = {Topology(1, 1): reference.figure(metrics.PRIMARY.name)}
     for m in _STORED_SCALING:
-        derived[m.name] = m.derive(metrics.ScalingInputs(entry.median, entry.case.topology, at.get, derived))
+        derived[m.name] = m.derive(metrics.ScalingInputs(entry.figure(metrics.PRIMARY.name), entry.case.topology,
+                                                         at.get, derived))
     _set_scaling(entry, derived)
     return True
 
 
-# the gated scaling metrics a baseline entry keeps (speedup, efficiency: each in its own field), in order
-_STORED_SCALING = tuple(m for m in metrics.of_kind(metrics.Kind.SCALING, gated_only=True) if m.stored_as)
+# the gated scaling metrics a baseline entry keeps as one figure (speedup, efficiency), in order
+_STORED_SCALING = metrics.kept_as_figure()
 _FIRST = _STORED_SCALING[0]
 
 
 def _set_scaling(entry: Entry, values: dict[str, float | None]) -> None:
     """The entry's stored scaling figures (None: not known yet, as for a case recorded alone)."""
     for m in _STORED_SCALING:
-        setattr(entry, m.stored_as, values.get(m.name))
+        value = values.get(m.name)
+        if value is None:
+            entry.stated.pop(m.name, None)
+        else:
+            entry.stated[m.name] = float(value)
