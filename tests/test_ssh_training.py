@@ -235,13 +235,18 @@ def test_other_frameworks_train_two_nodes_over_ssh(ssh_nodes, tmp_path, backend,
 def test_a_pip_side_is_made_on_both_nodes_over_ssh_and_the_slower_library_found(ssh_nodes, tmp_path):
     """Issue #64 over SSH: the candidate's environment (a library that slows every training worker) is made
     on both nodes through their SSH channel before the first pair, one node waiting on the other's make of
-    the same environment (one file system here); the pairs find it slower; nothing stays running."""
+    the same environment (one file system here); the pairs find it slower; nothing stays running.
+
+    Up to 16 pairs (a pair of the tiny engine is about 2 s): in CI (2026-11-30) two of the reference's eight
+    launches fell in the host's slow spells (23 and 27 samples/s against 38-43) and eight pairs left the
+    planted slow-down UNDECIDED (0.812, interval 0.625-1.054); more pairs narrow the interval, the verdict
+    asked for is the same."""
     from tests.wheels import slowing_wheel
 
     wheel = slowing_wheel(tmp_path / "wheels", 0.3)
     workdir, report = tmp_path / "remote", tmp_path / "report"
     r = run_suite(ssh_nodes, report, f"--dlperf-ssh-workdir={workdir}", "-k", "2n1g", "--dlperf-candidate",
-                  f"pip={wheel}", f"--dlperf-env-cache={tmp_path / 'envs'}", "--dlperf-ab-max-pairs", "8", tiny=True)
+                  f"pip={wheel}", f"--dlperf-env-cache={tmp_path / 'envs'}", "--dlperf-ab-max-pairs", "16", tiny=True)
     assert r.returncode == 1, r.stdout + r.stderr
     doc = json.loads((report / "results.json").read_text())
     made = doc["ab"]["sides"]["candidate"]["environment"]
