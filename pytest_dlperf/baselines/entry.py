@@ -170,10 +170,7 @@ class Entry:
             raise r.fail("runs", f"has no {metrics.PRIMARY.name} runs, and 'stated' no {metrics.PRIMARY.name} figure: "
                                  "an entry needs one or the other")
         count = len(runs.get(metrics.PRIMARY.name, []))
-        paces = r.get("paces", "list", required=False) or []
-        for i, x in enumerate(paces):
-            if not positive_number(x):
-                raise r.fail("paces", f"item {i} must be a number > 0, not {json.dumps(x)}")
+        paces = r.positives("paces", required=False)
         if paces and len(paces) != count:
             raise r.fail("paces", f"has {len(paces)} items for {count} throughputs: one per run, in their "
                                   "order (record the case again with --update-baselines)")
@@ -190,7 +187,7 @@ class Entry:
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
             backend=r.get("backend", "str"), topology=r.get("topology", "str"),
-            runs=runs, stated=stated, paces=[float(x) for x in paces],
+            runs=runs, stated=stated, paces=paces,
             pace_contract=(r.get("pace_contract", "int", required=False) or 1) if paces else 0,
             tolerance=Tolerances.read(r, "tolerance", required=False),
             recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,

@@ -76,6 +76,14 @@ class _Reader:
             raise self.fail(name, f"must be {want}, not {json.dumps(v)[:60]}")
         return v
 
+    def positives(self, name: str, required: bool = True) -> list[float]:
+        """A list of numbers > 0 (absent and not required: []), a bad item named by its index."""
+        values = self.get(name, "list", required=required) or []
+        for i, x in enumerate(values):
+            if not positive_number(x):
+                raise self.fail(name, f"item {i} must be a number > 0, not {json.dumps(x)}")
+        return [float(x) for x in values]
+
 
 class Tolerances:
     """Allowed relative change per gated metric before the gate calls it worse (0.05 = 5%): a drop of
@@ -157,10 +165,7 @@ def entry_as_schema_3(path: Path, key: str, d: Any) -> Any:
     if not isinstance(d, dict):
         return d  # Entry.from_dict names it
     r = _Reader(path, d, f"entries[{key!r}].")
-    runs = r.get(_OLD_RUNS, "list")
-    for i, x in enumerate(runs):
-        if not positive_number(x):
-            raise r.fail(_OLD_RUNS, f"item {i} must be a number > 0, not {json.dumps(x)}")
+    runs = r.positives(_OLD_RUNS)
     stated = {metric: r.get(name, "number", required=name == "median") for name, metric in _OLD_FIGURES.items()}
     if runs and stated["throughput"] == statistics.median(runs):
         del stated["throughput"]
