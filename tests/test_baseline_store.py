@@ -131,6 +131,25 @@ def test_key_matches_case_spec():
     assert entry(topology="2n1g").key == case.key == "ddp/resnet50-fp32-bs8-64px-2n1g"
 
 
+def test_a_real_data_case_is_an_entry_of_its_own_beside_its_synthetic_twin(tmp_path):
+    """Its data is part of its key, as of its case id (until issue #76's tests recorded one, a real-data case's
+    entry dropped it and the store refused the recording at the session's end)."""
+    store = BaselineStore(tmp_path)
+    synthetic = entry(topology="2n1g")
+    real = Entry.from_samples(model="resnet50", precision="fp32", batch_size=8, image_size=64, backend="ddp",
+                              topology="2n1g", throughputs=(9.0, 9.5), tolerance=None, versions={}, data="real")
+    case = CaseSpec("resnet50", "fp32", 8, 64, Topology(2, 1), "ddp", data="real")
+    assert real.key == case.key == "ddp/resnet50-fp32-bs8-64px-real-2n1g" and real.case == case
+    store.update(PROFILE, {synthetic.key: synthetic, real.key: real})
+    got = store.load(PROFILE).entries
+    assert got[real.key].data == "real" and got[synthetic.key].data == "synthetic" and got[real.key] == real
+    doc = json.loads((tmp_path / f"{PROFILE}.json").read_text())["entries"]
+    assert doc[real.key]["data"] == "real" and "data" not in doc[synthetic.key]  # as the ids name them
+    doc[real.key]["data"] = "tape"
+    with pytest.raises(BaselineError, match=r"'data' is 'tape', not one of the data sources \(synthetic, real, dali\)"):
+        Entry.from_dict(real.key, doc[real.key], tmp_path / "f.json")
+
+
 def test_file_is_readable_by_others_not_mkstemp_private(tmp_path):
     store = BaselineStore(tmp_path)
     e = entry()

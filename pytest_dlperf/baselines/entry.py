@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import metrics
+from ..datasources import DATA_SOURCES, SYNTHETIC
 from ..specs import CaseSpec, Topology
 from .schema import BaselineError, Tolerances, _Reader, entry_as_schema_3, is_number, positive_number
 
@@ -33,6 +34,7 @@ class Entry:
     backend: str
     topology: str
     variant: str = ""
+    data: str = SYNTHETIC  # what the case trained on (datasources.py): a real-data case is a case of its own
     # the runs of each gated per-launch metric (``metrics.kept_by_run``): name -> one figure per run, in the
     # order taken; a metric absent here has no runs (none recorded yet, or a published figure without them)
     runs: dict[str, list[float]] = field(default_factory=dict)
@@ -57,7 +59,7 @@ class Entry:
     def case(self) -> CaseSpec:
         return CaseSpec(model=self.model, precision=self.precision, batch_size=self.batch_size,
                         image_size=self.image_size, topology=Topology.parse(self.topology),
-                        backend=self.backend, variant=self.variant)
+                        backend=self.backend, variant=self.variant, data=self.data)
 
     @property
     def key(self) -> str:
@@ -94,7 +96,7 @@ class Entry:
                      topology: str, throughputs: Sequence[float], tolerance: Tolerances | float | None,
                      versions: Mapping[str, str], source: str = "recorded", speedup: float | None = None,
                      efficiency: float | None = None, recorded_at: str | None = None,
-                     variant: str = "") -> Entry:
+                     variant: str = "", data: str = SYNTHETIC) -> Entry:
         """An entry from raw per-repeat throughputs (and its scaling figures, where known)."""
         xs = [float(x) for x in throughputs]
         if not xs:
@@ -106,7 +108,7 @@ class Entry:
                    backend=backend, topology=topology, runs={metrics.PRIMARY.name: xs},
                    stated={k: float(v) for k, v in scaling.items() if v is not None},
                    tolerance=tolerance, recorded_at=recorded_at or _now(), versions=dict(versions),
-                   source=source, variant=variant)
+                   source=source, variant=variant, data=data)
 
     @classmethod
     def from_result(cls, result: Any, tolerance: Tolerances | None, versions: Mapping[str, str]) -> Entry:
@@ -116,7 +118,7 @@ class Entry:
         entry = cls.from_samples(model=c.model, precision=c.precision, batch_size=c.batch_size,
                                  image_size=c.image_size, backend=c.backend, topology=c.topology.name,
                                  throughputs=result.throughputs, tolerance=tolerance, versions=versions,
-                                 variant=c.variant)
+                                 variant=c.variant, data=c.data)
         entry.runs = {m.name: [float(x) for x in result.values(m.name)] for m in metrics.kept_by_run()
                       if result.values(m.name)}
         entry.stated = {m.name: float(v) for m in metrics.kept_as_figure() if (v := result.value(m.name)) is not None}
@@ -148,6 +150,8 @@ class Entry:
             d["software"] = self.software
         if self.variant:
             d["variant"] = self.variant
+        if self.data != SYNTHETIC:  # a synthetic case's entry names no data, as its id does
+            d["data"] = self.data
         if self.sittings:
             d["sittings"] = [dict(x) for x in self.sittings]
         if self.busbw:
@@ -181,8 +185,11 @@ class Entry:
         if source != "recorded" and not source.startswith(("published:", "imported:")):
             raise r.fail("source", f"must be 'recorded', 'published: <citation>' or 'imported: <logs>', not {source!r}")
         known = {"model", "precision", "batch_size", "image_size", "backend", "topology", "runs", "stated",
-                 "tolerance", "recorded_at", "versions", "source", "machine", "software", "variant", "paces",
-                 "pace_contract", "sittings", "busbw"}
+                 "tolerance", "recorded_at", "versions", "source", "machine", "software", "variant", "data",
+                 "paces", "pace_contract", "sittings", "busbw"}
+        data = r.get("data", "str", required=False) or SYNTHETIC
+        if data not in DATA_SOURCES:
+            raise r.fail("data", f"is {data!r}, not one of the data sources ({', '.join(DATA_SOURCES)})")
         entry = cls(
             model=r.get("model", "str"), precision=r.get("precision", "str"),
             batch_size=r.get("batch_size", "int"), image_size=r.get("image_size", "int"),
@@ -193,7 +200,7 @@ class Entry:
             recorded_at=r.get("recorded_at", "str"), versions=dict(versions), source=source,
             machine=r.get("machine", "str", required=False) or "",
             software=r.get("software", "str", required=False) or "",
-            variant=r.get("variant", "str", required=False) or "",
+            variant=r.get("variant", "str", required=False) or "", data=data,
             sittings=_sittings(r, count),
             busbw=r.get("busbw", "number", required=False),
             extra={k: v for k, v in d.items() if k not in known},
@@ -301,7 +308,7 @@ def add_sitting(old: Entry, new: Entry, keep: int) -> Entry:
     runs = {name: (list(old.runs[name][cut:]) if len(old.runs.get(name, [])) == count else []) + list(values)
             for name, values in new.runs.items()}
     return Entry(model=new.model, precision=new.precision, batch_size=new.batch_size, image_size=new.image_size,
-                 backend=new.backend, topology=new.topology, variant=new.variant, runs=runs,
+                 backend=new.backend, topology=new.topology, variant=new.variant, data=new.data, runs=runs,
                  paces=list(old.paces[cut:]) + list(new.paces) if new.paces else [], pace_contract=new.pace_contract,
                  tolerance=new.tolerance, recorded_at=new.recorded_at, versions=dict(new.versions),
                  machine=new.machine,
