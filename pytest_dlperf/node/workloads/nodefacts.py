@@ -44,9 +44,9 @@ TRAINING_ENV_PREFIXES = ("NCCL_", "OMP_", "MKL_", "KMP_", "CUDA_", "TORCH_", "PY
                          "HOROVOD_", "DLPERF_")
 TRAINING_ENV_SUFFIXES = ("_VISIBLE_DEVICES",)
 # DLPERF_ variables of the harness itself, which no training reads: each launch's tag, the options'
-# environment defaults and the project's test tier.
+# environment defaults (the launch log's too) and the project's test tier and launch census.
 HARNESS_ENV = frozenset({"DLPERF_RUN_TAG", "DLPERF_CONFIRM", "DLPERF_CONFIRM_PAIRS", "DLPERF_TESTS_TIER",
-                         "DLPERF_LOCAL_LEASE"})
+                         "DLPERF_LOCAL_LEASE", "DLPERF_LAUNCH_LOG", "DLPERF_TESTS_CENSUS", "DLPERF_TESTS_PHASE"})
 # Terraform's variables share TensorFlow's prefix and carry tokens and passwords: not training's, left out.
 NOT_TRAINING_PREFIXES = ("TF_VAR_", "TF_TOKEN_", "TF_CLI_", "TF_WORKSPACE")
 # A variable whose name says it holds a secret is kept as a digest of its value (a change is still seen,
@@ -69,7 +69,8 @@ def cpu_model() -> str:
 
 def frameworks(names: list[str]) -> dict[str, dict | None]:
     """Per import name: the distribution that provides it and its version (the one of the same name
-    first: tensorflow before tensorflow-cpu), {"dist": None, ...} when none says, None when not importable."""
+    first: tensorflow before tensorflow-cpu), {"dist": None, "version": the module's own} where no distribution
+    provides it, None when not importable."""
     dists = importlib.metadata.packages_distributions()
     out: dict[str, dict | None] = {}
     for name in names:
@@ -86,8 +87,18 @@ def frameworks(names: list[str]) -> dict[str, dict | None]:
                 break
             except importlib.metadata.PackageNotFoundError:
                 continue
-        out[name] = found or {"dist": None, "version": None}
+        out[name] = found or {"dist": None, "version": _module_version(name)}
     return out
+
+
+def _module_version(name: str) -> str | None:
+    """The version a module says of itself (``__version__``) where no installed distribution provides it (a
+    framework built in place, a module of the standard library); None where it says none."""
+    try:
+        version = getattr(importlib.import_module(name), "__version__", None)
+    except Exception:  # noqa: BLE001 - a module that fails to import says no version
+        return None
+    return str(version) if version is not None else None
 
 
 def compiler(kind: str) -> dict:
