@@ -21,9 +21,8 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
         from .clusters.local import LocalCluster
 
         # --dlperf-local-lease session: a lock in the report directory, which this session's xdist workers share
-        own = options.report_dir / "nodes" / "lease.lock" if options.local_lease == "session" else None
-        return LocalCluster(nodes=options.nodes or 2, slots=options.gpus_per_node,
-                            base_dir=options.report_dir / "nodes", lease_path=own)
+        return LocalCluster(nodes=options.nodes or 2, slots=options.gpus_per_node, base_dir=options.report_dir / "nodes",
+                            lease=options.local_lease, lease_path=options.report_dir / "nodes" / "lease.lock")
     if options.cluster == "ssh":
         from .clusters.ssh.factory import make_ssh_cluster
         from .clusters.ssh.options import SSHOptions

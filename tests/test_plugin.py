@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import sys
 
@@ -378,7 +379,7 @@ def test_the_local_lease_is_the_machines_unless_a_session_asks_for_its_own(tmp_p
     monkeypatch.setenv("DLPERF_LOCAL_LEASE", "session")
     assert options._local_lease(None) == "session" and options._local_lease("machine") == "machine"
     monkeypatch.setenv("DLPERF_LOCAL_LEASE", "nobody")
-    with pytest.raises(pytest.UsageError, match="DLPERF_LOCAL_LEASE='nobody': expected one of machine, session"):
+    with pytest.raises(pytest.UsageError, match="DLPERF_LOCAL_LEASE='nobody': expected one of machine, session, core"):
         options._local_lease(None)
 
     def cluster(lease: str, name: str):  # noqa: ANN202
@@ -386,11 +387,62 @@ def test_the_local_lease_is_the_machines_unless_a_session_asks_for_its_own(tmp_p
                                 local_lease=lease)
         return builtin.pytest_dlperf_make_cluster(config=None, options=given)
 
-    assert cluster("machine", "a").lease_path == MACHINE_LEASE
+    machine = cluster("machine", "a").leases
+    assert machine.kind == "machine" and machine.path == MACHINE_LEASE
     mine, other = cluster("session", "a"), cluster("session", "b")
-    assert mine.lease_path == tmp_path / "a" / "nodes" / "lease.lock"
+    assert mine.leases.path == tmp_path / "a" / "nodes" / "lease.lock"
     with mine.lease():
         with pytest.raises(Timeout):  # this session's other workers wait for it
-            FileLock(str(mine.lease_path), timeout=0).acquire()
+            FileLock(str(mine.leases.path), timeout=0).acquire()
         with other.lease():  # another session's does not
             pass
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not shutil.which("taskset"), reason="needs 2 cores and taskset")
+def test_a_core_lease_pins_each_launch_to_free_cores_and_a_machine_lease_waits_for_them(tmp_path, monkeypatch):
+    """--dlperf-local-lease core: each launch holds one free core per node, chosen when it starts (its commands
+    pinned there), so two sessions' one-node launches run at once on two cores; a two-node launch waits for both,
+    and a machine lease (a session that measures) waits until no core is held."""
+    import threading
+
+    from pytest_dlperf.clusters import local_leases
+    from pytest_dlperf.clusters.local import LocalCluster
+
+    monkeypatch.setattr(local_leases, "CORE_LOCKS", tmp_path / "cores")
+    one, two = (LocalCluster(nodes=2, base_dir=tmp_path / n, lease="core") for n in ("one", "two"))
+    assert [n.cpus for n in one.nodes()] == [1, 1]  # a core a node, whichever it gets
+
+    def core(cluster: LocalCluster) -> str:
+        argv = cluster.wrap(cluster.nodes()[0], ["train"])
+        assert argv[:2] == ["taskset", "-c"] and argv[3:] == ["train"], argv
+        return argv[2]
+
+    started: list[tuple[threading.Thread, threading.Event]] = []
+
+    def waits(block, seconds: float = 0.5) -> bool:  # noqa: ANN001
+        """Whether ``block`` (a context manager's maker), entered in a thread of its own, still waits after
+        ``seconds``; it goes on once it can (``started``)."""
+        entered = threading.Event()
+
+        def take() -> None:
+            with block():
+                entered.set()
+        t = threading.Thread(target=take, daemon=True)
+        t.start()
+        started.append((t, entered))
+        return not entered.wait(seconds)
+
+    with one.hold(one.nodes()[:1]):
+        first = core(one)
+        with one.hold(one.nodes()[:1]):  # the launch's own node scripts run inside its hold
+            assert core(one) == first
+        with two.hold(two.nodes()[:1]):
+            assert core(two) != first  # the other core, at once
+        assert waits(lambda: two.hold(two.nodes()))  # both cores: after this launch
+        assert waits(lambda: local_leases.MachineLease([0, 1], tmp_path / "machine.lock").lease())
+    for t, entered in started:  # once the core is free, each took its turn
+        t.join(30)
+        assert entered.is_set()
+    with two.hold(two.nodes()):
+        assert {two.cpuset(n) for n in two.nodes()} == {"0", "1"}
+    assert one.cpuset(one.nodes()[0]) == one.nodes()[0].extra["cpuset"]  # outside a launch: its share (dry-run)

@@ -273,6 +273,12 @@ class Cluster(ABC):
         """Hold the nodes for one run so that parallel pytest workers do not share them."""
         yield
 
+    @contextlib.contextmanager
+    def hold(self, nodes: Sequence[Node]) -> Iterator[None]:
+        """Held around one launch, or one node script, on ``nodes`` (a local cluster's core lease picks their
+        cores here); nothing by default."""
+        yield
+
     def describe(self) -> dict:
         """Facts for results.json: kind and nodes."""
         return {
@@ -299,6 +305,11 @@ class Cluster(ABC):
         written to ``log_dir/commands.sh``, each node's output to ``log_dir/<node>.log``. A remote
         node's output may land a moment after its exit code: ``expect`` is text an exited node's
         output will hold (waited for up to a second), ``linger`` seconds are waited in any case."""
+        with self.hold(nodes):
+            return self._run_everywhere(nodes, command, log_dir, timeout, name, tag, script, expect, linger)
+
+    def _run_everywhere(self, nodes: Sequence[Node], command: CommandFor, log_dir: Path, timeout: float, name: str,
+                        tag: str, script: Path | None, expect: str, linger: float) -> NodeRuns:
         log_dir.mkdir(parents=True, exist_ok=True)
         run_tag, run_id = f"{tag}-{uuid.uuid4().hex}", f"{name}-{uuid.uuid4().hex[:8]}"
         out, started = NodeRuns(), []

@@ -18,12 +18,11 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from filelock import FileLock
-
 from ..node.killtag import kill_tag
 from ..node.localsh import NODES_ENV
 from ..node.workloads.nodefacts import gpu_names as detect_gpus
 from .base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, NodeProcess, SpanAccess
+from .local_leases import MACHINE_LEASE, LocalLease, make_lease
 from .shape import ClusterShape
 
 LOCALSH = Path(__file__).resolve().parent.parent / "node" / "localsh.py"
@@ -75,8 +74,7 @@ class LocalProcess(NodeProcess):
             self.popen.wait(timeout=5)
 
 
-# The lock every session on this machine takes turns on, unless it asks for its own (--dlperf-local-lease).
-MACHINE_LEASE = Path(tempfile.gettempdir()) / "pytest-dlperf-local.lock"
+__all__ = ["MACHINE_LEASE", "LocalCluster", "LocalProcess", "local_shape"]
 
 
 class LocalCluster(Cluster):
@@ -85,18 +83,21 @@ class LocalCluster(Cluster):
     kind = "local"
 
     def __init__(self, nodes: int, slots: int | None = None, base_dir: Path | None = None,
-                 pin: bool = True, lease_path: Path | None = None) -> None:
-        """``slots`` per node defaults to the node's share of GPUs, else one worker; ``lease_path``: the lock
-        that sessions taking turns hold (default: one for every session on this machine, MACHINE_LEASE)."""
+                 pin: bool = True, lease: str = "machine", lease_path: Path | None = None) -> None:
+        """``slots`` per node defaults to the node's share of GPUs, else one worker; ``lease``: who takes turns
+        on this machine (``local_leases``: machine, session, core); ``lease_path``: a ``session`` lease's lock."""
         if nodes < 1 or (slots is not None and slots < 1):
             raise ClusterError("a local cluster needs at least one node with one slot")
         cpus = sorted(os.sched_getaffinity(0))
         gpus = detect_gpus()
-        cpu_shares = _split(cpus, nodes)
-        gpu_shares = _split(list(range(len(gpus))), nodes) if gpus else [[] for _ in range(nodes)]
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="dlperf-local-"))
+        self.leases: LocalLease = make_lease(lease, cpus, Path(lease_path or self.base_dir / "lease.lock"))
+        # a core lease gives each node one core, chosen per launch (hold); the others split the machine's cores
+        cpu_shares = [[cpus[i % len(cpus)]] for i in range(nodes)] if lease == "core" else _split(cpus, nodes)
+        gpu_shares = _split(list(range(len(gpus))), nodes) if gpus else [[] for _ in range(nodes)]
         self.pin = pin and shutil.which("taskset") is not None and len(cpus) >= nodes
-        self.lease_path = Path(lease_path or MACHINE_LEASE)
+        self._pinned: dict[str, str] = {}  # node name -> the cores a core lease holds for the launch running now
+        self._holding = 0
         self._nodes = [
             Node(
                 name=f"local{i}",
@@ -132,9 +133,13 @@ class LocalCluster(Cluster):
         if Path(remote).resolve() != local.resolve():
             shutil.copy2(remote, local)
 
+    def cpuset(self, node: Node) -> str:
+        """The cores the node's processes are pinned to: those a core lease holds for the launch, else its share."""
+        return self._pinned.get(node.name, node.extra["cpuset"])
+
     def wrap(self, node: Node, argv: list[str]) -> list[str]:
         if self.pin:
-            return ["taskset", "-c", node.extra["cpuset"], *argv]
+            return ["taskset", "-c", self.cpuset(node), *argv]
         return list(argv)
 
     def node_env(self, node: Node) -> dict[str, str]:
@@ -175,7 +180,7 @@ class LocalCluster(Cluster):
         agent = bindir / "ssh"
         agent.write_text(f"#!/bin/sh\nexec {shlex.quote(nodes[0].python)} {shlex.quote(script)} \"$@\"\n")
         agent.chmod(0o755)
-        where = {n.address: (n.extra.get("cpuset", "") if self.pin else "") for n in nodes}
+        where = {n.address: (self.cpuset(n) if self.pin else "") for n in nodes}
         return SpanAccess(env={"PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
                                NODES_ENV: json.dumps(where, separators=(",", ":"))}, check_reach=False, nics=("lo",))
 
@@ -186,9 +191,26 @@ class LocalCluster(Cluster):
 
     @contextlib.contextmanager
     def lease(self) -> Iterator[None]:
-        """One run at a time among the sessions that share ``lease_path`` (by default every session on this
-        machine): parallel pytest workers take turns."""
-        self.lease_path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.lease_path)):
+        """Sessions take turns as the lease says (by default every session on this machine, one at a time)."""
+        with self.leases.lease():
             yield
+
+    @contextlib.contextmanager
+    def hold(self, nodes: Sequence[Node]) -> Iterator[None]:
+        """A core lease's cores for one launch on ``nodes``, node i pinned to the i-th (held once: a launch's
+        own node scripts run inside it)."""
+        if self._holding:
+            self._holding += 1
+            try:
+                yield
+            finally:
+                self._holding -= 1
+            return
+        with self.leases.hold(len(nodes)) as cores:
+            self._pinned = {n.name: str(cores[i % len(cores)]) for i, n in enumerate(nodes)} if cores else {}
+            self._holding = 1
+            try:
+                yield
+            finally:
+                self._holding, self._pinned = 0, {}
 

@@ -29,3 +29,4 @@ class Bench:
     budget: Callable[[Measurement], Budget]  # the session's, made with its first case's measurement
     report_dir: Path
     caches: CompileCaches = field(default_factory=CompileCaches)  # compiled cases' cold and warm launches
+    launch_log: Path | None = None  # --dlperf-launch-log: a line per launch appended there (launchlog.py)

@@ -2,6 +2,7 @@
 directory under the report's ``runs/<case>/``, and the seconds it took."""
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from .. import metrics
@@ -9,6 +10,7 @@ from ..results.records import RunRecord
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
 from .compile_caches import launch_key
+from .launchlog import LaunchLine, append
 from .runner import run_case
 
 if TYPE_CHECKING:
@@ -25,17 +27,24 @@ def launch(bench: Bench, case: CaseSpec, m: Measurement, label: str, k: int, of:
     cache = bench.caches.next(key, case, cm)
     show = ((lambda info: bench.live.update(name, k, of, info, case.unit)) if bench.live.watching else None)
     clock = bench.budget(m).clock
-    t0 = clock()
+    t0, at = clock(), time.time()
     said = f"dlperf {name} {label} ({k + 1} of {of})"
+    cluster, launcher, ok = bench.cluster(), bench.launcher(case), False
     try:
-        run = run_case(bench.cluster(), bench.launcher(case), case, cm, bench.report_dir / "runs" / name / label,
+        run = run_case(cluster, launcher, case, cm, bench.report_dir / "runs" / name / label,
                        k, on_progress=show, side=side, cache=cache)
+        ok = True
     except BaseException:
         bench.live.said(f"{said}: failed after {clock() - t0:.1f} s")
         raise
     finally:
         bench.live.clear()
         taken.append(clock() - t0)
+        unlogged = append(bench.launch_log, LaunchLine(
+            case=name, label=label, engine=launcher.name, frameworks=tuple(launcher.engine_frameworks(case)),
+            cluster=cluster.kind, nodes=case.topology.nodes, seconds=round(taken[-1], 3), ok=ok, at=round(at, 3)))
+        if unlogged:
+            bench.live.said(unlogged)
     bench.caches.took(key, cache, case, cm, run)
     bench.live.said(f"{said}: {_figure(run, case, m)} in {taken[-1]:.1f} s")
     return run

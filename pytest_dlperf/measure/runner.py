@@ -203,7 +203,15 @@ def run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
              on_progress: Callable[[dict], None] | None = None, side: SideLike | None = None,
              cache: CompileCache | None = None) -> RunRecord:
     """Run one repeat of the case to completion; raise RunFailed with the nodes' last output.
-    ``on_progress`` gets rank 0's latest progress line (a dict) about twice a second."""
+    ``on_progress`` gets rank 0's latest progress line (a dict) about twice a second. The launch holds its
+    nodes (``Cluster.hold``: a local core lease's cores) from its plan to its clean-up."""
+    with cluster.hold(cluster.nodes()[:case.topology.nodes]):
+        return _run_case(cluster, launcher, case, measurement, log_dir, repeat, poll, on_progress, side, cache)
+
+
+def _run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: Measurement, log_dir: Path,
+              repeat: int, poll: float, on_progress: Callable[[dict], None] | None, side: SideLike | None,
+              cache: CompileCache | None) -> RunRecord:
     log_dir.mkdir(parents=True, exist_ok=True)
     try:
         plan, cmds = plan_run(cluster, launcher, case, measurement, side=side, cache=cache)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ HARDWARE = ("skip", "fail")
 ORDERS = ("rounds", "case")
 DEVICES = ("cpu", "gpu")  # --dlperf-devices
 PLOTS = ("on", "off")  # --dlperf-plots
-LOCAL_LEASES = ("machine", "session")  # --dlperf-local-lease
+LOCAL_LEASES = ("machine", "session", "core")  # --dlperf-local-lease (clusters/local_leases.py)
 DEFAULT_ORDER = "rounds"
 
 
@@ -67,9 +68,9 @@ def add_workload_options(parser: pytest.Parser) -> None:
            "nodes chosen)")
     a("--dlperf-local-lease", choices=LOCAL_LEASES, default=None,
       help="local cluster: machine: every session on this machine takes turns, one measurement at a time; "
-           "session: only this session's own xdist workers do, for sessions that judge no speed and may run "
-           "beside another (a functional check; the project's own tests). Default: DLPERF_LOCAL_LEASE, else "
-           "machine")
+           "session: only this session's own xdist workers do; core: each launch holds one free core per node, so "
+           "one-node launches of two sessions run at once on two cores. session and core are for sessions that "
+           "judge no speed (a functional check; the project's own tests). Default: DLPERF_LOCAL_LEASE, else machine")
     a("--dlperf-gpus-per-node", type=positive_int, default=None, metavar="G",
       help="devices per node (GPUs; on a CPU node, worker processes). Default: GPUs found, else 1")
     a("--dlperf-devices", choices=DEVICES, default=None,
@@ -185,6 +186,9 @@ def add_report_options(parser: pytest.Parser) -> None:
     a("--dlperf-plots", choices=PLOTS, default="on",
       help="off: draw no PNG plots (results.json, summary.md and benchmark.json as ever; `dlperf report "
            "RESULTS.json` draws them later), for sessions nobody looks at the plots of (default %(default)s)")
+    a("--dlperf-launch-log", default=None, metavar="FILE",
+      help="append one JSON line per launch to FILE (case, engine and its frameworks, cluster, nodes, seconds, "
+           "whether it ran), across sessions: what a CI job's launches cost. Default: DLPERF_LAUNCH_LOG, else none")
 
 
 def add_gate_options(parser: pytest.Parser) -> None:
@@ -265,6 +269,7 @@ class RunOptions:
     drop_caches: bool = False  # --dlperf-drop-caches: empty the page cache before each real-data launch reads
     plots: bool = True  # --dlperf-plots: draw the report's PNG plots
     local_lease: str = "machine"  # --dlperf-local-lease: who takes turns on the local cluster (LOCAL_LEASES)
+    launch_log: Path | None = None  # --dlperf-launch-log: a JSON line per launch appended there (measure/launchlog.py)
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
     session_token: str = ""
@@ -276,6 +281,7 @@ class RunOptions:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["report_dir"] = str(self.report_dir)
+        d["launch_log"] = str(self.launch_log) if self.launch_log else None
         return d
 
 
@@ -297,6 +303,21 @@ def _pace_mode(config: pytest.Config) -> str:
 def _local_lease(given: str | None) -> str:
     """--dlperf-local-lease, else DLPERF_LOCAL_LEASE (a CI image's own default), else machine."""
     return choice_or_env(given, "DLPERF_LOCAL_LEASE", LOCAL_LEASES, "machine")
+
+
+def _launch_log(given: str | None) -> Path | None:
+    """--dlperf-launch-log, else DLPERF_LAUNCH_LOG, else none; its directory must exist (checked before any launch)."""
+    text = given or os.environ.get("DLPERF_LAUNCH_LOG", "").strip()
+    if not text:
+        return None
+    path = Path(text).expanduser().resolve()
+    where = "--dlperf-launch-log" if given else "DLPERF_LAUNCH_LOG"
+    if path.is_dir():
+        raise pytest.UsageError(f"{where} {text}: is a directory; give a file in it, e.g. {path / 'launches.jsonl'}")
+    if not path.parent.is_dir():
+        raise pytest.UsageError(f"{where} {text}: no such directory {path.parent}; make it first, or give a file in "
+                                "an existing directory")
+    return path
 
 
 def _data(sources: list[str] | None, directory: str | None) -> tuple[tuple[str, ...], str]:
@@ -361,6 +382,6 @@ def from_config(config: pytest.Config) -> RunOptions:
         cold_launches=get("dlperf_cold_launches"),
         data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"), data_make=get("dlperf_data_make"),
         drop_caches=get("dlperf_drop_caches"), plots=get("dlperf_plots") == "on",
-        local_lease=_local_lease(get("dlperf_local_lease")),
+        local_lease=_local_lease(get("dlperf_local_lease")), launch_log=_launch_log(get("dlperf_launch_log")),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )

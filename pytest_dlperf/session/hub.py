@@ -74,7 +74,7 @@ class DLPerfSession:
         self.found = self.readiness.found  # what the readiness checks found: the one result the hub reads
         self.bench = Bench(cluster=lambda: self.cluster, launcher=self.engines.launcher, name=self.engines.name,
                            measurement=self.case_measurement, ready=self.readiness.run, live=self.live,
-                           budget=self.budget, report_dir=options.report_dir)
+                           budget=self.budget, report_dir=options.report_dir, launch_log=options.launch_log)
         confirm_options = confirm_options or ConfirmOptions.from_config(config)
         self.explain = confirm_options.explain
         self.mode: Mode = self._make_mode(ab_options, confirm_options)
