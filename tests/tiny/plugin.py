@@ -15,7 +15,8 @@ import pytest
 from pytest_dlperf import Launcher
 from pytest_dlperf.clusters.base import NodeCommand
 from pytest_dlperf.launchers.base import BESIDE_EVERY_WORKLOAD, WORKLOADS, RunPlan
-from pytest_dlperf.launchers.torchrun import TorchrunLauncher
+from pytest_dlperf.launchers.torchrun import TorchrunLauncher, compile_cache_env, drops_its_cache
+from pytest_dlperf.specs import COMPILE_MODES
 
 WORKLOAD = Path(__file__).resolve().parent / "workload.py"
 
@@ -28,6 +29,10 @@ class TinyLauncher(Launcher):
     # the ddp backend's models the workload has a step cost for (its COST): no decoder, whose flags it does not take
     models = tuple(m for m in TorchrunLauncher.models if m != "llama")
     defaults = TorchrunLauncher.defaults
+    # compiled as ddp's are (--dlperf-compile compiled): the inductor cache's directory and its removal as torchrun's,
+    # a cold first step, and the graph breaks a Python environment plants (TINY_GRAPH_BREAKS, workload.py)
+    compile_modes = COMPILE_MODES
+    unprofiled = None  # a profiled launch writes Kineto's Chrome trace per rank, as torch's (workload.py's Profiler)
 
     def engine_frameworks(self, case) -> tuple[str, ...]:  # noqa: ANN001 - CaseSpec
         return ()
@@ -45,8 +50,12 @@ class TinyLauncher(Launcher):
             argv = [node.python, "-u", plan.workload[node.name], "--nnodes", str(case.topology.nodes),
                     "--node-rank", str(rank), "--nproc-per-node", str(case.topology.devices_per_node),
                     "--master-addr", plan.master_addr, "--master-port", str(plan.master_port),
-                    *self.workload_flags(case, m, 1, plan.output_path(node)), *self.variant_flags(case)]
-            cmds.append(NodeCommand(node, argv, Launcher.worker_env(plan, node), cwd=plan.run_dirs[node.name]))
+                    *self.workload_flags(case, m, 1, plan.output_path(node)), *self.variant_flags(case),
+                    *self.profile_flags(plan, node)]
+            env = compile_cache_env(plan, node) if case.compiled else {}
+            if env and drops_its_cache(plan, node, env):
+                argv.append("--drop-compile-cache")
+            cmds.append(NodeCommand(node, argv, {**Launcher.worker_env(plan, node), **env}, cwd=plan.run_dirs[node.name]))
         return cmds
 
 

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import socket
 import subprocess
 import sys
@@ -42,7 +43,98 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--nproc-per-node", type=int, default=0)
     p.add_argument("--master-addr", required=True)
     p.add_argument("--local-rank", type=int, default=-1, help="set by the node process for its ranks")
+    p.add_argument("--compile", action="store_true", help="as torch_ddp.py's: a compiled model (Compiled, below)")
+    p.add_argument("--drop-compile-cache", action="store_true", help="with --compile: remove its cache at the end")
+    p.add_argument("--profile-steps", type=int, default=0, help="as torch_ddp.py's: steps more, traced (Profiler)")
+    p.add_argument("--profile-dir", default="", help="with --profile-steps: where each rank writes rank<R>.json")
     return p.parse_args(argv)
+
+
+class Ops:
+    """A step's work as named operators, as a profiler sees them: "aten::mm" the step's arithmetic, the extra
+    operator TINY_EXTRA_OP plants (``NAME:SHARE``: SHARE more work a step in NAME; a Python environment's
+    sitecustomize sets it, as a library that adds work would), "gloo:all_gather" the step's exchange. While
+    ``events`` is a list, each operator's span is kept there in Kineto's Chrome trace format (``Profiler``)."""
+
+    def __init__(self, units: int) -> None:
+        name, _, share = os.environ.get("TINY_EXTRA_OP", "").rpartition(":")
+        self.units, self.extra = units, (name, int(units * float(share))) if name else None
+        self.events: list[dict] | None = None
+
+    def span(self, name: str, cat: str, fn, *args):  # noqa: ANN001, ANN202
+        t0 = time.perf_counter()
+        out = fn(*args)
+        if self.events is not None:
+            self.events.append({"ph": "X", "cat": cat, "name": name, "pid": os.getpid(), "tid": os.getpid(),
+                                "ts": t0 * 1e6, "dur": (time.perf_counter() - t0) * 1e6})
+        return out
+
+    def compute(self) -> None:
+        self.span("aten::mm", "cpu_op", work, self.units)
+        if self.extra:
+            self.span(self.extra[0], "cpu_op", work, self.extra[1])
+
+
+class Profiler:
+    """A profiled launch's extra steps (``--profile-steps N --profile-dir DIR``) as torchprofile.py takes them on
+    torch: one step first, then N steps each inside ``ProfilerStep#k``, the rank's trace written as Kineto's
+    Chrome trace to DIR/rank<R>.json; what it did is the rank's entry of the meta line's ``profile``."""
+
+    def __init__(self, ops: Ops, steps: int, directory: str, rank: int) -> None:
+        self.ops, self.steps, self.path, self.rank = ops, steps, os.path.join(directory, f"rank{rank}.json"), rank
+
+    def run(self, step) -> dict:  # noqa: ANN001
+        said = {"rank": self.rank, "host": socket.gethostname(), "steps": self.steps}
+        step()
+        self.ops.events = events = []
+        for k in range(self.steps):
+            t0 = time.perf_counter()
+            step()
+            events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k + 1}", "pid": os.getpid(),
+                           "tid": os.getpid(), "ts": t0 * 1e6, "dur": (time.perf_counter() - t0) * 1e6})
+        self.ops.events = None
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with open(self.path, "w") as f:
+                json.dump({"schemaVersion": 1, "traceEvents": events}, f)
+            said["file"] = self.path
+        except OSError as exc:
+            said["error"] = f"could not write {self.path}: {type(exc).__name__}: {exc}"
+        return said
+
+
+class Compiled:
+    """A compiled model as the tiny engine plays one (``--compile``): its cache is TORCHINDUCTOR_CACHE_DIR, as
+    inductor's; the first step compiles, for COLD seconds into an empty cache (it fills it) or WARM from a filled
+    one; the graph breaks are those TINY_GRAPH_BREAKS plants (``N|what dynamo said``: a Python environment's
+    sitecustomize sets it, as a library that breaks the graph would), no recompilation. Its record is the
+    meta line's ``compile`` as torch_ddp.py writes it (``steplog.compile_figures``)."""
+
+    COLD, WARM = 0.3, 0.02
+
+    def __init__(self) -> None:
+        self.dir = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+        self.cold = not (os.path.isdir(self.dir) and any(os.scandir(self.dir)))
+        self.fresh = True  # the next step compiles
+
+    def step(self) -> None:
+        if self.fresh:
+            time.sleep(self.COLD if self.cold else self.WARM)
+            os.makedirs(self.dir, exist_ok=True)
+            with open(os.path.join(self.dir, "tiny-graph"), "w") as f:
+                f.write("compiled\n")
+
+    def compiled(self) -> bool:
+        fresh, self.fresh = self.fresh, False
+        return fresh
+
+    def record(self, timed: steplog.Timed) -> dict:
+        count, _, said = os.environ.get("TINY_GRAPH_BREAKS", "0").partition("|")
+        compile_seconds = self.COLD if self.cold else self.WARM
+        return {"seconds": timed.compile_seconds, "steps": timed.compile_steps, "dynamo_seconds": compile_seconds,
+                "graph_breaks": int(count), "breaks": [said] if said else [], "recompiles": 0,
+                "recompile_reasons": [], "window_compiles": 0, "graphs": 1 + int(count), "ddp_splits": 0,
+                "cache": {"dir": self.dir, "cold": self.cold}}
 
 
 def work(units: int) -> float:
@@ -116,20 +208,28 @@ def rank_main(args: argparse.Namespace) -> int:
     START.mark("model")
     nosync = steplog.no_sync_fault()
     param, done = 1.0, [0]
+    compiled = Compiled() if args.compile else None
+    ops = Ops(units)
 
     def step() -> float:
         nonlocal param
-        work(units)
+        if compiled is not None:
+            compiled.step()
+        ops.compute()
         grad = ((rank + 1) * (done[0] + 1)) % 7 / 10
-        grads = ring.allgather(grad)  # the step's all-reduce: a rank that stopped stops the others
+        grads = ops.span("gloo:all_gather", "user_annotation", ring.allgather, grad)  # a rank that stopped stops all
         param -= 0.01 * (grad if nosync else sum(grads) / world)
         done[0] += 1
         return param  # the "loss"
 
     timed = steplog.time_steps(step, args, rank, args.batch_size * world,
                                agree=lambda ok, n: tuple(ring.allgather((ok, n))[0]),
-                               barrier=lambda: ring.allgather(None))
+                               barrier=lambda: ring.allgather(None),
+                               compiled=compiled.compiled if compiled is not None else None)
     started = steplog.start_and_memory(ring.allgather, START, timed)
+    compiles = ring.allgather(compiled.record(timed)) if compiled is not None else None
+    profiled = (ring.allgather(Profiler(ops, args.profile_steps, args.profile_dir, rank).run(step))
+                if args.profile_steps > 0 else None)
     gathered = ring.allgather({"times": timed.seconds, "digest": [param, param * param],
                                "host": socket.gethostname(), "device": nodefacts.cpu_model()})
     if rank == 0:
@@ -140,9 +240,13 @@ def rank_main(args: argparse.Namespace) -> int:
                      world_size=world, ranks=[{"host": g["host"], "device": g["device"]} for g in gathered],
                      local_world_size=args.nproc_per_node, nnodes=args.nnodes, engine="tiny",
                      frameworks={}, tiny=VERSION, python=platform.python_version(), backend="tcp",
-                     wrapper="none" if world == 1 else "allgather", **started)
+                     wrapper="none" if world == 1 else "allgather", **started,
+                     **({"compile": steplog.compile_figures(compiles)} if compiles else {}),
+                     **({"profile": {"tool": "tiny", "steps": args.profile_steps, "ranks": profiled}} if profiled else {}))
             log.steps(timed, [g["times"] for g in gathered], args.batch_size * world)
             log.end([g["digest"] for g in gathered])
+    if compiled is not None and args.drop_compile_cache and args.local_rank == 0:  # after the last exchange
+        shutil.rmtree(compiled.dir, ignore_errors=True)
     return 0
 
 
@@ -186,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.node_rank == 0:
         slow_first_launches()
         spread_launches()
+    # a line in every node's log, as a framework's launcher writes one (a node's output comes back to the harness)
+    print(f"tiny: node {args.node_rank} of {args.nnodes} starts {max(1, args.nproc_per_node)} rank(s)", flush=True)
     children = [subprocess.Popen([sys.executable, "-u", os.path.abspath(__file__), *argv, "--local-rank", str(i)])
                 for i in range(max(1, args.nproc_per_node))]
     codes = [c.wait() for c in children]
