@@ -1,7 +1,7 @@
 """What one launch costs on this machine before and after its steps: the imports of each framework, and a
 torchrun launch of a script that trains a small MLP for a few steps, cut into its phases (the agent's start,
 the worker's imports and process group, the steps, the exit). The tests' time is launches times this
-(benchmarks/launch_census.py counts them).
+(tests/census.py counts them in a run of the tests).
 
     python3 benchmarks/launch_cost.py [--repeats 3] [--steps 60]
 

@@ -23,6 +23,8 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+from .census import launches_of  # noqa: E402
+
 
 # The suite's sessions in these tests fail a planted regression at its screen: confirming it side by side
 # with the recorded software (--dlperf-confirm-pairs: up to 20 pairs by default) would add launches to every
@@ -66,3 +68,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  #
             return (yield)
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# --- the launch census (tests/census.py): each test's sessions log their launches to a file of the test's own
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # noqa: ANN201
+    with launches_of(item.nodeid):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):  # noqa: ANN201
+    """A module's fixture that records (its launches made in the first test's set-up) counts for that test."""
+    with launches_of(item.nodeid):
+        return (yield)

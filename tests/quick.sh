@@ -13,6 +13,6 @@ if ! python3 -c "import pytest_dlperf, xdist, importlinter, uv, six" 2>/dev/null
   echo "tests/quick.sh: the test extra is missing: run python3 -m pip install -e '.[test]' first" >&2
   exit 1
 fi
-# each suite session a test starts takes a local lease of its own: its launches do not wait for other sessions'
-# on the machine (tiny-engine tests; CI's shared phase keeps the machine's lease, docs/testing.md)
-DLPERF_LOCAL_LEASE="${DLPERF_LOCAL_LEASE:-session}" exec python3 -m pytest tests/ -m "not real and not exclusive and not needs_setup and not slow" -n 2 "$@"
+# each launch of the suite sessions the tests start holds a core per node (--dlperf-local-lease core), as in CI's
+# shared phase: the two workers' one-node launches run at once, and no two launches share a core
+DLPERF_LOCAL_LEASE="${DLPERF_LOCAL_LEASE:-core}" exec python3 -m pytest tests/ -m "not real and not exclusive and not needs_setup and not slow" -n 2 "$@"

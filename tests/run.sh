@@ -13,17 +13,25 @@ unset PYTHONDONTWRITEBYTECODE
 bash tests/setup.sh || exit 1
 # DLPERF_TESTS_TIER: a marker expression both phases keep to (e.g. "not real"); unset, every test runs once
 tier="${DLPERF_TESTS_TIER:+ and (${DLPERF_TESTS_TIER})}"
-python3 -m pytest tests/ -m "exclusive${tier}" "$@"
+# The launch census (tests/census.py): each test's sessions log their launches into one directory for the run
+census="${DLPERF_TESTS_CENSUS:-$(mktemp -d "${TMPDIR:-/tmp}/dlperf-census.XXXXXX")}"
+export DLPERF_TESTS_CENSUS="$census"
+DLPERF_TESTS_PHASE=exclusive python3 -m pytest tests/ -m "exclusive${tier}" "$@"
 alone=$?
-# The suite sessions the tests start take turns on the machine's one local lease: with a lease each, the two
-# workers' trainings shared the 2 cores and the phase took longer (docs/testing.md)
-python3 -m pytest tests/ -m "not exclusive${tier}" -n 2 "$@"
+# The suite sessions the tests start hold a core per node of each launch (--dlperf-local-lease core): two one-node
+# launches of the two workers run at once, one on each core, and a two-node launch waits for both (with a lease
+# per session instead, the two workers' trainings shared the 2 cores and the phase took longer: docs/testing.md)
+DLPERF_TESTS_PHASE=shared DLPERF_LOCAL_LEASE="${DLPERF_LOCAL_LEASE:-core}" \
+  python3 -m pytest tests/ -m "not exclusive${tier}" -n 2 "$@"
 shared=$?
+# what the run's launches cost, per phase and module; more real-framework launches than docs/testing.md allows fail
+python3 -m tests.census "$census"
+counted=$?
 # pytest's exit 5 is "no test selected": fine for one phase (a -k that picks from the other), not both
 if [ "$alone" -eq 5 ] && [ "$shared" -eq 5 ]; then
   exit 5
 fi
-for rc in "$alone" "$shared"; do
+for rc in "$alone" "$shared" "$counted"; do
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
     exit "$rc"
   fi
