@@ -52,7 +52,7 @@ def commit(repo: Path, message: str, **files: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-@pytest.mark.exclusive
+@pytest.mark.slow  # each step a fixed sleep (20 or 30 ms): the host's speed moves no verdict
 def test_bisect_names_the_commit_that_made_training_slower(tmp_path):
     repo = tmp_path / "bench"
     repo.mkdir()

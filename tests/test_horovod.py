@@ -91,19 +91,24 @@ def horovod():
 def test_horovod_trains_torch_and_tf_over_two_local_nodes_beside_ddp(horovod, tmp_path):
     """The design card's comparison: ddp and horovod in one session, each with its own matrix, then
     the engines side by side with the ratio (at 2n1g: the 1n1g cases add launches, not checks); the
-    decoder too, in tokens/s. Perseus, absent here, is skipped with its reason and the rest still runs."""
-    report = tmp_path / "report"
-    r = run_suite(report, "--backend", "ddp,horovod,perseus", "--dlperf-model", "resnet50,llama", "-k", "2n1g")
+    decoder too under Horovod, in tokens/s (the decoder's engines compared: tests/test_llm.py). Perseus, absent
+    here, is skipped with its reason and the rest still runs. The recording is Horovod's own profile, named by
+    Horovod's and the workload's frameworks."""
+    report, store = tmp_path / "report", tmp_path / "store"
+    r = run_suite(report, "--backend", "ddp,horovod,perseus", "--dlperf-model", "resnet50,llama", "-k",
+                  "2n1g and not ddp-llama", f"--dlperf-baseline-dir={store}", "--update-baselines")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "--backend perseus: perseus is not installed on local0, local1" in r.stdout
-    assert "SKIPPED" in r.stdout and f"{5 + 3} skipped" in r.stdout  # perseus' 3; the measured 5: no baseline here
+    assert "SKIPPED" in r.stdout and "3 skipped" in r.stdout  # perseus' 3
     found = by_id(report)
     assert set(found) == {"ddp-resnet50-fp32-bs2-32px-2n1g", "horovod-resnet50-fp32-bs2-32px-torch-2n1g",
-                          "horovod-resnet50-fp32-bs2-32px-tf-2n1g", "ddp-llama-fp32-bs2-seq32-d256l4-2n1g",
-                          "horovod-llama-fp32-bs2-seq32-torch-d256l4-2n1g"}
+                          "horovod-resnet50-fp32-bs2-32px-tf-2n1g", "horovod-llama-fp32-bs2-seq32-torch-d256l4-2n1g"}
     decoder = found["horovod-llama-fp32-bs2-seq32-torch-d256l4-2n1g"]
     assert decoder["case"]["unit"] == "tokens/s" and decoder["world_size_seen"] == 2
     assert decoder["runs"][0]["meta"]["backend"] == "horovod-gloo"
+    profiles = {p.name: json.loads(p.read_text())["entries"] for p in store.glob("*.json")}
+    assert any(name.endswith("-horovod0-torch2.json") and "horovod/resnet50-fp32-bs2-32px-torch-2n1g" in entries
+               for name, entries in profiles.items()), sorted(profiles)
     for name in ("horovod-resnet50-fp32-bs2-32px-torch-2n1g", "horovod-resnet50-fp32-bs2-32px-tf-2n1g"):
         case = found[name]
         (run,) = case["runs"]
@@ -112,8 +117,7 @@ def test_horovod_trains_torch_and_tf_over_two_local_nodes_beside_ddp(horovod, tm
         (command,) = run["commands"]  # one launcher, on node 0, for both nodes
         assert "horovod.runner.launch -np 2 -H 127.0.0.1:1,127.0.0.2:1 --gloo" in command
     doc = results(report)
-    (row, llm) = sorted((x for x in doc["engines"] if x["topology"] == "2n1g"), key=lambda x: x["model"] != "resnet50")
-    assert llm["model"] == "llama" and set(llm["engines"]) == {"ddp", "horovod"}
+    (row,) = [x for x in doc["engines"] if x["topology"] == "2n1g" and x["model"] == "resnet50"]
     assert row["framework"] == "torch" and set(row["engines"]) == {"ddp", "horovod"}
     assert row["ratios"]["ddp/horovod"] == pytest.approx(
         found["ddp-resnet50-fp32-bs2-32px-2n1g"]["median"] / found["horovod-resnet50-fp32-bs2-32px-torch-2n1g"]["median"])
@@ -187,20 +191,22 @@ def ssh_suite(nodes, report: Path, *args: str) -> subprocess.CompletedProcess:
                      "--backend", "horovod", "--dlperf-model", "resnet50", *args)
 
 
-def test_horovod_trains_4n1g_over_four_ssh_nodes(horovod, fresh_ssh_nodes, own_known_hosts, tmp_path):
-    """horovodrun on node 0 logs in to the other three with the key given for it (a file on node 0)."""
-    nodes = fresh_ssh_nodes(4)
+def test_horovod_trains_over_ssh_nodes_logging_in_with_the_key_given_for_node_0(horovod, fresh_ssh_nodes, own_known_hosts,
+                                                                               tmp_path):
+    """horovodrun on node 0 logs in to the other node with the key given for it (a file on node 0). (Two nodes: a
+    third or fourth is logged in to alike, and four Horovod ranks on this 2-core machine took 84 s.)"""
+    nodes = fresh_ssh_nodes(2)
     report = tmp_path / "report"
-    r = ssh_suite(nodes, report, "-k", "torch and 4n1g", f"--dlperf-ssh-node-key={nodes.client_key}")
+    r = ssh_suite(nodes, report, "-k", "torch and 2n1g", f"--dlperf-ssh-node-key={nodes.client_key}")
     assert r.returncode == 0, r.stdout + r.stderr
     found = by_id(report)
-    assert set(found) == {"horovod-resnet50-fp32-bs2-32px-torch-4n1g"}
-    case = found["horovod-resnet50-fp32-bs2-32px-torch-4n1g"]
+    assert set(found) == {"horovod-resnet50-fp32-bs2-32px-torch-2n1g"}
+    case = found["horovod-resnet50-fp32-bs2-32px-torch-2n1g"]
     (run,) = case["runs"]
-    assert case["world_size_seen"] == 4 and run["meta"]["nnodes"] == 4
+    assert case["world_size_seen"] == 2 and run["meta"]["nnodes"] == 2
     hosts = ",".join(f"{n.address}:1" for n in nodes.nodes)
     (command,) = run["commands"]
-    assert f"-np 4 -H {hosts} --gloo --disable-cache --ssh-port {nodes.port} --ssh-identity-file {nodes.client_key}" in command
+    assert f"-np 2 -H {hosts} --gloo --disable-cache --ssh-port {nodes.port} --ssh-identity-file {nodes.client_key}" in command
     assert command.startswith(f"ssh -p {nodes.port} ")  # the harness reaches node 0 over SSH too
     assert tagged_processes(str(tmp_path)) == [] and tagged_processes(str(nodes.root)) == []
 
