@@ -22,7 +22,7 @@ alone=$?
 # launches of the two workers run at once, one on each core, and a two-node launch waits for both (with a lease
 # per session instead, the two workers' trainings shared the 2 cores and the phase took longer: docs/testing.md)
 DLPERF_TESTS_PHASE=shared DLPERF_LOCAL_LEASE="${DLPERF_LOCAL_LEASE:-core}" \
-  python3 -m pytest tests/ -m "not exclusive${tier}" -n 2 "$@"
+  python3 -m pytest tests/ -m "not exclusive${tier}" -n "${DLPERF_TESTS_WORKERS:-2}" "$@"
 shared=$?
 # what the run's launches cost, per phase and module; more real-framework launches than docs/testing.md allows fail
 python3 -m tests.census "$census"

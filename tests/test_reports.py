@@ -17,12 +17,15 @@ ROOT = Path(__file__).resolve().parent.parent
 # The tiny engine (tests/tiny): reports of real launches, without torch's start-up in each
 TINY = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-iters", "3", "--dlperf-repeats", "3", "--dlperf-timeout", "240"]
 # The gated fixture judges the speed of real runs: nothing beside this module's tests under xdist.
-pytestmark = pytest.mark.slow  # a recording whose 2n1g figures were doubled: a regression at any host's speed
+pytestmark = pytest.mark.slow  # a module recording and a gated session of the tiny engine
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def run(report: Path, store: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return run_suite(f"--dlperf-report={report}", f"--dlperf-baseline-dir={store}", *TINY, *args, env=env)
+    """A session of TINY whose steps each take a fixed 20 ms (TINY_STEP_SECONDS): the doubled recording below is a
+    regression whatever the host's speed does between the two sessions."""
+    return run_suite(f"--dlperf-report={report}", f"--dlperf-baseline-dir={store}", *TINY, *args,
+                     env={"TINY_STEP_SECONDS": "0.02", **(env or {})})
 
 
 @pytest.fixture(scope="module")

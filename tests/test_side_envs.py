@@ -262,6 +262,9 @@ def test_two_sessions_making_one_environment_make_it_once_and_the_second_waits(t
 
 
 # ---------------------------------------------------------------- an A/B session
+# Each tiny step a fixed 20 ms (tests/tiny/workload.py): a library that costs nothing is SAME, and one that slows
+# the steps is SLOWER, whatever the host's speed does from launch to launch.
+FIXED_STEPS = {"TINY_STEP_SECONDS": "0.02"}
 TWO_NODES = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-nodes", "2", "--dlperf-iters", "4",
              "--dlperf-timeout", "120", "-k", "2n1g"]
 
@@ -269,7 +272,7 @@ TWO_NODES = [*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-nodes", "2", "-
 def ab(tmp_path: Path, candidate: str, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
     report = tmp_path / "report"
     r = run_suite(f"--dlperf-report={report}", f"--dlperf-baseline-dir={tmp_path / 'baselines'}", *TWO_NODES,
-                  "--dlperf-candidate", candidate, f"--dlperf-env-cache={tmp_path / 'envs'}", *args)
+                  "--dlperf-candidate", candidate, f"--dlperf-env-cache={tmp_path / 'envs'}", *args, env=FIXED_STEPS)
     path = report / "results.json"
     return r, (json.loads(path.read_text()) if path.exists() else {})
 
@@ -294,7 +297,7 @@ def test_a_library_that_slows_training_installed_on_one_side_is_slower_on_both_n
     assert doc["ab"]["sides"]["reference"]["environment"] is None
 
 
-@pytest.mark.exclusive
+@pytest.mark.slow  # the steps take a fixed time: SAME whatever the host does
 def test_the_same_library_without_its_cost_is_not_slower(tmp_path):
     wheel = slowing_wheel(tmp_path / "plain", 0.0)
     r, doc = ab(tmp_path, f"pip={wheel}", "--dlperf-ab-tolerance", "0.2")
@@ -325,7 +328,7 @@ if SHARE and os.path.basename((sys.argv or [""])[0]) in {workloads!r}:
 '''
 
 
-@pytest.mark.exclusive
+@pytest.mark.slow  # the steps take a fixed time: the harmless commits are SAME whatever the host does
 def test_bisect_installs_each_commit_of_a_library_and_names_the_one_that_slowed_training(tmp_path):
     """``dlperf bisect --install .``: each probed commit of a library (not of the benchmarks) is installed
     into an environment made on the node, and the commit whose start-up hook slows training is named."""
@@ -345,12 +348,11 @@ def test_bisect_installs_each_commit_of_a_library_and_names_the_one_that_slowed_
     cmd = [sys.executable, "-m", "pytest_dlperf.cli", "bisect", "--repo", str(lib), "--good", good, "--bad", "main",
            "--install", ".", "--steps", str(steps), "--", str(ROOT / "suites"), *UNUSED_PLUGINS, "--rootdir", str(ROOT),
            *TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-nodes", "1", "-k", "1n1g", "--dlperf-iters", "10",
-           # the tiny engine's launches spread by about 10%: a tolerance an A/A probe can settle as SAME, and
-           # a slowing well beyond it
+           # a tolerance an A/A probe settles as SAME in a few pairs, and a slowing well beyond it
            "--dlperf-ab-tolerance", "0.3",
            f"--dlperf-baseline-dir={tmp_path / 'none'}", f"--dlperf-env-cache={tmp_path / 'envs'}"]
-    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                       timeout=900)
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "PYTHONPATH": str(ROOT), **FIXED_STEPS})
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"first bad: {c2}" in r.stdout and f"last good: {c1}" in r.stdout, r.stdout
     probes = sorted((tmp_path / "steps-probes").glob("probe-*/results.json"))

@@ -54,11 +54,16 @@ class Ops:
     """A step's work as named operators, as a profiler sees them: "aten::mm" the step's arithmetic, the extra
     operator TINY_EXTRA_OP plants (``NAME:SHARE``: SHARE more work a step in NAME; a Python environment's
     sitecustomize sets it, as a library that adds work would), "gloo:all_gather" the step's exchange. While
-    ``events`` is a list, each operator's span is kept there in Kineto's Chrome trace format (``Profiler``)."""
+    ``events`` is a list, each operator's span is kept there in Kineto's Chrome trace format (``Profiler``).
+
+    TINY_STEP_SECONDS=S makes the arithmetic a fixed S seconds a step (a sleep), as a step bound by its device
+    takes whatever the host's CPU does: for tests whose planted figures must not move with the host's speed."""
 
     def __init__(self, units: int) -> None:
         name, _, share = os.environ.get("TINY_EXTRA_OP", "").rpartition(":")
-        self.units, self.extra = units, (name, int(units * float(share))) if name else None
+        fixed = float(os.environ.get("TINY_STEP_SECONDS", "0") or 0)
+        self.run, self.size = (time.sleep, fixed) if fixed > 0 else (work, units)
+        self.extra = (name, type(self.size)(self.size * float(share))) if name else None
         self.events: list[dict] | None = None
 
     def span(self, name: str, cat: str, fn, *args):  # noqa: ANN001, ANN202
@@ -70,9 +75,9 @@ class Ops:
         return out
 
     def compute(self) -> None:
-        self.span("aten::mm", "cpu_op", work, self.units)
+        self.span("aten::mm", "cpu_op", self.run, self.size)
         if self.extra:
-            self.span(self.extra[0], "cpu_op", work, self.extra[1])
+            self.span(self.extra[0], "cpu_op", self.run, self.extra[1])
 
 
 class Profiler:
