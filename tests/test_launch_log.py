@@ -19,6 +19,7 @@ def line(frameworks: tuple[str, ...] = (), seconds: float = 2.0, ok: bool = True
                       cluster="local", nodes=1, seconds=seconds, ok=ok, at=1.0)
 
 
+@pytest.mark.slow
 def test_each_launch_of_a_session_is_a_line_and_a_failed_one_says_so(tmp_path):
     log = tmp_path / "launches.jsonl"
     r = run_suite(*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-iters", "2", "--dlperf-repeats", "2",

@@ -135,6 +135,7 @@ def launch_order(report: Path) -> list[str]:
     return [name for _, name in sorted(runs)]
 
 
+@pytest.mark.slow
 def test_cases_launch_in_rounds_by_default_and_back_to_back_when_asked(tmp_path):
     """Rounds: a case's repeats fall apart in time, so a slow spell of the host is not one case's alone."""
     r = run_suite(tmp_path / "rounds", "--dlperf-iters", "2", tiny=True)
@@ -212,6 +213,7 @@ def test_ranks_that_stop_synchronising_fail_instead_of_scaling_perfectly(tmp_pat
     assert "the ranks' parameters disagree after the last step" in failure and "local0" in failure, failure
 
 
+@pytest.mark.slow
 def test_timeout_kills_every_process(tmp_path):
     report = tmp_path / "report"
     r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", "--dlperf-iters", "500", "--dlperf-timeout", "8",

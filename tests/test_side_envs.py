@@ -77,7 +77,7 @@ def test_a_bad_pip_word_is_one_line_naming_it(text, said):
 
 
 # ---------------------------------------------------------------- the node script
-@pytest.mark.parametrize("installer", ["pip", "uv"])
+@pytest.mark.parametrize("installer", [pytest.param("pip", marks=pytest.mark.slow), "uv"])
 def test_an_environment_is_made_once_reused_and_holds_the_base_with_the_wheel_over_it(tmp_path, installer):
     if installer == "uv" and not uv_here():
         pytest.skip("uv is not installed here (the test extra installs it: pip install -e .[test])")
@@ -148,6 +148,7 @@ def test_a_prune_skips_what_a_node_sharing_the_cache_removed_first(tmp_path, mon
     assert [Path(e["path"]).name for e in node_side.prune(cache, 0.0)] == ["kept"]
 
 
+@pytest.mark.slow
 def test_dlperf_env_after_pytests_arguments_asks_every_node_of_their_cluster(tmp_path, capfd):
     """``dlperf env list -- ARGS``: each node of the cluster the arguments name answers through its channel (the
     local cluster's two nodes here; over SSH: test_ssh_training), and no test runs."""
@@ -165,6 +166,7 @@ def test_dlperf_env_after_pytests_arguments_asks_every_node_of_their_cluster(tmp
     assert f"removed {cache / got['digest']}" in capfd.readouterr().out and not (cache / got["digest"]).exists()
 
 
+@pytest.mark.slow
 def test_what_cannot_be_made_is_one_line_and_leaves_nothing(tmp_path):
     cache = tmp_path / "cache"
     _, said = makeenv(cache, str(tmp_path / "missing-1.0-py3-none-any.whl"))
