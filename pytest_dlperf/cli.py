@@ -217,11 +217,12 @@ def cmd_history(args: argparse.Namespace) -> int:
             print(f"dlperf history --since: {drift.text(args.since)}")
     if not args.check:
         return 0
-    found = h.alarms(history, found_changes, args.last)
+    found = h.alarms(history, found_changes, args.last, args.found_nights)
     for alarm in found:
         print(f"dlperf history: {alarm.text()}")
-    print(f"dlperf history --check: {len(found) or 'no'} worse level change(s) among each line's last {args.last} "
-          f"run(s) of {len(history.runs)}, in {history.order}, by {finder.describe()}")
+    print(f"dlperf history --check: {len(found) or 'no'} new worse level change(s) (found {args.found_nights} run(s) "
+          f"running, not before) among each line's last {args.last} run(s) of {len(history.runs)}, in {history.order}, "
+          f"by {finder.describe()}")
     return 1 if found else 0
 
 
@@ -342,14 +343,20 @@ def cmd_env(args: argparse.Namespace) -> int:
 def _add_change_point_options(h: argparse.ArgumentParser) -> None:
     """How dlperf history finds a line's level changes, and its --check (docs/history.md, "Change points")."""
     from .history import FINDERS, Thresholds
+    from .history.check import DEFAULT_LAST, NIGHTS_FOUND
     from .options.argtypes import fraction, positive_int
 
     t = Thresholds()
     h.add_argument("--check", action="store_true",
-                   help="exit 1 when a level change in the worse direction starts among a line's last --last runs, "
-                        "naming it and the dlperf bisect command that would find its commit")
-    h.add_argument("--last", type=positive_int, default=3, metavar="N",
-                   help="the runs of each line --check looks at (default %(default)s: a nightly's own and the two before)")
+                   help="exit 1 when a level change in the worse direction is new tonight: among a line's last --last "
+                        "runs, and found by no history up to an earlier run (so each change alarms once), naming it "
+                        "and the dlperf bisect command that would find its commit")
+    h.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="N",
+                   help="how far back a new change may have started (default %(default)s: a change point becomes "
+                        "significant some nights after it happened)")
+    h.add_argument("--found-nights", type=positive_int, default=NIGHTS_FOUND, metavar="N",
+                   help="the runs running a new change must be found at before --check alarms (default %(default)s: one "
+                        "night's find alone is often noise; docs/history.md has the trade of misses for false alarms)")
     h.add_argument("--since", default=None, metavar="REF",
                    help="each line's move in each figure since the run REF names (a run id, a commit, or a tag that "
                         "--repo resolves), with an interval and the change points between")

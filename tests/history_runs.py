@@ -35,6 +35,7 @@ class Plan:
     topologies: tuple[str, ...] = ()  # ... at these topologies (the multi-device case's rate scaled by devices)
     regressed: tuple[str, ...] = ()  # the case ids the drop is planted in (none named: every case)
     failed: tuple[tuple[int, str], ...] = ()  # (night, case id): the case failed that night (in 'failures')
+    commits: tuple[str, ...] = ()  # each night's commit (none given: commit_of), the template's repository kept
 
 
 def commit_of(night: int) -> str:
@@ -59,6 +60,10 @@ def _night_case(case: dict, factor: float, base_factor: float, profile: str, rng
                 noise: float) -> dict:
     c = copy.deepcopy(case)
     c["throughputs"] = [t * factor * (1 + rng.uniform(-noise, noise)) for t in case["throughputs"]]
+    for run, t in zip(c.get("runs") or [], c["throughputs"]):  # an external run's figure, as read from its log
+        parsed = (run.get("meta") or {}).get("parsed")
+        if isinstance(parsed, dict) and "throughput" in parsed:
+            parsed["throughput"] = t
     ordered = sorted(c["throughputs"])
     c["median"] = ordered[len(ordered) // 2]
     c["mean"] = sum(ordered) / len(ordered)
@@ -142,7 +147,8 @@ def write(plan: Plan, out: Path, template: Path = TEMPLATE) -> list[Path]:
         machine = 1.3 if other else 1.0
         d = copy.deepcopy(doc)
         d["created"] = (plan.start + _dt.timedelta(days=night)).isoformat(timespec="seconds")
-        d["environment"]["git"] = {"commit": commit_of(night), "dirty": False}
+        d["environment"]["git"] = {**(d["environment"].get("git") or {}), "dirty": False,
+                                   "commit": plan.commits[night] if plan.commits else commit_of(night)}
         if other:
             for fp in d["environment"]["hardware_fingerprints"]["nodes"].values():
                 fp["cpu"]["model_name"] = OTHER_CPU

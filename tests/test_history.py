@@ -635,23 +635,39 @@ def test_without_otava_the_history_keeps_its_steps_and_says_so(monkeypatch) -> N
 
 
 @pytest.mark.needs_setup  # Apache Otava's change points (tests/setup.sh installs it --no-deps): not in the quick tier
-def test_the_nightly_check_fails_on_a_new_worse_change_and_names_the_bisect(tmp_path, capsys) -> None:
-    """``dlperf history --check``: a 1.5% drop from night 28 of 31 (a new commit that night): exit 1, the case, the
-    figure, the size, the commit range and the bisect command; the same drop from night 15 is no longer new."""
-    write(Plan(nights=31, regression_at=28, drop=0.985, noise=0.005, regressed=(PLANTED,)), tmp_path / "new")
-    assert cli.main(["history", str(tmp_path / "new"), "--check"]) == 1
+def test_the_nightly_check_fails_on_a_new_worse_change_once_and_names_the_bisect(tmp_path, capsys) -> None:
+    """``dlperf history --check`` after each night: a 1.5% drop from night 24 fails it once, the first night it is
+    found two nights running (exit 1: the case, the figure, the size, the commit range and the bisect command),
+    and never again; the same drop from night 10 is no longer new at night 31; a flat history never fails it."""
+    nights = write(Plan(nights=34, regression_at=24, drop=0.985, noise=0.005, regressed=(PLANTED,)), tmp_path / "new")
+
+    def check(night: int, *more: str) -> int:
+        return cli.main(["history", *(str(p.parent) for p in nights[:night + 1]), "--check", *more])
+
+    said: dict[int, list[str]] = {}
+    for night in range(20, 34):
+        code = check(night)
+        said[night] = [ln for ln in capsys.readouterr().out.splitlines() if "WORSE" in ln]
+        assert code == (1 if said[night] else 0)
+    alarmed = [n for n, lines in said.items() if lines]
+    assert len(alarmed) == 1 and 26 <= alarmed[0] <= 32, said  # once, within 8 nights of the drop
+    lines = said[alarmed[0]]  # its throughput, and with it the 2n1g's scaling
+    assert [re.search(r"\] (\w+(?: \w+)?) -1\.", ln).group(1) for ln in lines] == [
+        "throughput", "speedup", "scaling efficiency"], lines
+    assert all(f"WORSE ddp/{PLANTED} [" in ln and ", p " in ln for ln in lines), lines
+    # the template's runs recorded no repository path: the line says what to give instead of a command that fails
+    assert all(f"commits {commit_of(23)}..{commit_of(24)}: dlperf bisect --repo REPO --good {commit_of(23)} --bad "
+               f"{commit_of(24)} -- SUITE -k {PLANTED} (the runs recorded no repository" in ln for ln in lines), lines
+    check(alarmed[0])
     out = capsys.readouterr().out
-    said = [ln for ln in out.splitlines() if "WORSE" in ln]  # its throughput, and with it the 2n1g's scaling
-    assert [re.search(r"\] (\w+(?: \w+)?) -1\.", ln).group(1) for ln in said] == [
-        "throughput", "speedup", "scaling efficiency"], out
-    assert all(f"WORSE ddp/{PLANTED} [" in ln and ", p " in ln for ln in said), out
-    assert all(f"commits {commit_of(27)}..{commit_of(28)}: dlperf bisect --good {commit_of(27)} --bad {commit_of(28)} "
-               f"-- -k {PLANTED}" in ln for ln in said), out
-    assert "3 worse level change(s) among each line's last 3 run(s) of 31, in time order (" in out
+    assert "3 new worse level change(s) (found 2 run(s) running, not before) among each line's last 10 run(s) of " in out
     assert "by change points by Apache Otava (p <= 0.001" in out
-    assert cli.main(["history", str(tmp_path / "new"), "--check", "--change-points", "steps"]) == 0  # below 5%
-    write(Plan(nights=31, regression_at=15, drop=0.985, noise=0.005, regressed=(PLANTED,)), tmp_path / "old")
+    assert check(alarmed[0], "--found-nights", "1") == 0  # found the night before: not new tonight
+    assert check(alarmed[0], "--change-points", "steps") == 0  # below 5%
+    write(Plan(nights=31, regression_at=10, drop=0.985, noise=0.005, regressed=(PLANTED,)), tmp_path / "old")
     assert cli.main(["history", str(tmp_path / "old"), "--check"]) == 0
+    flat = write(Plan(nights=31, noise=0.005, seed=3), tmp_path / "flat")
+    assert all(cli.main(["history", *(str(p.parent) for p in flat[:n + 1]), "--check"]) == 0 for n in range(6, 31))
     assert cli.main(["history", str(tmp_path / "old")]) == 2  # neither a site nor a check asked for
     assert "give -o SITE" in capsys.readouterr().err
 

@@ -102,6 +102,14 @@ class Run:
         return str(git["commit"])[:12] + ("+dirty" if git.get("dirty") else "")
 
     @cached_property
+    def place(self) -> tuple[str, list[str]] | None:
+        """The repository's top and the session's test paths in it, as recorded (None: not recorded)."""
+        git = self.environment.get("git")
+        if not isinstance(git, Mapping) or not isinstance(git.get("top"), str) or not isinstance(git.get("paths"), list):
+            return None
+        return git["top"], [str(p) for p in git["paths"]]
+
+    @cached_property
     def versions(self) -> dict[str, str]:
         """What the run ran on (frameworks, Python, CUDA, device, commit), as the gate compares them."""
         out: dict[str, str] = {}

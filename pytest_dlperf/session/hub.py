@@ -33,7 +33,7 @@ from ..results.cases import CaseResult, ResultSet, summarize
 from ..results.mfu import utilisation
 from ..results.verdict import Judgement
 from ..software.identity import NodeSoftware, Software
-from ..software.provenance import reachable, run_versions
+from ..software.provenance import reachable, run_versions, suite_place
 from ..specs import CaseSpec, Measurement, Profile, Topology
 from . import record_modes, summary, xdist
 from .cluster import ClusterHolder
@@ -406,6 +406,9 @@ class DLPerfSession:
         env["software"] = dict(self.software.table)  # each case's "software" names one
         if self.gate.git:  # the repository under test, read once by the gate ("+dirty": uncommitted changes)
             env["git"] = {"commit": self.gate.git.removesuffix("+dirty"), "dirty": self.gate.git.endswith("+dirty")}
+            # where the repository and the session's tests are: a printed bisect command runs as printed
+            env["git"].update(suite_place(Path(self.config.rootpath), Path(self.config.invocation_params.dir),
+                                          list(self.config.args)) or {})
         if self._budget is not None and self._budget.seconds > 0:
             b = self._budget
             env["budget"] = {"seconds": b.seconds, "used": round(b.used, 1),

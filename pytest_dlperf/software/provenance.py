@@ -122,3 +122,21 @@ def changes(before: dict[str, str], now: dict[str, str]) -> list[str]:
     keys = sorted(set(before) | set(now), key=lambda k: (k == "pytest_dlperf", k))
     return [f"{k} {before.get(k, '(not recorded)')} -> {now.get(k, '(none)')}"
             for k in keys if before.get(k) != now.get(k) and k in now]
+
+
+def suite_place(root: Path, invocation_dir: Path, args: list[str]) -> dict[str, object] | None:
+    """Where a session's tests live, for the commands printed later (``dlperf history --check``'s bisect):
+    the repository's top and the session's test paths relative to it (pytest's positional arguments, a
+    node id's ``::`` part dropped); None outside git or where a path lies outside the repository."""
+    top = _toplevel(root)
+    if top is None:
+        return None
+    paths = []
+    for arg in args:
+        where = Path(str(arg).split("::", 1)[0])
+        where = where if where.is_absolute() else invocation_dir / where
+        try:
+            paths.append(where.resolve().relative_to(top.resolve()).as_posix())
+        except ValueError:
+            return None
+    return {"top": str(top), "paths": paths}
