@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -60,14 +61,15 @@ def test_a_library_recipe_installs_each_commit(repo):
     (repo / "pyproject.toml").write_text("[project]\nname = 'lib'\nversion = '1'\n")
     p = plan(InitRequest(root=repo, workload=WORKLOAD, format="dllogger", library=True))
     pr = p.files[".github/workflows/dlperf-pull-request.yml"]
-    assert 'rev=${{ github.event.pull_request.base.sha }} install=. name=base' in pr
+    assert 'rev=${{ steps.base.outputs.sha }} install=. name=base' in pr
+    assert 'echo "sha=$(git merge-base ${{ github.event.pull_request.base.sha }} ${{ github.event.pull_request.head.sha }})"' in pr
     assert "python -m pip install ." in pr and "Measures the library" in pr
 
 
 def test_the_builtin_suite_has_no_pull_request_recipe_unless_a_library(repo):
     p = plan(InitRequest(root=repo, builtin=True))
     assert "perf/conftest.py" not in p.files and ".github/workflows/dlperf-pull-request.yml" not in p.files
-    assert "addopts" not in p.files["perf/pytest.ini"] and "with --library" in p.notes[0]
+    assert "addopts" not in p.files["perf/pytest.ini"] and any("with --library" in n for n in p.notes)
     (repo / "setup.py").write_text("from setuptools import setup\nsetup(name='lib')\n")
     assert ".github/workflows/dlperf-pull-request.yml" in plan(InitRequest(root=repo, builtin=True, library=True)).files
 
@@ -139,8 +141,10 @@ def test_install_takes_the_repository_the_session_runs_in(repo, tmp_path, monkey
 
 # ---------------------------------------------------------------- the recipes shown in examples/ci/
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "ci"
-SHOWN = {"user-repository": dict(workload=WORKLOAD, format="dllogger"),
-         "user-library": dict(workload=WORKLOAD, format="dllogger", library=True)}
+# how the examples install pytest-dlperf: a VCS URL at a commit, as init writes it for a pytest-dlperf installed so
+SHOWN_FROM = "pytest-dlperf @ git+https://github.com/YOUR-ORG/pytest-dlperf@COMMIT"
+SHOWN = {"user-repository": dict(workload=WORKLOAD, format="dllogger", dlperf_from=SHOWN_FROM),
+         "user-library": dict(workload=WORKLOAD, format="dllogger", library=True, dlperf_from=SHOWN_FROM)}
 
 
 def rendered(tmp: Path) -> dict[Path, str]:
@@ -170,3 +174,90 @@ def test_the_examples_are_what_init_writes(tmp_path):
         assert path.is_file() and path.read_text() == text, (
             f"{path} is not what dlperf init writes now: regenerate with python3 -c \"import tempfile, pathlib, "
             "tests.test_init as t; t.write_examples(pathlib.Path(tempfile.mkdtemp()))\"")
+
+
+# ---------------------------------------------------------------- the nightly's history step, replayed
+def test_the_history_step_keeps_three_nights_in_one_workspace_while_another_clone_pushes(tmp_path):
+    """The nightly's shell step as written, three nights in one reused workspace (a self-hosted runner: last
+    night's worktree is still there), a second clone pushing to dlperf-history between them: every night is kept,
+    and so is the other clone's push."""
+    from pytest_dlperf.init.recipes import HISTORY_SCRIPT
+
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    seed = tmp_path / "seed"
+    git(tmp_path, "clone", "-q", str(origin), str(seed))
+    commit(seed, "code", **{"train.py": "print()\n"})
+    git(seed, "push", "-q", "origin", "HEAD:main")
+    work = tmp_path / "runner" / "work"
+    work.parent.mkdir()
+    git(tmp_path, "clone", "-q", str(origin), str(work))
+    other = tmp_path / "other"
+    for night in range(3):
+        (work / "dlperf-report").mkdir(exist_ok=True)
+        (work / "dlperf-report" / "results.json").write_text(f'{{"night": {night}}}\n')
+        sha = git(work, "rev-parse", "HEAD")
+        r = subprocess.run(["bash", "-c", HISTORY_SCRIPT], cwd=work, capture_output=True, text=True, timeout=120,
+                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GITHUB_SHA": sha,
+                                "GIT_CONFIG_NOSYSTEM": "1"})
+        assert r.returncode == 0, f"night {night}: {r.stdout}{r.stderr}"
+        assert "fatal" not in r.stderr, r.stderr
+        if night == 0:
+            git(tmp_path, "clone", "-q", "-b", "dlperf-history", str(origin), str(other))
+        # another runner's night lands in between (after night 1, while night 2 pushes: after its fetch)
+        push_other = (f"cd {other} && mkdir -p runs/other-{night} && echo '{{}}' > runs/other-{night}/results.json && "
+                      f"git pull -q --rebase origin dlperf-history && git add runs && "
+                      f"git -c user.name=t -c user.email=t@localhost commit -qm 'other {night}' && "
+                      f"git push -q origin HEAD:dlperf-history")
+        if night < 2:
+            subprocess.run(["bash", "-c", push_other], check=True, capture_output=True, timeout=60)
+        if night == 1:  # night 2: a pre-push hook of the runner's clone has the other's push win the race, once
+            hook = work / ".git" / "hooks" / "pre-push"
+            race = push_other.replace("other-1", "other-2").replace("other 1", "other 2")
+            hook.write_text(f"#!/bin/sh\n[ -e {tmp_path}/raced ] && exit 0\ntouch {tmp_path}/raced\n"
+                            f"(unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE; {race})\n")
+            hook.chmod(0o755)
+        time.sleep(1.1)  # the night's folder is named by the second
+    files = git(origin, "ls-tree", "-r", "--name-only", "dlperf-history").splitlines()
+    ours = sorted(f for f in files if not f.startswith("runs/other-"))
+    assert len(ours) == 3 and all(f.endswith("/results.json") for f in ours), files
+    assert sorted(f for f in files if f.startswith("runs/other-")) == [f"runs/other-{n}/results.json" for n in range(3)]
+    assert (tmp_path / "raced").exists()  # night 2's first push was rejected: it took the other's and pushed again
+    nights = [git(origin, "show", f"dlperf-history:{f}") for f in ours]
+    assert sorted(nights) == ['{"night": 0}', '{"night": 1}', '{"night": 2}'], nights
+
+
+# ---------------------------------------------------------------- the install line
+@pytest.mark.parametrize("record, version, spec", [
+    (None, "0.1.0", "pytest-dlperf==0.1.0"),  # from an index
+    ({"url": "https://github.com/o/pytest-dlperf", "vcs_info": {"vcs": "git", "commit_id": "ab12"}}, "0.1.0",
+     "pytest-dlperf @ git+https://github.com/o/pytest-dlperf@ab12"),
+    ({"url": "https://example.org/pytest_dlperf-0.1.0-py3-none-any.whl", "archive_info": {}}, "0.1.0",
+     "pytest-dlperf @ https://example.org/pytest_dlperf-0.1.0-py3-none-any.whl"),
+    ({"url": "file:///src/pytest-dlperf", "dir_info": {"editable": True}}, "0.1.0", None),  # a runner cannot reach it
+    ({"url": "file:///tmp/pytest_dlperf-0.1.0-py3-none-any.whl", "archive_info": {}}, "0.1.0", None),
+])
+def test_the_install_line_is_how_this_pytest_dlperf_was_installed(record, version, spec):
+    from pytest_dlperf.init.origin import from_record
+
+    assert from_record(record, version).spec == spec
+
+
+def test_an_install_line_to_fill_in_is_said_and_fails_the_step_until_given(repo):
+    from pytest_dlperf.init import origin
+
+    local = origin.Origin(None, "from an editable folder (file:///src), which a CI runner cannot reach")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(origin, "installed", lambda: local)
+        p = plan(InitRequest(root=repo, workload=WORKLOAD, format="dllogger"))
+    assert any("fill in its line" in n and "--dlperf-from SPEC" in n for n in p.notes), p.notes
+    nightly = p.files[".github/workflows/dlperf-nightly.yml"]
+    assert "fill in how to install pytest-dlperf here (dlperf init --dlperf-from SPEC)' >&2 && exit 1" in nightly
+    given = plan(InitRequest(root=repo, workload=WORKLOAD, format="dllogger", dlperf_from="pytest-dlperf==9"))
+    assert ".venv-dlperf/bin/python -m pip install pytest-dlperf==9" in given.files[".github/workflows/dlperf-nightly.yml"]
+    assert not given.notes
+
+
+def test_builtin_refuses_the_options_of_a_workload(repo):
+    with pytest.raises(InitError, match=r"^--format, --batch-size: --builtin runs the built-in suite"):
+        plan(InitRequest(root=repo, builtin=True, given=("--format", "--batch-size")))

@@ -123,7 +123,7 @@ def recipe_command(repo: Path, base: str, head: str) -> list[str]:
         if len(line) - len(line.lstrip()) <= indent or line.lstrip().startswith("#"):
             break
         folded.append(line.strip())
-    text = " ".join(folded).replace("${{ github.event.pull_request.base.sha }}", base)
+    text = " ".join(folded).replace("${{ steps.base.outputs.sha }}", base)  # the merge base, as its step says
     text = text.replace("${{ github.event.pull_request.head.sha }}", head)
     assert "${{" not in text, text
     return shlex.split(text)

@@ -13,14 +13,15 @@ from ..oneline import one_line_error
 
 EPILOG = """\
 Writes, under DIR (a git repository's root): SUITE/pytest.ini, SUITE/conftest.py (your command as an external
-benchmark), SUITE/dlperf_train.py, SUITE/baselines/ and .github/workflows/dlperf-pull-request.yml and
-dlperf-nightly.yml. It never overwrites a file: one already there is named and nothing is written.
+benchmark), SUITE/dlperf_train.py, SUITE/baselines/ and .github/workflows/dlperf-nightly.yml, and, where a pull
+request changes what runs (--workload, or --builtin with --library), .github/workflows/dlperf-pull-request.yml.
+It never overwrites a file: one already there is named and nothing is written.
 Placeholders in --workload: {model_name} {model} {batch_size} {image_size} {precision} {iters} {warmup_iters}
 {world_size} {nnodes} {node_rank} {nproc_per_node} {master_addr} {master_port} {run_dir} {threads}."""
 
 
 def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001 - argparse's subparsers
-    p = sub.add_parser("init", help="write a benchmark suite and its two CI workflows into your repository",
+    p = sub.add_parser("init", help="write a benchmark suite and its CI workflows into your repository",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("root", nargs="?", type=Path, default=Path("."), metavar="DIR",
                    help="the repository's root (default: here)")
@@ -42,9 +43,22 @@ def add_parser(sub) -> argparse.ArgumentParser:  # noqa: ANN001 - argparse's sub
     p.add_argument("--framework", default="torch", metavar="PACKAGE",
                    help="the package every node must have, in one version (default torch)")
     p.add_argument("--suite-dir", default="perf", metavar="NAME", help="the suite's folder (default perf)")
+    p.add_argument("--dlperf-from", default=None, metavar="SPEC",
+                   help="the pip requirement the workflows install pytest-dlperf with (default: how this one was "
+                        "installed, from its PEP 610 record: a VCS URL at its commit, or an index's version)")
     p.set_defaults(fn=cmd_init)
     p.error = functools.partial(one_line_error, p)  # type: ignore[method-assign]
     return p
+
+
+# the options of --workload, by their attribute and their default (one given differs from it)
+WORKLOAD_DEFAULTS = {"format": None, "models": None, "batch_size": 8, "size": 32, "launch": None, "framework": "torch"}
+
+
+def _given(args: argparse.Namespace) -> list[str]:
+    """The --workload options given a value of their own (for those --builtin has no use for)."""
+    flag = {"models": "--model"}
+    return [flag.get(k, "--" + k.replace("_", "-")) for k, d in WORKLOAD_DEFAULTS.items() if getattr(args, k) != d]
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -53,7 +67,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     req = InitRequest(root=args.root, workload=args.workload, format=args.format, builtin=args.builtin,
                       library=args.library, models=tuple(args.models or ()), batch_size=args.batch_size,
-                      size=args.size, launch=args.launch, framework=args.framework, suite_dir=args.suite_dir)
+                      size=args.size, launch=args.launch, framework=args.framework, suite_dir=args.suite_dir,
+                      dlperf_from=args.dlperf_from, given=tuple(_given(args)))
     try:
         p = plan(req)
         written = write(p)

@@ -8,10 +8,11 @@ from pathlib import Path
 from ..ab.worktree import PROJECT_FILES, WorktreeError, repository_of
 from ..formats import FORMATS
 from ..launchers.external import ExternalBenchmark
-from . import recipes, suite
+from . import origin, recipes, suite
 from .workload import Workload, WorkloadError, parse
 
-NAME = "train"  # the suite's --backend name
+NAME = "train"  # the suite's --dlperf-backend name
+WORKLOAD_ONLY = ("--format", "--model", "--batch-size", "--size", "--launch", "--framework")  # of --workload
 
 
 class InitError(ValueError):
@@ -33,6 +34,8 @@ class InitRequest:
     launch: str | None = None
     framework: str = "torch"
     suite_dir: str = "perf"
+    dlperf_from: str | None = None  # the pip requirement the recipes install pytest-dlperf with (None: as installed)
+    given: tuple[str, ...] = ()  # the options given on the command line, for those --builtin has no use for
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,10 @@ def plan(req: InitRequest) -> Plan:
         raise InitError("--batch-size and --size are per-device counts: give whole numbers of at least 1")
     if "/" in req.suite_dir.strip("/") or req.suite_dir in ("", ".", ".."):
         raise InitError(f"--suite-dir {req.suite_dir!r}: give one folder name under the repository's root, e.g. perf")
+    unused = [o for o in req.given if o in WORKLOAD_ONLY] if req.builtin else []
+    if unused:
+        raise InitError(f"{', '.join(unused)}: --builtin runs the built-in suite, whose models and sizes are its own; "
+                        f"leave {'it' if len(unused) == 1 else 'them'} out, or give --workload instead")
     top = _top(req.root)
     library = req.library
     if library and not any((top / f).is_file() for f in PROJECT_FILES):
@@ -114,8 +121,19 @@ def plan(req: InitRequest) -> Plan:
         files[f"{d}/dlperf_train.py"] = suite.external_test()
     files[f"{d}/baselines/README.md"] = suite.baselines_readme(d)
     files[f"{d}/.gitignore"] = suite.GITIGNORE
-    setup = recipes.Setup.of(top, d, library=library)
     notes = []
+    if req.dlperf_from is not None:
+        spec = req.dlperf_from.strip()
+        if not spec:
+            raise InitError("--dlperf-from '': give the pip requirement that installs pytest-dlperf on a runner, e.g. "
+                            "'pytest-dlperf @ git+https://github.com/ORG/pytest-dlperf@COMMIT'")
+    else:
+        got = origin.installed()
+        spec = got.spec
+        if spec is None:
+            notes.append(f"pytest-dlperf was installed {got.how}: the workflows' install step says to fill in its line "
+                         "and fails until you do (or run dlperf init again with --dlperf-from SPEC, a pip requirement)")
+    setup = recipes.Setup.of(top, d, library=library, dlperf_spec=spec)
     if req.builtin and not library:
         notes.append(f"no {recipes.PULL_REQUEST}: the built-in suite runs none of this repository's files, so its "
                      "commits would run the same; with --library each side installs the repository at its commit")

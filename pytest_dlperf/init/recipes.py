@@ -3,42 +3,40 @@ side (A/B, no baseline), and the nightly on dedicated nodes against the committe
 what it measures and what it cannot."""
 from __future__ import annotations
 
+import shlex
 import textwrap
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from ..ab.worktree import PROJECT_FILES  # a project pip installs
 
 PULL_REQUEST = ".github/workflows/dlperf-pull-request.yml"
 NIGHTLY = ".github/workflows/dlperf-nightly.yml"
-BASE = "${{ github.event.pull_request.base.sha }}"
+BASE = "${{ steps.base.outputs.sha }}"  # the merge base of the pull request's head and its base branch
 HEAD = "${{ github.event.pull_request.head.sha }}"
 CPU_TORCH = "-m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"  # after the python
+VENV = ".venv-dlperf"  # the nightly's virtualenv, in the workspace (checkout's clean removes it each night)
 
 
 @dataclass(frozen=True)
 class Setup:
     """What the recipes need to know of the repository: the suite's folder, how its own code is
-    installed, and whether each side installs the repository at its commit (a library)."""
+    installed, whether each side installs the repository at its commit (a library), and the requirement
+    that installs pytest-dlperf on a runner (None: the user must fill it in)."""
 
     suite_dir: str
     library: bool
     installs: tuple[str, ...]  # after pytest-dlperf, the python's arguments: the repository's own requirements
-    dlperf_pin: str
+    dlperf_spec: str | None
 
     @classmethod
-    def of(cls, top: Path, suite_dir: str, library: bool) -> Setup:
+    def of(cls, top: Path, suite_dir: str, library: bool, dlperf_spec: str | None) -> Setup:
         lines = []
         if (top / "requirements.txt").is_file():
             lines.append("-m pip install -r requirements.txt")
         if any((top / f).is_file() for f in PROJECT_FILES):
             lines.append("-m pip install .")
-        try:
-            pin = f"pytest-dlperf=={metadata.version('pytest-dlperf')}"
-        except metadata.PackageNotFoundError:
-            pin = "pytest-dlperf"
-        return cls(suite_dir, library, tuple(lines), pin)
+        return cls(suite_dir, library, tuple(lines), dlperf_spec)
 
     @property
     def side_words(self) -> str:
@@ -53,9 +51,62 @@ class Setup:
         return ("this repository's training at the pull request's head against its base: each side runs the "
                 "benchmark's files (the training script in the suite's conftest.py) as they are at its commit (rev=)")
 
-    def install_block(self, python: str) -> str:
-        args = [CPU_TORCH, f"-m pip install {self.dlperf_pin}", *self.installs]
-        return "\n".join(f"          {python} {a}" for a in args)
+    def dlperf_line(self, python: str) -> str:
+        """The install of pytest-dlperf: its requirement, or a line that fails saying what to fill in."""
+        if self.dlperf_spec is None:
+            return ("echo 'dlperf: fill in how to install pytest-dlperf here (dlperf init --dlperf-from SPEC)' >&2"
+                    " && exit 1")
+        return f"{python} -m pip install {shlex.quote(self.dlperf_spec)}"
+
+    def install_block(self, python: str, gpu_note: bool = False) -> str:
+        torch = [f"{python} {CPU_TORCH}"]
+        if gpu_note:
+            torch = ["# On GPU nodes, the CUDA wheel instead of the CPU one (PyPI's default torch is built for CUDA):",
+                     f"# {python} -m pip install torch==<the version your nodes run>", *torch]
+        lines = [*torch, self.dlperf_line(python), *(f"{python} {a}" for a in self.installs)]
+        return "\n".join(f"          {ln}" for ln in lines)
+
+
+HISTORY_SCRIPT = """\
+set -euo pipefail
+if [ ! -f dlperf-report/results.json ]; then
+  echo "dlperf: no results.json tonight (the session ended before writing it): nothing to keep"
+  exit 0
+fi
+# a reused workspace (a self-hosted runner) still has last night's worktree: start from the branch as pushed
+git worktree remove --force ../history 2>/dev/null || rm -rf ../history
+git worktree prune
+if git ls-remote --exit-code --heads origin dlperf-history >/dev/null; then
+  git fetch -q origin dlperf-history
+  git worktree add -q --detach ../history FETCH_HEAD
+else
+  git worktree add -q --detach ../history
+  git -C ../history checkout -q --orphan dlperf-history
+  git -C ../history rm -rqf --ignore-unmatch .
+fi
+night="../history/runs/$(date -u +%Y%m%dT%H%M%S)-${GITHUB_SHA::12}"
+mkdir -p "$night"
+cp dlperf-report/results.json "$night/"
+git -C ../history add runs
+git -C ../history -c user.name=dlperf -c user.email=dlperf@users.noreply.github.com \\
+  commit -qm "dlperf nightly $(date -u +%F) at ${GITHUB_SHA::12}"
+# another runner may have pushed since the fetch: take its nights and push again
+for try in 1 2 3 4 5; do
+  if git -C ../history push -q origin HEAD:dlperf-history; then
+    exit 0
+  fi
+  sleep "$try"
+  git -C ../history fetch -q origin dlperf-history
+  git -C ../history -c user.name=dlperf -c user.email=dlperf@users.noreply.github.com rebase -q FETCH_HEAD
+done
+echo "dlperf: could not push tonight's results to dlperf-history after 5 tries" >&2
+exit 1
+"""
+
+
+def indented(text: str, spaces: int = 10) -> str:
+    """A shell script as a ``run: |`` block's lines."""
+    return "\n".join(" " * spaces + ln if ln else "" for ln in text.splitlines())
 
 
 def _comment(text: str) -> str:
@@ -64,6 +115,7 @@ def _comment(text: str) -> str:
 
 def pull_request(s: Setup) -> str:
     d = s.suite_dir
+    BASE_SHA = "${{ github.event.pull_request.base.sha }}"  # noqa: N806 - as the workflow names it
     return f"""\
 # dlperf: this pull request against its base, side by side on one runner (A/B). Written by `dlperf init`.
 {_comment("Measures " + s.measures() + ".")}
@@ -91,6 +143,11 @@ jobs:
       - name: Install (the CPU wheel of torch on a runner without CUDA)
         run: |
 {s.install_block("python")}
+      # the pull request's own change: its head against where it left the base branch (the merge base), so
+      # commits the base branch gained since do not count against it
+      - name: The merge base
+        id: base
+        run: echo "sha=$(git merge-base {BASE_SHA} {HEAD})" >> "$GITHUB_OUTPUT"
       - name: The change against its base, in pairs
         run: >-
           python -m pytest {d} -k "1n1g"
@@ -134,11 +191,12 @@ jobs:
       - uses: actions/checkout@v4
         with:
           fetch-depth: 0  # the recorded commits must be in the clone: a confirmation checks their files out (rev=)
-      - name: Install into the nodes' environment
+      - name: Install into a virtualenv (a system python refuses pip installs on Debian and Ubuntu)
         run: |
-{s.install_block("python3")}
+          python3 -m venv {VENV}
+{s.install_block(f"{VENV}/bin/python", gpu_note=True)}
       - name: Screen against the stored baselines; confirm a failure side by side
-        run: python3 -m pytest {d} --dlperf-report=dlperf-report
+        run: {VENV}/bin/python -m pytest {d} --dlperf-report=dlperf-report
       - uses: actions/upload-artifact@v4
         if: always()
         with:
@@ -148,19 +206,17 @@ jobs:
       - name: Keep tonight's results on the dlperf-history branch
         if: always()
         run: |
-          git fetch origin dlperf-history && git worktree add ../history FETCH_HEAD \\
-            || {{ git worktree add --detach ../history && git -C ../history checkout --orphan dlperf-history \\
-                 && git -C ../history rm -rqf . ; }}
-          night="../history/runs/$(date -u +%Y%m%dT%H%M)-${{GITHUB_SHA::12}}"
-          mkdir -p "$night" && cp dlperf-report/results.json "$night/"
-          git -C ../history add runs
-          git -C ../history -c user.name=dlperf -c user.email=dlperf@users.noreply.github.com \\
-            commit -qm "dlperf nightly $(date -u +%F) at ${{GITHUB_SHA::12}}"
-          git -C ../history push origin HEAD:dlperf-history
-      # A slow creep no single night's gate sees: a new change point in the worse direction among each
-      # line's last 3 nights fails the job, naming the case, the size, the commits and the bisect command.
+{indented(HISTORY_SCRIPT)}
+      # A slow creep no single night's gate sees: a worse change point new tonight (found two nights running,
+      # never before) fails the job once, naming the case, the size, the commits and the bisect command.
       - name: A new change point in the history fails the nightly
+        if: always()
         run: |
-          python3 -m pip install -q --no-deps apache-otava==0.8.0
-          dlperf history ../history/runs --check --last 3 -o dlperf-history-site
+          {VENV}/bin/python -m pip install -q --no-deps apache-otava==0.8.0
+          {VENV}/bin/dlperf history ../history/runs --check -o dlperf-history-site
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with:
+          name: dlperf-history-site
+          path: dlperf-history-site
 """

@@ -10,7 +10,7 @@ GITIGNORE = "# the sessions' reports (--dlperf-report moves them)\n.dlperf/\n"
 
 
 def pytest_ini(backend: str | None) -> str:
-    opts = f"\naddopts = --backend={backend}" if backend else ""
+    opts = f"\naddopts = --dlperf-backend={backend}" if backend else ""
     return f"""\
 # pytest-dlperf's suite, written by `dlperf init`: run it from the repository's root as `pytest <this folder>`.
 # This file makes the folder pytest's rootdir: its baselines live in baselines/ beside it, and the
