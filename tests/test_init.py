@@ -261,3 +261,12 @@ def test_an_install_line_to_fill_in_is_said_and_fails_the_step_until_given(repo)
 def test_builtin_refuses_the_options_of_a_workload(repo):
     with pytest.raises(InitError, match=r"^--format, --batch-size: --builtin runs the built-in suite"):
         plan(InitRequest(root=repo, builtin=True, given=("--format", "--batch-size")))
+
+
+def test_this_repositorys_nightly_keeps_its_history_as_init_writes_it():
+    """examples/ci/nightly-stored.yml runs the history step init writes, with the permission its push needs."""
+    from pytest_dlperf.init.recipes import HISTORY_SCRIPT, indented
+
+    text = (EXAMPLES / "nightly-stored.yml").read_text()
+    assert indented(HISTORY_SCRIPT) in text and "permissions:\n  contents: write" in text
+    assert "--last 3" not in text and text.count("if: always()") >= 3
