@@ -234,7 +234,16 @@ def cmd_options(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(page)
         return 0
-    args.output.write_text(page)
+    from .files import OutputPathError, atomic_write_text, check_target
+
+    try:
+        check_target(args.output)
+        atomic_write_text(args.output, page)
+    except OutputPathError as exc:
+        raise SystemExit(f"dlperf options: -o {exc}") from None
+    except OSError as exc:
+        raise SystemExit(f"dlperf options: -o {args.output}: cannot be written ({exc.strerror or exc}): give a file "
+                         "in a directory you can write") from None
     print(f"dlperf options: wrote {args.output}")
     return 0
 

@@ -44,3 +44,16 @@ def test_options_page_is_the_registrys():
     assert page == made.stdout, ("docs/options.md is not what the option registry renders: run "
                                  f"`dlperf options -o docs/options.md` (edit help= strings or docs/options.head.md, "
                                  f"not the page)\n{diff}")
+
+
+def test_options_into_a_directory_is_one_line_and_into_a_missing_folder_is_written(tmp_path):
+    into_dir = subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", "options", "-o", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+    assert into_dir.returncode == 1 and "Traceback" not in into_dir.stderr, into_dir.stderr
+    assert into_dir.stderr.strip() == (f"dlperf options: -o {tmp_path}: a directory, not a regular file: dlperf writes "
+                                       "its outputs as regular files and does not replace anything else; give another "
+                                       "path or remove it")
+    page = tmp_path / "new" / "options.md"
+    made = subprocess.run([sys.executable, "-m", "pytest_dlperf.cli", "options", "-o", str(page)], capture_output=True,
+                          text=True, timeout=120)
+    assert made.returncode == 0 and page.read_text() == (DOCS / "options.md").read_text(), made.stderr

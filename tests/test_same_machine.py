@@ -6,6 +6,7 @@ baseline file written here with known runs and the recording machine's fingerpri
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import types
 from pathlib import Path
@@ -179,3 +180,19 @@ def test_the_attribution_says_the_probes_figures_beside_the_throughputs(store):
                                  software=SOFTWARE)
     v = confirm.host(plain.verdicts[0], base)
     assert "at another speed" not in v.message and v.confirmation["probes"] is None
+
+
+def test_a_host_verdict_from_a_screen_too_noisy_to_judge_leads_with_that_not_a_speed(store):
+    """A screen that failed as too noisy to judge (NOISY) becomes HOST where nothing recorded differs: its first
+    sentence gives that reason, not "this host ran 0.5% slower", a speed the screen did not find."""
+    gate = gate_of(store)
+    result = session_case(HALF, PEAK)
+    judged = gate.judge(result, NODES, ITEM, Fingerprints(recorded_fingerprint()), software=SOFTWARE)
+    base = gate.recorded(result, NODES, ITEM, None)
+    assert base is not None
+    noisy = dataclasses.replace(judged.verdicts[0], status=VerdictStatus.NOISY, change=-0.005)
+    v = confirm.host(noisy, base)
+    assert v.status is VerdictStatus.HOST and "slower than when it recorded" not in v.message
+    assert v.message.startswith(f"HOST {result.case.id} throughput: nothing recorded differs from the recording (")
+    assert ("this session's launches disagreed more than the recording's did, so its screen could not judge "
+            "throughput (-0.5% at the median): this host ran unsteadily, or something") in v.message

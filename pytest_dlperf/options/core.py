@@ -170,7 +170,8 @@ def add_pace_probe_options(parser: pytest.Parser) -> None:
     a("--dlperf-pace-probe", action="store_true", default=False,
       help="CPU nodes: run the pace probe (node/paceprobe.py, an 8 MiB copy every 0.1 s on each node's "
            "launch core; about 3%% of a launch's throughput) beside every launch, and judge throughputs at "
-           "the baseline's pace where both sides were probed (README, Gate power). Default: probe when "
+           "the baseline's pace where both sides were probed (docs/gate.md, \"The host's share: the pace probe\"). "
+           "Default: probe when "
            "recording, and when the case's baseline was recorded with the probe or there is none")
     a("--dlperf-no-pace-probe", action="store_true", default=False,
       help="never run the pace probe: throughputs are judged as measured")

@@ -268,7 +268,10 @@ def host(v: Verdict, base: Recorded) -> Verdict:
     sw = base.software
     assert sw is not None
     m = metrics.get(v.metric)
-    if m.direction is Direction.HIGHER and v.change is not None and v.change < 0:
+    if v.status is VerdictStatus.NOISY:  # the screen could not judge: its reason leads, not a speed it did not find
+        ran = (f"this session's launches disagreed more than the recording's did, so its screen could not judge "
+               f"{m.title} ({_change(v)} at the median): this host ran unsteadily")
+    elif m.direction is Direction.HIGHER and v.change is not None and v.change < 0:
         ran = f"this host ran {-v.change:.1%} slower than when it recorded ({m.title} {_change(v)})"
     else:
         ran = f"this host measured {m.title} {_change(v)} against its recording"
