@@ -131,7 +131,7 @@ jobs:
   ab:
     # A hosted runner is shared: fine for an A/B, whose pairs are adjacent in time. For GPUs use your own
     # runner's labels, e.g. [self-hosted, linux, gpu] (and drop the CPU torch line below).
-    runs-on: ubuntu-24.04
+    runs-on: ubuntu-latest
     timeout-minutes: 120
     steps:
       - uses: actions/checkout@v4
