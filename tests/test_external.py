@@ -199,3 +199,18 @@ def test_only_the_precisions_a_program_declares_run():
     bench = ExternalBenchmark(name="x", program=("{script}",), format="dllogger", files=(SCRIPT,),
                               models=("resnet18",), sizes={"gpu": {"resnet18": (8, 32)}})
     assert bench.launcher().precisions == ("fp32",)  # no amp case that would run the fp32 command
+
+
+def test_a_report_directory_used_again_holds_each_launchs_own_output(tmp_path):
+    """The same --dlperf-report a second time (a self-hosted runner's workspace, a user's command run again): each
+    launch's node log is its own, not appended to the last session's at the same path, which read as one log of
+    two runs and failed the case."""
+    report = tmp_path / "report"
+    for _ in range(2):
+        r = run(tiny_suite(tmp_path / "suite"), report, "--backend", "user-train", *suite.QUICK_PROBES,
+                "--dlperf-repeats", "1", "-k", "1n1g")
+        assert r.returncode == 0, r.stdout + r.stderr
+        (case,) = cases(report).values()
+        (launch,) = case["runs"]
+        (log,) = launch["logs"].values()
+        assert Path(log).read_text().count('"step": []') == 1, log  # the script's one summary record

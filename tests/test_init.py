@@ -41,6 +41,11 @@ def test_init_writes_a_suite_that_collects_and_the_two_recipes(repo):
         assert (repo / rel).is_file(), rel
         assert rel in r.stdout
     assert "  pytest perf --update-baselines" in r.stdout and "git add perf .github" in r.stdout
+    # `git add perf` after a recording takes the baseline, not the lock filelock leaves beside it
+    for path, ignored in (("perf/baselines/cpu-x-1c-torch2.json.lock", 0), ("perf/baselines/cpu-x-1c-torch2.json", 1)):
+        (repo / path).write_text("")
+        assert subprocess.run(["git", "check-ignore", "-q", path], cwd=repo).returncode == ignored, path
+        (repo / path).unlink()
     got = subprocess.run([sys.executable, "-m", "pytest", "perf", "--collect-only", "-q", *UNUSED_PLUGINS], cwd=repo,
                          capture_output=True, text=True, timeout=120)
     ids = [line for line in got.stdout.splitlines() if "::" in line]

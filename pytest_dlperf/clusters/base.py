@@ -118,6 +118,15 @@ FATAL_LINE = re.compile(r"terminate called|what\(\):|Fatal Python error|Segmenta
                         r"|Traceback \(most recent call last\)|Killed|out of memory", re.IGNORECASE)
 
 
+def fresh_log(log_dir: Path, node: Node) -> Path:
+    """Node ``node``'s log in ``log_dir``, emptied for a new launch: the clusters append to it, and a report
+    directory used again (the same --dlperf-report twice, a self-hosted runner's workspace) holds an earlier
+    session's log at the same path, which would read as one log of two runs."""
+    path = log_dir / f"{node.name}.log"
+    path.unlink(missing_ok=True)
+    return path
+
+
 def tail_with_first_fatal(lines: list[str], n: int, context: int = 8) -> str:
     """The last ``n`` lines, preceded by the first fatal-looking line and ``context`` after it when
     that line lies before the window."""
@@ -318,7 +327,7 @@ class Cluster(ABC):
             if planned:
                 (log_dir / "commands.sh").write_text("".join(self.render(cmd) + "\n" for cmd, _ in planned))
             for cmd, run_dir in planned:
-                started.append((run_dir, self.start(cmd, log_dir / f"{cmd.node.name}.log")))
+                started.append((run_dir, self.start(cmd, fresh_log(log_dir, cmd.node))))
             deadline = time.monotonic() + timeout
             while any(p.poll() is None for _, p in started) and time.monotonic() < deadline:
                 time.sleep(0.05)

@@ -6,7 +6,9 @@ from __future__ import annotations
 from ..launchers.external import ExternalBenchmark
 from .workload import Workload
 
-GITIGNORE = "# the sessions' reports (--dlperf-report moves them)\n.dlperf/\n"
+GITIGNORE = ("# the sessions' reports (--dlperf-report moves them)\n.dlperf/\n"
+             "# the lock a recording takes on its baseline file (filelock leaves it there): not a baseline\n"
+             "baselines/*.lock\n")
 
 
 def pytest_ini(backend: str | None) -> str:

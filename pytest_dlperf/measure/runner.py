@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from ..clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, stop_everything
+from ..clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, fresh_log, stop_everything
 from ..launchers.base import CompileCache, Launcher, RunPlan
 from ..node.workloads import steplog
 from ..results.records import RunRecord, StepRecord
@@ -227,7 +227,7 @@ def _run_case(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement:
     run_pace, pace_error, node_paces, gpu = None, "", {}, {}
     try:
         for cmd in cmds:
-            procs.append(cluster.start(cmd, log_dir / f"{cmd.node.name}.log"))
+            procs.append(cluster.start(cmd, fresh_log(log_dir, cmd.node)))
         codes = _watch(cluster, launcher, plan, procs, t0 + measurement.timeout, poll, on_progress)
         wall = time.monotonic() - t0
         meta, steps = _read_output(cluster, launcher, plan, procs, codes, log_dir)
