@@ -295,6 +295,14 @@ def test_every_workflow_passes_actionlint_and_shellcheck(tmp_path):
     found = workflow_lint.lint(paths)
     said = [f for f in found if not (f.tool == "actionlint [runner-label]" and f.message.startswith(KNOWN_LABELS))]
     assert not said, "\n".join(map(str, said))
+    # the same files where another checkout lies say the same: one linter over the six, named from CI's checkout
+    # (/check/work/main, 16 characters), once failed there with "RuntimeError: unreachable"
+    named = [Path("check/work/mainx") / path.relative_to(EXAMPLES.parent.parent) for path in paths]
+    for name, path in zip(named, paths):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(path.read_text())
+    again = workflow_lint.lint(named, cwd=tmp_path)
+    assert [(f.line, f.tool, f.message) for f in again] == [(f.line, f.tool, f.message) for f in found]
     bad = tmp_path / "bad.yml"  # and the lint can fail: the nightly's old history step, A && B || C (SC2015)
     bad.write_text("on: push\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n      - run: |\n"
                    "          git fetch origin x && git worktree add ../h FETCH_HEAD || { git worktree add --detach ../h; }\n")

