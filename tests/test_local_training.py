@@ -253,6 +253,60 @@ def test_xdist_workers_report_into_one_results_file(tmp_path):
     assert tagged_processes(str(report)) == []
 
 
+HOLD_THE_MACHINE = """
+import sys
+from pytest_dlperf.clusters.local import LocalCluster
+with LocalCluster(nodes=1, base_dir=sys.argv[1]).lease(what=sys.argv[2]):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_a_session_waiting_for_another_sessions_nodes_says_whose_they_are_then_trains(tmp_path):
+    """Issue #80: another session holds this machine's local nodes (the default machine lease); this one says whose
+    they are (pid, case, since when) and that it starts when they are free, on stderr past pytest's capture, then
+    runs its case once they are."""
+    import os
+    import sys
+    import threading
+
+    report, tmp = tmp_path / "report", tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}  # the machine lease's lock lies in TMPDIR: these two sessions' own
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_THE_MACHINE, str(tmp_path / "nodes"), "bert-other-case-1n1g"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    session = None
+    try:
+        assert holder.stdout.readline() == "held\n"
+        session = subprocess.Popen(suite.command(f"--dlperf-report={report}", *SMALL, *TINY, "-k", "1n1g",
+                                                 "--dlperf-repeats", "1", "--dlperf-local-lease", "machine"),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        err: list[str] = []
+        waiting = threading.Event()
+
+        def read() -> None:
+            for line in session.stderr:
+                err.append(line)
+                if line.startswith("dlperf: waiting"):
+                    waiting.set()
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        assert waiting.wait(120), "".join(err)
+    finally:
+        holder.communicate("\n", timeout=30)
+    out, _ = session.communicate(timeout=300)
+    reader.join(30)
+    assert session.returncode == 0, out + "".join(err)
+    said = [line.strip() for line in err if line.startswith("dlperf: ")]
+    assert re.fullmatch(rf"dlperf: waiting \d+ s for this machine's local nodes: held by pid {holder.pid} "
+                        r"\(bert-other-case-1n1g\) since \d\d:\d\d:\d\d, \d+ s ago; this session starts when they "
+                        r"are free", said[0]), said
+    assert re.fullmatch(r"dlperf: this machine's local nodes free after \d+ s of waiting: this session starts",
+                        said[-1]), said
+    (case,) = json.loads((report / "results.json").read_text())["cases"]
+    assert case["case"]["id"].endswith("1n1g") and len(case["throughputs"]) == 1
+
+
 def test_dryrun_says_how_many_launches_a_session_and_a_recording_take(tmp_path):
     """A baseline is recorded with more launches than a session takes (the CPU profile: 8 vs 3), so
     that sessions are judged against a well-known median and spread; the dry-run says which."""

@@ -407,6 +407,7 @@ def test_a_core_lease_pins_each_launch_to_free_cores_and_a_machine_lease_waits_f
 
     from pytest_dlperf.clusters import local_leases
     from pytest_dlperf.clusters.local import LocalCluster
+    from pytest_dlperf.clusters.turns import Turns
 
     monkeypatch.setattr(local_leases, "CORE_LOCKS", tmp_path / "cores")
     one, two = (LocalCluster(nodes=2, base_dir=tmp_path / n, lease="core") for n in ("one", "two"))
@@ -439,7 +440,7 @@ def test_a_core_lease_pins_each_launch_to_free_cores_and_a_machine_lease_waits_f
         with two.hold(two.nodes()[:1]):
             assert core(two) != first  # the other core, at once
         assert waits(lambda: two.hold(two.nodes()))  # both cores: after this launch
-        assert waits(lambda: local_leases.MachineLease([0, 1], tmp_path / "machine.lock").lease())
+        assert waits(lambda: local_leases.MachineLease([0, 1], tmp_path / "machine.lock").lease(Turns(), ""))
     for t, entered in started:  # once the core is free, each took its turn
         t.join(30)
         assert entered.is_set()

@@ -331,7 +331,7 @@ def test_lease_keeps_other_processes_off_the_nodes(ssh_nodes, cluster, tmp_path)
     try:
         assert p.stdout.readline() == "held\n"
         assert len(cluster.lease_paths()) == 2
-        for path in cluster.lease_paths():
+        for path in cluster.lease_paths().values():
             with pytest.raises(Timeout):
                 FileLock(str(path)).acquire(timeout=0.3)
         other = SSHCluster(parse_hosts(f"127.0.{address_block()}.200"), SSHSettings(config=None, port=ssh_nodes.port),

@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .turns import Turns
+
 RUN_TAG_ENV = "DLPERF_RUN_TAG"
 
 
@@ -218,6 +220,7 @@ class Cluster(ABC):
     """A set of nodes. Subclasses implement process control and file transfer for one kind."""
 
     kind: str = ""
+    turns: Turns = Turns()  # what the session says while it waits for its nodes (ClusterHolder sets it)
 
     @abstractmethod
     def nodes(self) -> list[Node]:
@@ -278,8 +281,9 @@ class Cluster(ABC):
         return cmd.shell()
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[None]:
-        """Hold the nodes for one run so that parallel pytest workers do not share them."""
+    def lease(self, what: str = "") -> Iterator[None]:
+        """Hold the nodes for ``what`` (a case's launches, a round's, a probe) so that parallel pytest workers
+        and other sessions do not share them; one that waits for them says who holds them (``turns``)."""
         yield
 
     @contextlib.contextmanager

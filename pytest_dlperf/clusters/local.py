@@ -190,9 +190,9 @@ class LocalCluster(Cluster):
         return wrapped.shell()
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[None]:
+    def lease(self, what: str = "") -> Iterator[None]:
         """Sessions take turns as the lease says (by default every session on this machine, one at a time)."""
-        with self.leases.lease():
+        with self.leases.lease(self.turns, what):
             yield
 
     @contextlib.contextmanager

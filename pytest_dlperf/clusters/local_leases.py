@@ -20,6 +20,8 @@ from typing import Protocol
 
 from filelock import FileLock, Timeout
 
+from .turns import Turns
+
 # The lock every ``machine`` session takes turns on, then each core's lock (``core`` sessions hold those).
 MACHINE_LEASE = Path(tempfile.gettempdir()) / "pytest-dlperf-local.lock"
 CORE_LOCKS = Path(tempfile.gettempdir()) / "pytest-dlperf-local-cores"
@@ -31,8 +33,9 @@ class LocalLease(Protocol):
 
     kind: str  # machine, session or core
 
-    def lease(self) -> contextlib.AbstractContextManager[None]:
-        """Held around a session's launches of a case or a round (``Cluster.lease``)."""
+    def lease(self, turns: Turns, what: str) -> contextlib.AbstractContextManager[None]:
+        """Held around a session's launches of ``what`` (a case, a round: ``Cluster.lease``); ``turns`` says who
+        holds the lease while this session waits for it."""
         ...
 
     def hold(self, count: int) -> contextlib.AbstractContextManager[list[int] | None]:
@@ -57,14 +60,14 @@ class SessionLease:
     the lease around them, not one by one."""
 
     kind = "session"
+    nodes = "this session's local nodes"  # as the line of a worker that waits names them
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.path)), self.also():
+    def lease(self, turns: Turns, what: str) -> Iterator[None]:
+        with turns.take(FileLock(str(self.path)), self.nodes, what), self.also():
             yield
 
     def also(self) -> contextlib.AbstractContextManager[None]:
@@ -81,6 +84,7 @@ class MachineLease(SessionLease):
     while it does: ``core`` sessions' launches wait for it, and it for them."""
 
     kind = "machine"
+    nodes = "this machine's local nodes"
 
     def __init__(self, cores: Sequence[int], path: Path = MACHINE_LEASE) -> None:
         super().__init__(path)
@@ -104,7 +108,7 @@ class CoreLease:
         self.cores = sorted(cores)
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[None]:
+    def lease(self, turns: Turns, what: str) -> Iterator[None]:
         yield
 
     @contextlib.contextmanager

@@ -78,7 +78,7 @@ def drop(cluster: Cluster, dirs: dict[str, list[str]], log_dir: Path) -> list[st
     nodes = [n for n in cluster.nodes() if n.name in dirs]
     if not nodes:
         return []
-    with cluster.lease():
+    with cluster.lease(what="removing the compile caches"):
         runs = cluster.run_everywhere(
             nodes, lambda node, run_dir, script: NodeCommand(node, [node.python, "-c", _REMOVE, *dirs[node.name]],
                                                              cwd=run_dir),

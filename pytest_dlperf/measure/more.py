@@ -16,7 +16,7 @@ def more_launches(bench: Bench, got: Measured, m: Measurement, n: int, label: st
     the error of one that fails stops them, recorded on ``got``. Returns the seconds they took."""
     k0, before = len(got.runs), len(got.taken)
     try:
-        with bench.cluster().lease():
+        with bench.cluster().lease(what=got.case.id):
             for i in range(n):
                 got.runs.append(launch(bench, got.case, m, f"{label}{i}", k0 + i, k0 + n, got.taken))
     except (RunFailed, ClusterError) as exc:

@@ -46,7 +46,7 @@ class CaseOrder:
         budget, after = b.budget(m), cases_after(item)
         started = budget.begin_case()
         try:
-            with b.cluster().lease():
+            with b.cluster().lease(what=case.id):
                 b.ready(case)
                 while going(got, m) and budget.another(got.taken, m.repeats, m.min_repeats, after,
                                                         launch_class(case)):

@@ -23,6 +23,13 @@ class Unit:
     going: Callable[[Measured], bool] = lambda got: not got.stopped
 
 
+def named(state: dict[str, Measured], most: int = 3) -> str:
+    """The round's cases for a waiting session's line: the first ``most`` ids, then how many more."""
+    ids = list(state)
+    more = f" and {len(ids) - most} more" if len(ids) > most else ""
+    return ", ".join(ids[:most]) + more
+
+
 def take_rounds(bench: Bench, budget: Budget, state: dict[str, Measured], planned: int, least: int,
                 unit: Unit) -> str:
     """Rounds over ``state``'s cases until none is going, ``planned`` rounds ran, or the budget says
@@ -32,7 +39,7 @@ def take_rounds(bench: Bench, budget: Budget, state: dict[str, Measured], planne
     started = budget.begin_case()
     done, why = 0, ""
     try:
-        with bench.cluster().lease():
+        with bench.cluster().lease(what=named(state)):
             while True:
                 going = [g for g in state.values() if unit.going(g)]
                 costs = [statistics.fmean(g.taken) * unit.launches for g in going if g.taken]

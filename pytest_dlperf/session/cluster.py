@@ -9,6 +9,8 @@ import pytest
 
 from .. import matrix
 from ..clusters.base import Cluster
+from ..clusters.progress import shown
+from ..clusters.turns import Turns
 from ..options.core import RunOptions
 from .signals import sigterm_ignored, sigterm_until_restored
 
@@ -48,6 +50,7 @@ class ClusterHolder:
             raise pytest.UsageError(f"--dlperf-cluster {self.options.cluster}: the plugin that names this "
                                     "kind made no cluster")
         self._restore_sigterm = restore
+        cluster.turns = Turns(say=shown(self.config))  # a session that waits for its nodes says who holds them
         return cluster
 
     def close(self) -> None:

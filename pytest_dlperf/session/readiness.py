@@ -146,7 +146,7 @@ class CaseReadiness:
             if not wanted():
                 return
             time.sleep(self.options.reprobe_pause)
-            with contextlib.suppress(ClusterError), self.cluster().lease():
+            with contextlib.suppress(ClusterError), self.cluster().lease(what=f"the hardware probe {label}{i + 1}"):
                 self.probe_hardware(f"{label}{i + 1}")
 
     def probe_hardware(self, label: str) -> None:

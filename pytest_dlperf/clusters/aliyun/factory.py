@@ -1,14 +1,12 @@
 """The Aliyun cluster built from the --dlperf-aliyun-* and --dlperf-ssh-* options (AliyunOptions, SSHOptions)."""
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
 
+from ..progress import shown
 from ..ssh.options import SSHOptions
 from . import credentials
 from .api import CloudError, EcsApi, LaunchSpec
@@ -18,19 +16,6 @@ from .provision import Provisioner, ProvisionError
 
 if TYPE_CHECKING:
     from ...options.core import RunOptions
-
-
-def shown(config: pytest.Config) -> Callable[[str], None]:
-    """Progress lines on stderr, past pytest's output capture (provisioning happens when the first
-    case is about to run, while pytest captures what is printed)."""
-    capman = config.pluginmanager.getplugin("capturemanager")
-
-    def say(text: str) -> None:
-        if text:
-            with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
-                print(text, file=sys.stderr, flush=True)
-
-    return say
 
 
 def _check(config: pytest.Config, aliyun: AliyunOptions) -> None:

@@ -222,10 +222,10 @@ class RayCluster(Cluster):
                 self.say(line)
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[None]:
+    def lease(self, what: str = "") -> Iterator[None]:
         """The nodes for this session's runs: one placement group (and one lease at a time from this machine,
         so parallel pytest workers take turns) until the outermost lease ends."""
-        with self._lease_lock:
+        with self.turns.take(self._lease_lock, f"the ray cluster at {self.opts.address}", what):
             with self._lock:
                 self._depth += 1
             try:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..aliyun.factory import shown
 from ..base import ClusterError
+from ..progress import shown
 from .options import RayOptions
 
 if TYPE_CHECKING:

@@ -291,10 +291,10 @@ class SlurmCluster(Cluster):
                                SRUN_ENV: json.dumps(where, separators=(",", ":"))}, check_reach=False)
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[None]:
-        """One run at a time in this allocation (parallel pytest workers take turns)."""
+    def lease(self, what: str = "") -> Iterator[None]:
+        """One run at a time in this allocation (parallel pytest workers and sessions take turns)."""
         lock = Path(tempfile.gettempdir()) / f"pytest-dlperf-slurm-{self.allocation.job_id}.lock"
-        with FileLock(str(lock)):
+        with self.turns.take(FileLock(str(lock)), f"slurm allocation {self.allocation.job_id}", what):
             yield
 
     def describe(self) -> dict:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..aliyun.factory import shown
 from ..base import ClusterError
+from ..progress import shown
 from .allocation import Allocation, allocate, from_environment
 from .cluster import SlurmCluster
 from .commands import AllocationSpec, SlurmError, which

@@ -252,18 +252,17 @@ class SSHCluster(Cluster):
         return shlex.join(argv)
 
     # ------------------------------------------------------------------ leases and clean-up
-    def lease_paths(self) -> list[Path]:
+    def lease_paths(self) -> dict[str, Path]:
         """One lock file per node, keyed by host:port, shared by every process on this machine."""
         keys = sorted({f"{h.target.hostname}:{h.target.port}" for h in self._hosts})
-        return [self.lock_dir / f"{_safe(k)}-{hashlib.sha1(k.encode()).hexdigest()[:10]}.lock" for k in keys]
+        return {k: self.lock_dir / f"{_safe(k)}-{hashlib.sha1(k.encode()).hexdigest()[:10]}.lock" for k in keys}
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[None]:
+    def lease(self, what: str = "") -> Iterator[None]:
         """Hold every node of the cluster (in a fixed order, so two workers cannot deadlock)."""
-        self.lock_dir.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as stack:
-            for path in self.lease_paths():
-                stack.enter_context(FileLock(str(path)))
+            for key, path in self.lease_paths().items():
+                stack.enter_context(self.turns.take(FileLock(str(path)), f"ssh node {key}", what))
             yield
 
     def close(self) -> None:
