@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,16 @@ def test_without_a_terminal_each_launch_and_pair_says_a_line_and_a_long_launch_i
     for k, first in enumerate(("reference", "candidate", "candidate")):
         assert any(ln.startswith(f"dlperf {case} p{k}-{first} ({k + 1} of 3): ") and " samples/s in " in ln
                    for ln in lines), r.stdout
+    # and where its seconds went (issue #77): phases that add up to the launch's seconds
+    for ln in (ln for ln in lines if ln.startswith(f"dlperf {case} p")):
+        went = re.fullmatch(r".* samples/s in ([\d.]+) s: harness [\d.]+, before [\d.]+, start [\d.]+ \(launcher [\d.]+, "
+                            r"imports [\d.]+, group [\d.]+, model [\d.]+, first step [\d.]+\), warm-up [\d.]+, "
+                            r"window [\d.]+, after [\d.]+, exit [\d.]+", ln)
+        assert went, ln
+        parts = [float(x) for x in re.findall(r"(?:harness|before|launcher|imports|group|model|first step|warm-up|"
+                                              r"window|after|exit) ([\d.]+)", ln)]
+        assert len(parts) == 11 and abs(sum(parts) - float(went[1])) < 0.05 * 11 + 0.2, ln
+        assert float(re.search(r"window ([\d.]+)", ln)[1]) >= 1.0, ln  # the window of about 3 s, as it ran
     pairs = [ln for ln in lines if ln.startswith(f"dlperf A/B {case} pair ")]
     assert [p.split(" pair ")[1].split(":")[0] for p in pairs] == ["1 of at most 3", "2 of at most 3", "3 of at most 3"]
     assert "candidate/reference " in pairs[-1] and ", interval " in pairs[-1]

@@ -33,6 +33,24 @@ def test_round_trip(tmp_path):
     steplog.check_in_sync(log, "node0:s.jsonl")
 
 
+def test_the_meta_line_says_when_it_was_written_and_rank_0s_launch_start(tmp_path):
+    """What the launch's phases take (results/phases.py): rank 0's launch start beside the slowest rank's start-up,
+    and the time the result was written; an older StartClock's figures (no launch start) still read."""
+    import time
+
+    before = time.time()
+    log = steplog.parse(write(tmp_path / "s.jsonl"), "node0:s.jsonl")
+    assert before <= log.meta["written"] <= time.time()
+    clock = steplog.StartClock()
+    mine = clock.figures(clock.launched + 2.0)
+    assert len(mine) == 2 + len(steplog.START_PHASES) and mine[-1] == clock.launched and mine[0] == pytest.approx(2.0)
+    slower = [3.0, 1.0, 1.0, 0.5, 0.3, 0.2, clock.launched + 0.01]
+    got = steplog.first_step([mine, slower])
+    assert got["rank"] == 1 and got["seconds"] == 3.0 and got["launched"] == clock.launched
+    assert got["parts"] == dict(zip(steplog.START_PHASES, [1.0, 1.0, 0.5, 0.3, 0.2]))
+    assert "launched" not in steplog.first_step([mine[:-1], slower[:-1]])
+
+
 @pytest.mark.parametrize("fault, message", [
     ("truncate", r"node0:s.jsonl: line 3 is cut off \(no newline\): the step log is truncated"),
     ("garble", r"node0:s.jsonl: line 3 is not JSON .*garbled"),

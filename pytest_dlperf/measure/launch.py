@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import metrics
+from ..results.phases import launch_phases
 from ..results.records import RunRecord
 from ..specs import CaseSpec, Measurement
 from .bench import Bench
@@ -46,7 +47,8 @@ def launch(bench: Bench, case: CaseSpec, m: Measurement, label: str, k: int, of:
         if unlogged:
             bench.live.said(unlogged)
     bench.caches.took(key, cache, case, cm, run)
-    bench.live.said(f"{said}: {_figure(run, case, m)} in {taken[-1]:.1f} s")
+    went = launch_phases(run, same_clock=cluster.kind == "local", total=taken[-1])
+    bench.live.said(f"{said}: {_figure(run, case, m)} in {taken[-1]:.1f} s" + (f": {went.line()}" if went else ""))
     return run
 
 

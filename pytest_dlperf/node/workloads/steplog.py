@@ -16,7 +16,9 @@ lines to the file given by ``--output``:
    harness fails it.
 
 Optional meta fields (a log without them is still contract 1; the harness says "not measured"):
-``first_step`` and ``memory`` (below), and ``compile`` for a model trained through a compiler
+``first_step`` and ``memory`` (below; ``first_step["launched"]``: rank 0's launch start on its clock),
+``written`` (rank 0's clock when it wrote the meta line: ``Writer.meta`` adds it; with ``launched`` and the
+window, where the launch's seconds went: ``results/phases.py``), and ``compile`` for a model trained through a compiler
 (``compiled``): the time from the first step to the end of the last warm-up step that compiled, the
 compiler's own accounting, its graph breaks and recompilations with what it said of them.
 
@@ -203,21 +205,23 @@ class StartClock:
 
     def figures(self, first_step_end: float) -> list[float]:
         """[total, launcher, imports, process group, model, first step] seconds (a phase the workload did
-        not mark is 0 and its time counts in the next one)."""
+        not mark is 0 and its time counts in the next one), then when the launch began (wall clock)."""
         edges = [self.launched, self.process]
         for phase in START_PHASES[1:-1]:
             edges.append(self.marks.get(phase, edges[-1]))
         edges.append(first_step_end)
-        return [first_step_end - self.launched] + [max(0.0, b - a) for a, b in zip(edges, edges[1:])]
+        return ([first_step_end - self.launched] + [max(0.0, b - a) for a, b in zip(edges, edges[1:])]
+                + [self.launched])
 
 
 def first_step(per_rank: list[list[float]]) -> dict:
     """The meta line's ``first_step`` from every rank's ``StartClock.figures``: the slowest rank's total
     and parts."""
     rank = max(range(len(per_rank)), key=lambda r: per_rank[r][0])
-    total, *parts = per_rank[rank]
+    total, parts = per_rank[rank][0], per_rank[rank][1:1 + len(START_PHASES)]
+    launched = per_rank[0][1 + len(START_PHASES):]  # rank 0's launch start (figures of an older StartClock: none)
     return {"seconds": total, "rank": rank, "parts": dict(zip(START_PHASES, parts)),
-            "ranks": [r[0] for r in per_rank]}
+            "ranks": [r[0] for r in per_rank], **({"launched": launched[0]} if launched else {})}
 
 
 class MemoryProbe(Protocol):
@@ -441,7 +445,7 @@ class Writer:
         missing = [f for f in META_FIELDS if f not in fields]
         if missing:
             raise ValueError(f"step log meta line lacks {', '.join(missing)} (contract v{VERSION})")
-        self._write({"kind": "meta", "contract": VERSION, **fields})
+        self._write({"kind": "meta", "contract": VERSION, "written": time.time(), **fields})
 
     def step(self, *, step: int, warmup: bool, start: float, end: float, rank_times: list[float],
              samples: int, loss: float | None = None) -> None:
