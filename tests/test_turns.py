@@ -73,3 +73,29 @@ def test_a_missing_or_stale_note_changes_the_words_not_the_order():
     assert f"names pid {int(done.stdout)} (a case) since" in line and "which has ended; another session holds them" in line
     elsewhere = Holder(7, "gpu-node-7", "", now - 5)
     assert "held by pid 7 on gpu-node-7 since" in waiting_line("the nodes", elsewhere, 3, now)
+
+
+def test_a_core_lease_launch_that_waits_for_a_measuring_session_says_whose_cores_they_are(tmp_path, monkeypatch):
+    """--dlperf-local-lease core: a launch waits while a ``machine`` session holds every core; past ``every``
+    seconds it says so, naming that session from the note beside the machine lease."""
+    from pytest_dlperf.clusters import local_leases
+
+    monkeypatch.setattr(local_leases, "CORE_LOCKS", tmp_path / "cores")
+    monkeypatch.setattr(local_leases, "MACHINE_LEASE", tmp_path / "machine.lock")
+    said: list[str] = []
+    got: list[list[int] | None] = []
+    measuring = local_leases.MachineLease([0, 1], tmp_path / "machine.lock")
+    with measuring.lease(Turns(), "resnet50-fp32-bs8-64px-1n1g"):
+        def launch() -> None:
+            with local_leases.CoreLease([0, 1]).hold(1, Turns(say=said.append, every=0.2)) as cores:
+                got.append(cores)
+        waiter = threading.Thread(target=launch, daemon=True)
+        waiter.start()
+        time.sleep(0.9)
+        assert not got
+    waiter.join(30)
+    assert got and len(got[0]) == 1
+    assert len(said) >= 2, said
+    assert all(re.fullmatch(rf"dlperf: waiting \d+ s for 1 free core of this machine: held by pid {os.getpid()} "
+                            r"\(resnet50-fp32-bs8-64px-1n1g\) since .*; this session starts when they are free", line)
+               for line in said), said

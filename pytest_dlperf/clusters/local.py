@@ -206,7 +206,7 @@ class LocalCluster(Cluster):
             finally:
                 self._holding -= 1
             return
-        with self.leases.hold(len(nodes)) as cores:
+        with self.leases.hold(len(nodes), self.turns) as cores:
             self._pinned = {n.name: str(cores[i % len(cores)]) for i, n in enumerate(nodes)} if cores else {}
             self._holding = 1
             try:

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from filelock import FileLock, Timeout
 
-from .turns import Turns
+from .turns import Turns, read_holder, waiting_line
 
 # The lock every ``machine`` session takes turns on, then each core's lock (``core`` sessions hold those).
 MACHINE_LEASE = Path(tempfile.gettempdir()) / "pytest-dlperf-local.lock"
@@ -38,9 +38,9 @@ class LocalLease(Protocol):
         holds the lease while this session waits for it."""
         ...
 
-    def hold(self, count: int) -> contextlib.AbstractContextManager[list[int] | None]:
+    def hold(self, count: int, turns: Turns) -> contextlib.AbstractContextManager[list[int] | None]:
         """Held around one launch on ``count`` nodes: the cores it runs on (node i on the i-th), or None for
-        the nodes' own shares of the machine."""
+        the nodes' own shares of the machine; ``turns`` says who holds them while the launch waits."""
         ...
 
 
@@ -75,7 +75,7 @@ class SessionLease:
         return contextlib.nullcontext()
 
     @contextlib.contextmanager
-    def hold(self, count: int) -> Iterator[list[int] | None]:
+    def hold(self, count: int, turns: Turns) -> Iterator[list[int] | None]:
         yield None
 
 
@@ -112,16 +112,28 @@ class CoreLease:
         yield
 
     @contextlib.contextmanager
-    def hold(self, count: int) -> Iterator[list[int] | None]:
+    def hold(self, count: int, turns: Turns) -> Iterator[list[int] | None]:
         want = max(1, min(count, len(self.cores)))
         with contextlib.ExitStack() as held:
             with _queue():
-                got = self._gather(want, held)
+                got = self._gather(want, held, turns)
             yield got
 
-    def _gather(self, want: int, held: contextlib.ExitStack) -> list[int]:
-        """``want`` free cores, waiting until that many are free at once (never holding some while it waits)."""
+    def _gather(self, want: int, held: contextlib.ExitStack, turns: Turns) -> list[int]:
+        """``want`` free cores, waiting until that many are free at once (never holding some while it waits);
+        past ``turns.every`` seconds of waiting, it says so, naming a ``machine`` session that holds them."""
+        started = time.monotonic()
+        next_say = started + turns.every
         while True:
+            if time.monotonic() >= next_say:
+                next_say += turns.every
+                holder = read_holder(MACHINE_LEASE)
+                turns.say(waiting_line(f"{want} free core{'s' if want > 1 else ''} of this machine",
+                                       holder, time.monotonic() - started, time.time())
+                          if holder else
+                          f"dlperf: waiting {time.monotonic() - started:.0f} s for {want} free core"
+                          f"{'s' if want > 1 else ''} of this machine: other sessions' launches hold them "
+                          "(--dlperf-local-lease core); this launch starts when they are free")
             got: list[int] = []
             with contextlib.ExitStack() as trying:
                 for core in self.cores:
