@@ -63,7 +63,7 @@ def main() -> int:
     for r in sorted(results.results, key=lambda r: r.case.id):
         got = []
         for run in r.runs:
-            label = Path(run.run_dir).name if run.run_dir else ""
+            label = Path(run.run_dir).name if run.run_dir else f"r{run.repeat}"  # results.json keeps no run dir
             p = launch_phases(run, same_clock=kind == "local", total=seconds.get((r.case.id, label)))
             if p is not None:
                 got.append(p)

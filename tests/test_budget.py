@@ -227,7 +227,7 @@ def test_in_rounds_a_settled_case_stops_at_three_and_a_spread_one_takes_five():
         got.runs += _launches(figures[got.case.model][k])
         got.taken.append(40.0)
 
-    bench = SimpleNamespace(cluster=lambda: SimpleNamespace(lease=contextlib.nullcontext))
+    bench = SimpleNamespace(cluster=lambda: SimpleNamespace(lease=lambda what="": contextlib.nullcontext()))
     clock = Clock()
     why = take_rounds(bench, Budget(m.budget, clock=clock), state, m.repeats, m.min_repeats,
                       Unit(take, going=lambda got: going(got, m)))

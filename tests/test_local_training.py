@@ -294,7 +294,8 @@ def test_a_session_waiting_for_another_sessions_nodes_says_whose_they_are_then_t
         assert waiting.wait(120), "".join(err)
     finally:
         holder.communicate("\n", timeout=30)
-    out, _ = session.communicate(timeout=300)
+    out = session.stdout.read()  # stderr is the reader's alone (communicate() would take lines from it)
+    session.wait(timeout=300)
     reader.join(30)
     assert session.returncode == 0, out + "".join(err)
     said = [line.strip() for line in err if line.startswith("dlperf: ")]

@@ -16,8 +16,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from filelock import FileLock, Timeout
+if TYPE_CHECKING:  # filelock is imported when a lease is taken: a session without benchmarks imports none of it
+    from filelock import FileLock
 
 EVERY = 15.0  # seconds between two lines while a session waits
 
@@ -95,6 +97,8 @@ class Turns:
             with lock:
                 yield
             return
+        from filelock import Timeout
+
         path = Path(lock.lock_file)
         path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
@@ -114,6 +118,8 @@ class Turns:
             lock.release()
 
     def _wait(self, lock: FileLock, lock_path: Path, nodes: str, started: float) -> None:
+        from filelock import Timeout
+
         while True:
             self.say(waiting_line(nodes, read_holder(lock_path), time.monotonic() - started, time.time()))
             try:
