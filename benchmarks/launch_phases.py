@@ -13,7 +13,6 @@ Run it on an otherwise idle machine; docs/measurements.md keeps its figures."""
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pytest_dlperf.measure import launchlog  # noqa: E402
 from pytest_dlperf.results.file import load  # noqa: E402
 from pytest_dlperf.results.phases import NAMES, launch_phases  # noqa: E402
 
@@ -42,8 +42,7 @@ def totals(report: Path) -> dict[tuple[str, str], float]:
     path = report / "launches.jsonl"
     if not path.is_file():
         return {}
-    lines = [json.loads(t) for t in path.read_text().splitlines() if t.strip()]
-    return {(d["case"], d["label"]): float(d["seconds"]) for d in lines if d.get("ok")}
+    return {(line.case, line.label): line.seconds for line in launchlog.read(path) if line.ok}
 
 
 def main() -> int:
@@ -55,9 +54,12 @@ def main() -> int:
     report = args.report or Path(tempfile.mkdtemp(prefix="dlperf-launch-phases-"))
     if args.report is None:
         record(report, args.repeats, args.select)
-    results, doc = load(report / "results.json")
+    try:
+        results, doc = load(report / "results.json")
+        seconds = totals(report)
+    except ValueError as exc:  # a results.json that is not one (ResultsFileError), a launch log line that is not one
+        raise SystemExit(f"launch_phases.py: {exc}") from None
     kind = ((doc.get("environment") or {}).get("cluster") or {}).get("kind", "")
-    seconds = totals(report)
     shown = [k for k in NAMES if k not in ("before", "outside")] + ["before", "outside"]
     rows, summed, cases = [], defaultdict(float), 0
     for r in sorted(results.results, key=lambda r: r.case.id):

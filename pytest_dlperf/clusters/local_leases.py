@@ -127,13 +127,9 @@ class CoreLease:
         while True:
             if time.monotonic() >= next_say:
                 next_say += turns.every
-                holder = read_holder(MACHINE_LEASE)
                 turns.say(waiting_line(f"{want} free core{'s' if want > 1 else ''} of this machine",
-                                       holder, time.monotonic() - started, time.time())
-                          if holder else
-                          f"dlperf: waiting {time.monotonic() - started:.0f} s for {want} free core"
-                          f"{'s' if want > 1 else ''} of this machine: other sessions' launches hold them "
-                          "(--dlperf-local-lease core); this launch starts when they are free")
+                                       read_holder(MACHINE_LEASE), time.monotonic() - started, time.time(),
+                                       unnoted="other sessions' launches hold them (--dlperf-local-lease core)"))
             got: list[int] = []
             with contextlib.ExitStack() as trying:
                 for core in self.cores:

@@ -52,8 +52,8 @@ class Holder:
             os.kill(self.pid, 0)
         except ProcessLookupError:
             return True
-        except PermissionError:
-            return False
+        except PermissionError:  # alive, another user's
+            pass
         return False
 
 
@@ -71,10 +71,14 @@ def read_holder(lock: Path) -> Holder | None:
         return None
 
 
-def waiting_line(nodes: str, holder: Holder | None, waited: float, now: float) -> str:
-    """The line a waiting session says: who holds ``nodes``, since when, and that it starts when they free."""
+NO_NOTE = "another session holds them (it left no note: an older pytest-dlperf, or one just starting)"
+
+
+def waiting_line(nodes: str, holder: Holder | None, waited: float, now: float, unnoted: str = NO_NOTE) -> str:
+    """The line a waiting session says: who holds ``nodes``, since when, and that it starts when they free;
+    ``unnoted``: who holds them where no note names the holder."""
     if holder is None:
-        who = "another session holds them (it left no note: an older pytest-dlperf, or one just starting)"
+        who = unnoted
     elif holder.gone():
         who = f"the note beside the lock names {holder.describe(now)}, which has ended; another session holds them"
     else:

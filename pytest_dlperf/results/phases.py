@@ -24,7 +24,7 @@ NAMES: dict[str, str] = {
     "warmup": "warm-up",  # the rest of the warm-up steps
     "window": "window",  # the measured steps
     "after": "after",  # the gathers and probes after the window, up to the result written
-    "exit": "exit",  # teardown, the launcher's exit, the harness collecting the logs
+    "exit": "exit",  # from the result written to the last node command's exit: the ranks' and the launcher's
     "outside": "before+exit",  # before and exit together, where the clocks differ
 }
 
