@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from .clusters.base import Cluster
+from .clusters.base import Cluster, RankStart
 from .clusters.shape import ClusterShape
 from .launchers.base import Launcher
 from .launchers.horovod import HorovodLauncher, PerseusLauncher
@@ -22,7 +22,8 @@ def pytest_dlperf_make_cluster(config, options) -> Cluster | None:
 
         # --dlperf-local-lease session: a lock in the report directory, which this session's xdist workers share
         return LocalCluster(nodes=options.nodes or 2, slots=options.gpus_per_node, base_dir=options.report_dir / "nodes",
-                            lease=options.local_lease, lease_path=options.report_dir / "nodes" / "lease.lock")
+                            lease=options.local_lease, lease_path=options.report_dir / "nodes" / "lease.lock",
+                            rank_start=RankStart(options.local_start))
     if options.cluster == "ssh":
         from .clusters.ssh.factory import make_ssh_cluster
         from .clusters.ssh.options import SSHOptions

@@ -46,11 +46,12 @@ def tagged_processes(marker: str) -> list[tuple[int, str]]:
 
 
 def signal_once_running(cmd: list[str], cwd, marker: str, script: str, count: int, sig: int,
-                        start_timeout: float = 180, stop_timeout: float = 120) -> tuple[int, str]:
+                        start_timeout: float = 180, stop_timeout: float = 120,
+                        env: dict | None = None) -> tuple[int, str]:
     """Start cmd (a pytest run); once ``count`` tagged processes running ``script`` under ``marker``
     exist, send it ``sig``; return (exit code, output). Fails the test if they never start."""
     return signal_when(cmd, cwd, lambda: len([p for p in tagged_processes(marker) if script in p[1]]) >= count,
-                       sig, start_timeout, stop_timeout=stop_timeout)
+                       sig, start_timeout, env=env, stop_timeout=stop_timeout)
 
 
 def signal_when(cmd: list[str], cwd, ready, sig: int, start_timeout: float = 180, env: dict | None = None,

@@ -252,7 +252,8 @@ def test_a_side_whose_python_lacks_the_framework_fails_naming_it_before_any_laun
 
 def test_a_rev_side_takes_the_workload_files_its_commit_holds(tmp_path):
     """A commit from before a workload file existed (the torch workload was one file before it was split) runs
-    its own entry script with the files it has: the newer ones are left out, not a missing upload."""
+    its own entry script with the files it has: the newer ones are left out, not a missing upload; the direct start
+    (rankstart.py) is the harness's."""
     from pytest_dlperf.ab.sides import Side, SideSpec
     from pytest_dlperf.launchers.torchrun import TorchrunLauncher
 
@@ -268,4 +269,7 @@ def test_a_rev_side_takes_the_workload_files_its_commit_holds(tmp_path):
     assert got[0] == tree / launcher.workload_paths()[0].relative_to(repo)
     assert [f.name for f in got] == [f.name for f in launcher.workload_paths()
                                      if f.name not in ("torch_models.py", "torch_comm.py")]
-    assert all(f.is_relative_to(tree) for f in got)
+    # the direct start starts the ranks as torchrun would: the harness's own, whatever the commit holds
+    assert all(f.is_relative_to(tree) for f in got if f.name != "rankstart.py")
+    assert [f for f in got if f.name == "rankstart.py"] == [f for f in launcher.workload_paths()
+                                                          if f.name == "rankstart.py"]

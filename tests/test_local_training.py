@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shlex
 import signal
@@ -29,11 +30,9 @@ def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float 
 
 @pytest.mark.real  # trains with torch
 def test_two_nodes_really_train_and_leave_nothing(tmp_path):
-    report, tmp = tmp_path / "report", tmp_path / "tmp"
-    tmp.mkdir()
-    r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", env={"TMPDIR": str(tmp)})
+    report = tmp_path / "report"
+    r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert sorted(p.name for p in tmp.glob("torchelastic_*")) == []  # torchrun's logs: in the run directory
     doc = json.loads((report / "results.json").read_text())
     (case,) = doc["cases"]
     assert case["case"]["id"] == "resnet50-fp32-bs2-32px-2n1g"
@@ -45,10 +44,10 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
         assert run["meta"]["nnodes"] == 2 and run["meta"]["backend"] == "gloo"
         assert run["meta"]["wrapper"] == "DistributedDataParallel"
         assert run["meta"]["host_malloc"].startswith("glibc: ")  # freed memory kept for the next step
-        # two launchers, node ranks 0 and 1, meeting on 127.0.0.1 at one port
-        assert len(run["commands"]) == 2
-        assert "--node_rank 0" in run["commands"][0] and "--node_rank 1" in run["commands"][1]
-        assert all("--master_addr 127.0.0.1" in c for c in run["commands"])
+        # two direct starts (the local cluster's default), node ranks 0 and 1, meeting on 127.0.0.1 at one port
+        assert len(run["commands"]) == 2 and all("/rankstart.py --nnodes 2 " in c for c in run["commands"])
+        assert "--node-rank 0" in run["commands"][0] and "--node-rank 1" in run["commands"][1]
+        assert all("--master-addr 127.0.0.1" in c for c in run["commands"])
         assert set(run["logs"]) == {"local0", "local1"}
     # DLPerf's shape, per precision
     entry = doc["summary"]["fp32"]["resnet50"]["2n1g"]
@@ -226,16 +225,20 @@ def test_timeout_kills_every_process(tmp_path):
 @pytest.mark.parametrize("sig, tiny", [pytest.param(signal.SIGINT, False, marks=pytest.mark.real),
                                        (signal.SIGTERM, True)], ids=["ctrl-c", "sigterm"])
 def test_interrupt_leaves_no_process(tmp_path, sig, tiny):
-    """Ctrl-C while torchrun and its workers train; SIGTERM (a CI runner's) on the tiny engine's ranks."""
-    report = tmp_path / "report"
-    cmd = suite.command(f"--dlperf-report={report}", *SMALL, *(TINY if tiny else ()), "--dlperf-iters", "500",
-                        "-k", "2n1g")
+    """Ctrl-C while torchrun's agents (the local cluster's start when asked: --dlperf-local-start torchrun) and their
+    workers train; SIGTERM (a CI runner's) on the tiny engine's ranks."""
+    report, tmp = tmp_path / "report", tmp_path / "tmp"
+    tmp.mkdir()
+    cmd = suite.command(f"--dlperf-report={report}", *SMALL, *(TINY if tiny else ("--dlperf-local-start", "torchrun")),
+                        "--dlperf-iters", "500", "-k", "2n1g")
     # once both nodes train: on each, torchrun and its worker name the script (four processes); the
     # tiny engine's node process starts one rank process per node, each with --local-rank
     code, out = signal_once_running(cmd, ROOT, str(report), "--local-rank" if tiny else "torch_ddp.py",
-                                    2 if tiny else 4, sig, start_timeout=120, stop_timeout=60)
+                                    2 if tiny else 4, sig, start_timeout=120, stop_timeout=60,
+                                    env={**os.environ, "TMPDIR": str(tmp)})
     assert code == pytest.ExitCode.INTERRUPTED, out
     assert tagged_processes(str(report)) == []
+    assert sorted(p.name for p in tmp.glob("torchelastic_*")) == []  # torchrun's logs: in the run directory
 
 
 def test_xdist_workers_report_into_one_results_file(tmp_path):

@@ -164,7 +164,8 @@ def test_plugin_is_quiet_in_sessions_without_benchmarks(pytester):
     assert r.ret == 0 and "warning" not in r.stdout.str().lower(), r.stdout.str()
 
 
-def test_dryrun_prints_per_node_torchrun_commands_and_trains_nothing(suite):
+def test_dryrun_prints_per_node_commands_and_trains_nothing(suite):
+    """The local cluster starts the ranks directly by default (rankstart.py), under torchrun's agent when asked."""
     report = suite.path / "rep"
     r = suite.runpytest("-q", "--dlperf-dryrun", "--dlperf-model", "resnet50", "--dlperf-precision", "fp32",
                         f"--dlperf-report={report}")
@@ -176,18 +177,28 @@ def test_dryrun_prints_per_node_torchrun_commands_and_trains_nothing(suite):
     assert len(lines) == 3  # 1n1g: one node; 2n1g: two nodes
     node0, node1 = lines[1].split(": ", 1)[1], lines[2].split(": ", 1)[1]
     argv0, argv1 = shlex.split(node0), shlex.split(node1)
-    assert "--node_rank" in argv0 and argv0[argv0.index("--node_rank") + 1] == "0"
-    assert argv1[argv1.index("--node_rank") + 1] == "1"
+    assert argv0[argv0.index("--node-rank") + 1] == "0" and argv1[argv1.index("--node-rank") + 1] == "1"
     assert argv0[argv0.index("--nnodes") + 1] == "2"
-    assert argv0[argv0.index("--master_addr") + 1] == "127.0.0.1"
-    assert argv0[argv0.index("--master_port") + 1] == argv1[argv1.index("--master_port") + 1]
-    assert "torch.distributed.run" in argv0 and "--batch-size" in argv0
+    assert argv0[argv0.index("--master-addr") + 1] == "127.0.0.1"
+    assert argv0[argv0.index("--master-port") + 1] == argv1[argv1.index("--master-port") + 1]
+    start = next(i for i, a in enumerate(argv0) if a.endswith("/rankstart.py"))
+    assert argv0[argv0.index("--nnodes") - 1].endswith("/rankstart.py") and argv0[start - 1].endswith("python3")
+    assert "torch.distributed.run" not in node0 and "--batch-size" in argv0
     # the CPU profile: warm-up until steps settle (2..4), a window of about 1.5 s (3..40 steps)
     flag = lambda name: argv0[argv0.index(name) + 1]  # noqa: E731
     assert [flag("--warmup-iters"), flag("--max-warmup-iters")] == ["2", "4"]
     assert [flag("--iters"), flag("--window-seconds"), flag("--max-iters")] == ["3", "1.5", "40"]
     assert not list(report.glob("runs/*"))  # nothing trained
     assert json.loads((report / "results.json").read_text())["cases"] == []
+
+    r = suite.runpytest("-q", "--dlperf-dryrun", "--dlperf-model", "resnet50", "--dlperf-precision", "fp32",
+                        "--dlperf-local-start", "torchrun", f"--dlperf-report={suite.path / 'rep2'}")
+    assert r.ret == 0
+    lines = [ln for ln in r.outlines if ln.startswith("local")]
+    argv0, argv1 = (shlex.split(ln.split(": ", 1)[1]) for ln in lines[1:3])
+    assert "torch.distributed.run" in argv0 and not any(a.endswith("rankstart.py") for a in argv0)
+    assert argv0[argv0.index("--node_rank") + 1] == "0" and argv1[argv1.index("--node_rank") + 1] == "1"
+    assert argv0[argv0.index("--master_port") + 1] == argv1[argv1.index("--master_port") + 1]
 
 
 # A repository's own conftest with the option names ML repositories commonly define.
@@ -384,7 +395,7 @@ def test_the_local_lease_is_the_machines_unless_a_session_asks_for_its_own(tmp_p
 
     def cluster(lease: str, name: str):  # noqa: ANN202
         given = SimpleNamespace(cluster="local", nodes=2, gpus_per_node=None, report_dir=tmp_path / name,
-                                local_lease=lease)
+                                local_lease=lease, local_start="direct")
         return builtin.pytest_dlperf_make_cluster(config=None, options=given)
 
     machine = cluster("machine", "a").leases

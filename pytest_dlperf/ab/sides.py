@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..clusters.base import Node, NodeCommand
+from ..launchers.base import RANKSTART
 from ..node.makeenv import names_a_file
 
 if TYPE_CHECKING:
@@ -202,8 +203,9 @@ class Side:
     def workload_paths(self, launcher: Launcher) -> list[Path]:
         """The launcher's files, from this side's worktree where they are in the replaced repository. A file the
         side's commit does not hold yet is left out (its workload, of that commit, does not import it: the torch
-        workload was one file before it was split); the entry script, the first, stays and is named if missing."""
-        files = [self.file(p) for p in launcher.workload_paths()]
+        workload was one file before it was split); the entry script, the first, stays and is named if missing.
+        The direct start (rankstart.py) starts the ranks, as torchrun would: always the harness's own."""
+        files = [p if p.name == RANKSTART else self.file(p) for p in launcher.workload_paths()]
         return files[:1] + [f for f in files[1:] if self.files_root is None or f.exists()]
 
     def file(self, path: Path) -> Path:

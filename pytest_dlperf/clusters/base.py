@@ -16,11 +16,21 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
 
 from .turns import Turns
 
 RUN_TAG_ENV = "DLPERF_RUN_TAG"
+
+
+class RankStart(Enum):
+    """How a torch workload's ranks start on a node: under the engine's own launcher (torchrun's agent), as on
+    a user's cluster; or directly (``node/workloads/rankstart.py``, the local cluster's default,
+    ``--dlperf-local-start``), without the agent's second import of torch and its slow exit."""
+
+    AGENT = "torchrun"
+    DIRECT = "direct"
 
 
 class ClusterError(RuntimeError):
@@ -220,6 +230,7 @@ class Cluster(ABC):
     """A set of nodes. Subclasses implement process control and file transfer for one kind."""
 
     kind: str = ""
+    rank_start: RankStart = RankStart.AGENT  # how a torch workload's ranks start on its nodes
     turns: Turns = Turns()  # what the session says while it waits for its nodes (ClusterHolder sets it)
 
     @abstractmethod

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..node.killtag import kill_tag
 from ..node.localsh import NODES_ENV
 from ..node.workloads.nodefacts import gpu_names as detect_gpus
-from .base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, NodeProcess, SpanAccess
+from .base import RUN_TAG_ENV, Cluster, ClusterError, Node, NodeCommand, NodeProcess, RankStart, SpanAccess
 from .local_leases import MACHINE_LEASE, LocalLease, make_lease
 from .shape import ClusterShape
 
@@ -83,14 +83,17 @@ class LocalCluster(Cluster):
     kind = "local"
 
     def __init__(self, nodes: int, slots: int | None = None, base_dir: Path | None = None,
-                 pin: bool = True, lease: str = "machine", lease_path: Path | None = None) -> None:
+                 pin: bool = True, lease: str = "machine", lease_path: Path | None = None,
+                 rank_start: RankStart = RankStart.DIRECT) -> None:
         """``slots`` per node defaults to the node's share of GPUs, else one worker; ``lease``: who takes turns
-        on this machine (``local_leases``: machine, session, core); ``lease_path``: a ``session`` lease's lock."""
+        on this machine (``local_leases``: machine, session, core); ``lease_path``: a ``session`` lease's lock;
+        ``rank_start``: how torch ranks start (by default directly: torchrun's agent adds only its own cost here)."""
         if nodes < 1 or (slots is not None and slots < 1):
             raise ClusterError("a local cluster needs at least one node with one slot")
         cpus = sorted(os.sched_getaffinity(0))
         gpus = detect_gpus()
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="dlperf-local-"))
+        self.rank_start = rank_start
         self.leases: LocalLease = make_lease(lease, cpus, Path(lease_path or self.base_dir / "lease.lock"))
         # a core lease gives each node one core, chosen per launch (hold); the others split the machine's cores
         cpu_shares = [[cpus[i % len(cpus)]] for i in range(nodes)] if lease == "core" else _split(cpus, nodes)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from ..clusters.base import RUN_TAG_ENV, Node, NodeCommand, SpanAccess
+from ..clusters.base import RUN_TAG_ENV, Node, NodeCommand, RankStart, SpanAccess
 from ..datasources import install_line, source
 from ..specs import COMPILED, PRECISIONS, CaseSpec, Measurement, ModelDefaults
 
@@ -29,6 +29,8 @@ LLM_VARIANT = re.compile(r"^d(\d+)l(\d+)$")
 # The torch workload (node/workloads/torch_ddp.py) and the modules it imports beside it: what every launcher
 # that runs it copies (torchrun's, Horovod's).
 TORCH_WORKLOAD = ("torch_ddp.py", "torch_models.py", "torch_comm.py", "torch_probes.py")
+# The local cluster's direct start of a torch workload's ranks (RankStart.DIRECT): the harness's own on every side.
+RANKSTART = "rankstart.py"
 # What goes with every workload: the step-log contract, the node's facts (cpu_model) and the scaffold of flags,
 # feed and input facts every workload shares (node/workloads/workloadkit.py).
 BESIDE_EVERY_WORKLOAD = ("steplog.py", "nodefacts.py", "workloadkit.py")
@@ -75,6 +77,7 @@ class RunPlan:
     # (nodechecks/interfaces.py; multi-node cases only)
     interfaces: dict[str, dict] = field(default_factory=dict)
     compile_cache: CompileCache = field(default_factory=CompileCache)  # a compiled case's inductor cache
+    rank_start: RankStart = RankStart.AGENT  # how the cluster starts a torch workload's ranks (Cluster.rank_start)
 
     @property
     def output_name(self) -> str:

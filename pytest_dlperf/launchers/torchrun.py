@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import posixpath
 
-from ..clusters.base import Node, NodeCommand
+from ..clusters.base import Node, NodeCommand, RankStart
 from ..specs import COMPILE_MODES, CaseSpec
-from .base import LLM_SIZES, TORCH_WORKLOAD, CacheUse, Launcher, ModelDefaults, RunPlan, own_cache_dir
+from .base import LLM_SIZES, RANKSTART, TORCH_WORKLOAD, CacheUse, Launcher, ModelDefaults, RunPlan, own_cache_dir
 
 
 # The seeds' models, which every torch engine trains (Horovod's and Perseus's too).
@@ -19,7 +19,8 @@ class TorchrunLauncher(Launcher):
     framework = "torch"
     models = (*SEED_MODELS, "llama")
     compile_modes = COMPILE_MODES
-    workload_files = (*TORCH_WORKLOAD, "torch_data.py", "dataset.py", "torchprofile.py")
+    # rankstart.py: the local cluster's direct start of the ranks (RankStart.DIRECT)
+    workload_files = (*TORCH_WORKLOAD, "torch_data.py", "dataset.py", "torchprofile.py", RANKSTART)
     loader = "torch"  # a DataLoader, or DALI's pipeline (node/workloads/torch_data.py)
     unprofiled = None  # torch.profiler, a Chrome trace per rank (node/workloads/torchprofile.py)
     # CPU: small enough that the default suite ends within 6 minutes on 2 cores (README).
@@ -58,8 +59,31 @@ class TorchrunLauncher(Launcher):
             env = compile_cache_env(plan, node) if case.compiled else {}
             if env and drops_its_cache(plan, node, env):
                 program.append("--drop-compile-cache")
-            cmds.append(self.node_command(plan, rank, program, threads, env))
+            if plan.rank_start is RankStart.DIRECT:
+                cmds.append(self.direct_command(plan, rank, program, threads, env))
+            else:
+                cmds.append(self.node_command(plan, rank, program, threads, env))
         return cmds
+
+    @staticmethod
+    def direct_command(plan: RunPlan, rank: int, program: list[str], threads: int,
+                       env: dict[str, str] | None = None) -> NodeCommand:
+        """As ``node_command``, with the ranks started by rankstart.py (beside the workload) instead of torchrun's
+        agent: the same ``python -u`` per rank and the same worker environment, without the agent's import of
+        torch and its exit (the local cluster's ``--dlperf-local-start direct``)."""
+        node, topo = plan.nodes[rank], plan.case.topology
+        argv = [
+            node.python, posixpath.join(posixpath.dirname(plan.workload[node.name]), RANKSTART),
+            "--nnodes", str(topo.nodes),
+            "--node-rank", str(rank),
+            "--nproc-per-node", str(topo.devices_per_node),
+            "--master-addr", plan.master_addr,
+            "--master-port", str(plan.master_port),
+            "--run-id", plan.tag,
+            *program,
+        ]
+        return NodeCommand(node, argv, {**Launcher.worker_env(plan, node, threads), **(env or {})},
+                           cwd=plan.run_dirs[node.name])
 
     @staticmethod
     def node_command(plan: RunPlan, rank: int, program: list[str], threads: int,

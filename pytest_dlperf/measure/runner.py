@@ -83,7 +83,7 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                    master_port=ports[nodes[0].name][0], tag=f"dlperf-{uuid.uuid4().hex}",
                    addresses={n.name: n.address for n in nodes}, ports=ports, hostfile=hostfile, span=span,
                    interfaces={n.name: held[n.name] for n in nodes if n.name in held},
-                   compile_cache=cache or CompileCache())
+                   compile_cache=cache or CompileCache(), rank_start=cluster.rank_start)
     cmds = launcher.commands(plan)
     if side is not None:
         cmds = side.commands(cmds)

@@ -262,7 +262,8 @@ PEAK_MEMORY = Metric(
     scale=2 ** 30, digits=".3g", stored_unit="bytes", launches=_cold_launches)
 TIME_TO_FIRST_STEP = Metric(
     "time_to_first_step", "time to first step", "1st step s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
-    description="from the launch to the end of the first training step on the slowest rank",
+    description="from the node's launch command (torchrun; on the local cluster by default its direct start) to "
+                "the end of the first training step on the slowest rank",
     tolerances={CPU: 0.90, GPU: 0.20}, per_launch=_node_figure("first_step", "seconds", "time to first step"),
     digits=".3g", cv_bound=0.60, gated_on=frozenset({GPU}), launches=_cold_launches)
 

@@ -33,6 +33,7 @@ ORDERS = ("rounds", "case")
 DEVICES = ("cpu", "gpu")  # --dlperf-devices
 PLOTS = ("on", "off")  # --dlperf-plots
 LOCAL_LEASES = ("machine", "session", "core")  # --dlperf-local-lease (clusters/local_leases.py)
+LOCAL_STARTS = ("direct", "torchrun")  # --dlperf-local-start (clusters/base.py RankStart)
 DEFAULT_ORDER = "rounds"
 
 
@@ -71,6 +72,12 @@ def add_workload_options(parser: pytest.Parser) -> None:
            "session: only this session's own xdist workers do; core: each launch holds one free core per node, so "
            "one-node launches of two sessions run at once on two cores. session and core are for sessions that "
            "judge no speed (a functional check; the project's own tests). Default: DLPERF_LOCAL_LEASE, else machine")
+    a("--dlperf-local-start", choices=LOCAL_STARTS, default="direct",
+      help="local cluster: how the torch engines' ranks start. direct (default): a small starter "
+           "(node/workloads/rankstart.py) gives each rank torchrun's environment without torchrun's agent, whose "
+           "own import of torch and exit cost about 3 s a launch on a CPU node; torchrun: under torchrun's agent, as "
+           "on every other cluster kind. The dry-run shows which; time to first step includes the starter's start "
+           "(docs/cluster-local.md)")
     a("--dlperf-gpus-per-node", type=positive_int, default=None, metavar="G",
       help="devices per node (GPUs; on a CPU node, worker processes). Default: GPUs found, else 1")
     a("--dlperf-devices", choices=DEVICES, default=None,
@@ -270,6 +277,7 @@ class RunOptions:
     drop_caches: bool = False  # --dlperf-drop-caches: empty the page cache before each real-data launch reads
     plots: bool = True  # --dlperf-plots: draw the report's PNG plots
     local_lease: str = "machine"  # --dlperf-local-lease: who takes turns on the local cluster (LOCAL_LEASES)
+    local_start: str = "direct"  # --dlperf-local-start: how the local cluster starts torch ranks (LOCAL_STARTS)
     launch_log: Path | None = None  # --dlperf-launch-log: a JSON line per launch appended there (measure/launchlog.py)
     # This session's name for its xdist workers' report parts: a later session reporting into the
     # same directory must not merge an earlier one's parts as its own results.
@@ -383,6 +391,7 @@ def from_config(config: pytest.Config) -> RunOptions:
         cold_launches=get("dlperf_cold_launches"),
         data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"), data_make=get("dlperf_data_make"),
         drop_caches=get("dlperf_drop_caches"), plots=get("dlperf_plots") == "on",
-        local_lease=_local_lease(get("dlperf_local_lease")), launch_log=_launch_log(get("dlperf_launch_log")),
+        local_lease=_local_lease(get("dlperf_local_lease")), local_start=get("dlperf_local_start"),
+        launch_log=_launch_log(get("dlperf_launch_log")),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],
     )
