@@ -93,7 +93,7 @@ def main() -> int:
             try:
                 got[start] = launches(report)
             except (OSError, ValueError) as exc:  # no results.json (a failed session), a line that is not one
-                raise SystemExit(f"local_start.py: round {i}, {start}: {exc} (the session's report: {report})") from None
+                raise SystemExit(f"local_start.py: round {i}, {start}: {exc} (its report: {report})") from None
         for case in sorted(set(got["torchrun"]) & set(got["direct"])):
             for start in STARTS:
                 rows[(case, start)].append(got[start][case])

@@ -44,6 +44,7 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
         assert run["meta"]["nnodes"] == 2 and run["meta"]["backend"] == "gloo"
         assert run["meta"]["wrapper"] == "DistributedDataParallel"
         assert run["meta"]["host_malloc"].startswith("glibc: ")  # freed memory kept for the next step
+        assert run["meta"]["first_step"]["start"] == "direct"  # time to first step holds no agent's start
         # two direct starts (the local cluster's default), node ranks 0 and 1, meeting on 127.0.0.1 at one port
         assert len(run["commands"]) == 2 and all("/rankstart.py --nnodes 2 " in c for c in run["commands"])
         assert "--node-rank 0" in run["commands"][0] and "--node-rank 1" in run["commands"][1]
@@ -179,7 +180,7 @@ def test_cases_measured_in_rounds_but_never_judged_are_reported_so(tmp_path):
 
 def test_rank_crash_fails_with_that_ranks_output_and_kills_everything(tmp_path):
     """The tiny engine's rank 1 stops at step 2 (DLPERF_FAULT, as every workload's); torchrun's own process tree
-    is stopped whole in the Ctrl-C test below, on torch."""
+    is stopped whole in the Ctrl-C test below, on torch (the direct start's: tests/test_rankstart.py)."""
     report = tmp_path / "report"
     r = run_suite(report, "-k", "2n1g", "--dlperf-repeats", "1", env={"DLPERF_FAULT": "1:2"}, tiny=True)
     assert r.returncode == 1, r.stdout + r.stderr

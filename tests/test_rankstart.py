@@ -92,8 +92,7 @@ time.sleep(60)
     out, err = p.communicate(timeout=30)
     assert p.returncode == 3 and time.monotonic() - t0 < 15
     assert "rankstart: rank 1 (local rank 1 on node rank 0) exited with code 3; stopping the others" in err
-    pid0 = int((tmp_path / "pid0").read_text())
-    assert not Path(f"/proc/{pid0}").exists() or "Z" in Path(f"/proc/{pid0}/stat").read_text().split()[2]
+    assert not alive(int((tmp_path / "pid0").read_text()))
 
 
 def test_sigterm_reaches_every_rank_and_the_start_leaves_with_them(tmp_path):
@@ -114,7 +113,7 @@ time.sleep(60)
         time.sleep(0.05)
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=20)
-    assert p.returncode == 143
+    assert p.returncode == 128 + signal.SIGTERM
     assert (tmp_path / "term0").exists() and (tmp_path / "term1").exists()
 
 
@@ -122,3 +121,55 @@ def test_ranks_that_all_succeed_leave_a_zero_exit(tmp_path):
     p = start(tmp_path, "import sys\n", nproc=3)
     out, err = p.communicate(timeout=30)
     assert p.returncode == 0 and err == ""
+
+
+def test_a_failing_rank_takes_down_what_the_others_started(tmp_path):
+    """Each rank is a session of its own and is stopped whole: rank 0's child (a data loader's worker, say) goes
+    with it when rank 1 fails."""
+    script = """
+import os, subprocess, sys, time
+if os.environ["LOCAL_RANK"] == "0":
+    child = subprocess.Popen(["sleep", "60"])
+    open(os.path.join(sys.argv[1], "child"), "w").write(str(child.pid))
+    time.sleep(60)
+while not os.path.exists(os.path.join(sys.argv[1], "child")):
+    time.sleep(0.05)
+sys.exit(2)
+"""
+    p = start(tmp_path, script, nproc=2)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 2, err
+    child = int((tmp_path / "child").read_text())
+    deadline = time.monotonic() + 5
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child)
+
+
+def test_ranks_die_with_a_killed_start(tmp_path):
+    """SIGKILL to the start, which it cannot pass on: its ranks get SIGKILL from the kernel (parent-death signal)."""
+    script = """
+import os, sys, time
+open(os.path.join(sys.argv[1], "pid%s" % os.environ["LOCAL_RANK"]), "w").write(str(os.getpid()))
+time.sleep(60)
+"""
+    p = start(tmp_path, script, nproc=2)
+    deadline = time.monotonic() + 20
+    while not all((tmp_path / f"pid{r}").exists() for r in (0, 1)):
+        assert time.monotonic() < deadline and p.poll() is None, p.communicate()
+        time.sleep(0.05)
+    pids = [int((tmp_path / f"pid{r}").read_text()) for r in (0, 1)]
+    p.kill()
+    p.communicate(timeout=10)
+    deadline = time.monotonic() + 5
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in pids)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by its parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False

@@ -51,6 +51,15 @@ def test_the_meta_line_says_when_it_was_written_and_rank_0s_launch_start(tmp_pat
     assert "launched" not in steplog.first_step([mine[:-1], slower[:-1]])
 
 
+def test_first_step_says_when_the_direct_start_started_the_ranks(monkeypatch):
+    """The local cluster's direct start (rankstart.py) marks its ranks; under a launcher's agent nothing is said."""
+    figures = [[3.0, 1.0, 1.0, 0.5, 0.3, 0.2, 100.0]]
+    monkeypatch.delenv(steplog.RANK_START_ENV, raising=False)
+    assert "start" not in steplog.first_step(figures)
+    monkeypatch.setenv(steplog.RANK_START_ENV, "direct")
+    assert steplog.first_step(figures)["start"] == "direct"
+
+
 @pytest.mark.parametrize("fault, message", [
     ("truncate", r"node0:s.jsonl: line 3 is cut off \(no newline\): the step log is truncated"),
     ("garble", r"node0:s.jsonl: line 3 is not JSON .*garbled"),

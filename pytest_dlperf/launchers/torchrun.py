@@ -49,6 +49,9 @@ class TorchrunLauncher(Launcher):
 
     def commands(self, plan: RunPlan) -> list[NodeCommand]:
         case, m = plan.case, plan.measurement
+        # the direct start where the cluster asks for it and the starter is among the files (a plugin's subclass
+        # that names its own files without it keeps torchrun)
+        direct = plan.rank_start is RankStart.DIRECT and any(p.name == RANKSTART for p in self.workload_paths())
         cmds = []
         for rank, node in enumerate(plan.nodes):
             threads = self.threads_per_worker(node, case.topology.devices_per_node) if node.gpus == 0 else 0
@@ -59,7 +62,7 @@ class TorchrunLauncher(Launcher):
             env = compile_cache_env(plan, node) if case.compiled else {}
             if env and drops_its_cache(plan, node, env):
                 program.append("--drop-compile-cache")
-            if plan.rank_start is RankStart.DIRECT:
+            if direct:
                 cmds.append(self.direct_command(plan, rank, program, threads, env))
             else:
                 cmds.append(self.node_command(plan, rank, program, threads, env))

@@ -16,7 +16,7 @@ from .records import RunRecord
 NAMES: dict[str, str] = {
     "harness": "harness",  # the harness's own work around the launch: run directories, uploads, reading, sweeping
     "before": "before",  # from the harness starting the node commands to the node's launch command running
-    "launcher": "launcher",  # the launch command's own start (torchrun's agent, mpirun) up to the rank's process
+    "launcher": "launcher",  # the launch command's own start (torchrun's agent, the direct start, mpirun) up to the rank
     "imports": "imports",  # the rank's imports
     "process_group": "group",  # the process group or the engine's init
     "model": "model",  # model build, data and first touch

@@ -16,7 +16,9 @@ lines to the file given by ``--output``:
    harness fails it.
 
 Optional meta fields (a log without them is still contract 1; the harness says "not measured"):
-``first_step`` and ``memory`` (below; ``first_step["launched"]``: rank 0's launch start on its clock),
+``first_step`` and ``memory`` (below; ``first_step["launched"]``: rank 0's launch start on its clock;
+``first_step["start"]``: "direct" where the local cluster's direct start, not the engine's launcher, started the
+ranks: its time to first step holds no launcher agent's start),
 ``written`` (rank 0's clock when it wrote the meta line: ``Writer.meta`` adds it; with ``launched`` and the
 window, where the launch's seconds went: ``results/phases.py``), and ``compile`` for a model trained through a compiler
 (``compiled``): the time from the first step to the end of the last warm-up step that compiled, the
@@ -148,6 +150,7 @@ def failed_line(text: str) -> str | None:
 # end of the first training step on the slowest rank with its parts, and "memory", the largest
 # rank's peak memory over the window.
 RUN_TAG = "DLPERF_RUN_TAG"  # every process of a launch carries it (clusters/base.py RUN_TAG_ENV)
+RANK_START_ENV = "DLPERF_RANK_START"  # "direct": the local cluster's direct start started this rank (rankstart.py)
 START_PHASES = ("launcher", "imports", "process_group", "model", "first_step")
 
 
@@ -176,7 +179,8 @@ def _tagged(pid: int, tag: str) -> bool:
 
 def launch_started() -> float:
     """When this rank's launch began on its node: the start of the topmost ancestor that carries the
-    run's tag (the node's launch command: torchrun, horovodrun, the SSH watcher), else of this process."""
+    run's tag (the node's launch command: torchrun, the local cluster's direct start, horovodrun, the SSH
+    watcher), else of this process."""
     tag, pid = os.environ.get(RUN_TAG, ""), os.getpid()
     root = pid
     try:
@@ -220,8 +224,10 @@ def first_step(per_rank: list[list[float]]) -> dict:
     rank = max(range(len(per_rank)), key=lambda r: per_rank[r][0])
     total, parts = per_rank[rank][0], per_rank[rank][1:1 + len(START_PHASES)]
     launched = per_rank[0][1 + len(START_PHASES):]  # rank 0's launch start (figures of an older StartClock: none)
+    start = os.environ.get(RANK_START_ENV, "")  # set by the direct start for every rank alike (rankstart.py)
     return {"seconds": total, "rank": rank, "parts": dict(zip(START_PHASES, parts)),
-            "ranks": [r[0] for r in per_rank], **({"launched": launched[0]} if launched else {})}
+            "ranks": [r[0] for r in per_rank], **({"launched": launched[0]} if launched else {}),
+            **({"start": start} if start else {})}
 
 
 class MemoryProbe(Protocol):

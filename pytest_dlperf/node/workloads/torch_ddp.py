@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch data-parallel training benchmark on synthetic data: DDP (launched by torchrun on every
-node), ACSpeed (DDP after ``import acspeed``), Horovod or AIACC-Training/Perseus (``horovod.torch``,
+node, or on the local cluster by its direct start, rankstart.py), ACSpeed (DDP after ``import acspeed``), Horovod or AIACC-Training/Perseus (``horovod.torch``,
 ``perseus.torch.horovod``; launched by horovodrun/perseusrun on node 0), chosen with ``--engine``.
 
 Models: the seeds' ResNet-50, VGG-16, BERT-base and ArcFace, and ``llama``, a Llama-style decoder
@@ -250,7 +250,7 @@ def every_rank(comm, timed: steplog.Timed, device: torch.device) -> dict:  # noq
 KEPT: list = []
 
 
-@record  # torchrun then shows this rank's traceback in its "Root Cause" summary
+@record  # under torchrun, its "Root Cause" summary then shows this rank's traceback
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cuda = torch.cuda.is_available()
