@@ -41,6 +41,14 @@ def start(tmp_path: Path, script: str, nproc: int, nnodes: int = 1, node_rank: i
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
+def wait_for(p: subprocess.Popen, files: list[Path]) -> None:
+    """Until every rank has written its file (the start still running), for 20 s at most."""
+    deadline = time.monotonic() + 20
+    while not all(f.exists() for f in files):
+        assert time.monotonic() < deadline and p.poll() is None, p.communicate()
+        time.sleep(0.05)
+
+
 def test_each_rank_gets_torchruns_worker_environment(tmp_path):
     """Node rank 1 of 2 nodes with 2 ranks each holds global ranks 2 and 3, with every variable torchrun's agent
     sets for a static launch; then a real torchrun, started the same way, sets the same variables to the same
@@ -107,10 +115,7 @@ open(os.path.join(sys.argv[1], "ready%s" % os.environ["LOCAL_RANK"]), "w").write
 time.sleep(60)
 """
     p = start(tmp_path, script, nproc=2)
-    deadline = time.monotonic() + 20
-    while not all((tmp_path / f"ready{r}").exists() for r in (0, 1)):
-        assert time.monotonic() < deadline and p.poll() is None, p.communicate()
-        time.sleep(0.05)
+    wait_for(p, [tmp_path / f"ready{r}" for r in (0, 1)])
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=20)
     assert p.returncode == 128 + signal.SIGTERM
@@ -154,10 +159,7 @@ open(os.path.join(sys.argv[1], "pid%s" % os.environ["LOCAL_RANK"]), "w").write(s
 time.sleep(60)
 """
     p = start(tmp_path, script, nproc=2)
-    deadline = time.monotonic() + 20
-    while not all((tmp_path / f"pid{r}").exists() for r in (0, 1)):
-        assert time.monotonic() < deadline and p.poll() is None, p.communicate()
-        time.sleep(0.05)
+    wait_for(p, [tmp_path / f"pid{r}" for r in (0, 1)])
     pids = [int((tmp_path / f"pid{r}").read_text()) for r in (0, 1)]
     p.kill()
     p.communicate(timeout=10)
