@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_dlperf.ab.sequential import classify, t_interval  # noqa: E402
+from pytest_dlperf.ab.sequential import Interval, classify, t_interval  # noqa: E402
 from pytest_dlperf.measure import launchlog  # noqa: E402
 from pytest_dlperf.results.file import load  # noqa: E402
 from pytest_dlperf.results.phases import launch_phases  # noqa: E402
@@ -48,7 +48,7 @@ def session(report: Path, start: str, select: str) -> None:
 
 def launches(report: Path) -> dict[str, dict]:
     """Per case id, its one launch: throughput, step time median, and the phases' seconds."""
-    results, doc = load(report / "results.json")
+    results, _ = load(report / "results.json")
     totals = {line.case: line.seconds for line in launchlog.read(report / "launches.jsonl") if line.ok}
     got = {}
     for r in results.results:
@@ -70,7 +70,7 @@ def ab_line(pairs: list[tuple[float, float]], higher_better: bool) -> str:
     if len(logs) < 2:
         return f"{len(logs)} pair(s): too few for an interval"
     iv = t_interval(logs, 0.05)
-    decided = classify(iv if higher_better else type(iv)(-iv.mean, -iv.high, -iv.low), TOLERANCE)
+    decided = classify(iv if higher_better else Interval(-iv.mean, -iv.high, -iv.low), TOLERANCE)
     word = decided.value.upper() if decided else "UNDECIDED"
     return f"{math.exp(iv.mean):.3f} ({math.exp(iv.low):.3f}-{math.exp(iv.high):.3f}), {len(logs)} pairs: {word}"
 

@@ -51,7 +51,8 @@ class TorchrunLauncher(Launcher):
         case, m = plan.case, plan.measurement
         # the direct start where the cluster asks for it and the starter is among the files (a plugin's subclass
         # that names its own files without it keeps torchrun)
-        direct = plan.rank_start is RankStart.DIRECT and any(p.name == RANKSTART for p in self.workload_paths())
+        start = RankStart.DIRECT if plan.rank_start is RankStart.DIRECT and \
+            any(p.name == RANKSTART for p in self.workload_paths()) else RankStart.AGENT
         cmds = []
         for rank, node in enumerate(plan.nodes):
             threads = self.threads_per_worker(node, case.topology.devices_per_node) if node.gpus == 0 else 0
@@ -62,52 +63,37 @@ class TorchrunLauncher(Launcher):
             env = compile_cache_env(plan, node) if case.compiled else {}
             if env and drops_its_cache(plan, node, env):
                 program.append("--drop-compile-cache")
-            if direct:
-                cmds.append(self.direct_command(plan, rank, program, threads, env))
-            else:
-                cmds.append(self.node_command(plan, rank, program, threads, env))
+            cmds.append(self.node_command(plan, rank, program, threads, env, start))
         return cmds
 
     @staticmethod
-    def direct_command(plan: RunPlan, rank: int, program: list[str], threads: int,
-                       env: dict[str, str] | None = None) -> NodeCommand:
-        """As ``node_command``, with the ranks started by rankstart.py (beside the workload) instead of torchrun's
-        agent: the same ``python -u`` per rank and the same worker environment, without the agent's import of
-        torch and its exit (the local cluster's ``--dlperf-local-start direct``)."""
-        node, topo = plan.nodes[rank], plan.case.topology
-        argv = [
-            node.python, posixpath.join(posixpath.dirname(plan.workload[node.name]), RANKSTART),
-            "--nnodes", str(topo.nodes),
-            "--node-rank", str(rank),
-            "--nproc-per-node", str(topo.devices_per_node),
-            "--master-addr", plan.master_addr,
-            "--master-port", str(plan.master_port),
-            "--run-id", plan.tag,
-            *program,
-        ]
-        return NodeCommand(node, argv, {**Launcher.worker_env(plan, node, threads), **(env or {})},
-                           cwd=plan.run_dirs[node.name])
-
-    @staticmethod
     def node_command(plan: RunPlan, rank: int, program: list[str], threads: int,
-                     env: dict[str, str] | None = None) -> NodeCommand:
+                     env: dict[str, str] | None = None, start: RankStart = RankStart.AGENT) -> NodeCommand:
         """torchrun on the plan's node ``rank``, starting ``program`` (a script and its flags) per device,
-        with ``env`` beside the launch's own variables."""
+        with ``env`` beside the launch's own variables. ``start`` DIRECT: rankstart.py (beside the workload)
+        instead of torchrun's agent, the same ``python -u`` per rank and worker environment without the agent's
+        import of torch and its exit (the local cluster's ``--dlperf-local-start direct``)."""
         node, topo = plan.nodes[rank], plan.case.topology
-        argv = [
-            node.python, "-m", "torch.distributed.run",
-            "--nnodes", str(topo.nodes),
-            "--node_rank", str(rank),
-            "--nproc_per_node", str(topo.devices_per_node),
-            "--master_addr", plan.master_addr,
-            "--master_port", str(plan.master_port),
-            # torchrun makes an (empty) torchelastic_* tree in the node's /tmp per launch and never
-            # removes it: a run directory of ours keeps it instead
-            "--log-dir", posixpath.join(plan.run_dirs[node.name], "torchelastic"),
-            *program,
-        ]
-        return NodeCommand(node, argv, {**Launcher.worker_env(plan, node, threads), **(env or {})},
-                           cwd=plan.run_dirs[node.name])
+        if start is RankStart.DIRECT:
+            launch = [posixpath.join(posixpath.dirname(plan.workload[node.name]), RANKSTART),
+                      "--nnodes", str(topo.nodes),
+                      "--node-rank", str(rank),
+                      "--nproc-per-node", str(topo.devices_per_node),
+                      "--master-addr", plan.master_addr,
+                      "--master-port", str(plan.master_port),
+                      "--run-id", plan.tag]
+        else:
+            launch = ["-m", "torch.distributed.run",
+                      "--nnodes", str(topo.nodes),
+                      "--node_rank", str(rank),
+                      "--nproc_per_node", str(topo.devices_per_node),
+                      "--master_addr", plan.master_addr,
+                      "--master_port", str(plan.master_port),
+                      # torchrun makes an (empty) torchelastic_* tree in the node's /tmp per launch and never
+                      # removes it: a run directory of ours keeps it instead
+                      "--log-dir", posixpath.join(plan.run_dirs[node.name], "torchelastic")]
+        return NodeCommand(node, [node.python, *launch, *program],
+                           {**Launcher.worker_env(plan, node, threads), **(env or {})}, cwd=plan.run_dirs[node.name])
 
 
 def compile_cache_env(plan: RunPlan, node: Node) -> dict[str, str]:

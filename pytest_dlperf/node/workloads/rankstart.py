@@ -69,7 +69,8 @@ def rank_env(args: argparse.Namespace, local_rank: int) -> dict[str, str]:
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
         # torchrun exports the signals its agent passes on; these are the ones this start passes on
         "TORCHELASTIC_SIGNALS_TO_HANDLE": ",".join(signal.Signals(s).name for s in FORWARDED),
-        "DLPERF_RANK_START": "direct",  # the step log's first_step says how the rank started (steplog.StartClock)
+        # steplog.RANK_START_ENV (not imported: a rev= side's older steplog.py may lack it), read by steplog.first_step
+        "DLPERF_RANK_START": "direct",
     }
 
 
@@ -161,14 +162,12 @@ def main(argv: list[str] | None = None) -> int:
             if pid not in left:
                 continue
             left.discard(pid)
-            p = ranks[by_pid[pid]]
-            p.returncode = code = exit_code(status)  # so that signal_rank and wait leave it be
+            local = by_pid[pid]
+            ranks[local].returncode = code = exit_code(status)  # so that signal_rank and wait leave it be
             if code != 0:
-                local = by_pid[pid]
                 print(f"rankstart: rank {args.node_rank * args.nproc_per_node + local} (local rank {local} on node "
                       f"rank {args.node_rank}) exited with code {code}; stopping the others", file=sys.stderr,
                       flush=True)
-                state["waiting"] = False
                 stop(ranks)
                 return code
     except Forwarded as got:
