@@ -73,7 +73,7 @@ def test_the_ladder_runs_on_ray_nodes_ddp_trains_there_and_nothing_is_left(ray_c
         report = tmp_path / engine
         r = run_suite(ray_cluster, report, *args, tiny=engine == "tiny")
         out = r.stdout + r.stderr
-        assert r.returncode == 0, out
+        assert r.returncode == 0, f"{out}\n{ray_cluster.logs()}"
         doc = json.loads((report / "results.json").read_text())
         cluster = doc["environment"]["cluster"]
         assert cluster["kind"] == "ray" and [n["name"] for n in cluster["nodes"]] == ray_cluster.addresses

@@ -75,3 +75,44 @@ def test_the_shape_comes_from_the_options_only_with_nodes():
     # --dlperf-devices gpu picks GPU nodes (factory.py): the matrix is built for them, not for CPU nodes
     shape = ray_shape(SimpleNamespace(nodes=2, gpus_per_node=8, devices="gpu"))
     assert (shape.nodes, shape.slots, shape.gpus, shape.devices) == (2, 8, True, "gpu")
+
+
+class _Head:
+    """ray.init as Ray Client's head answers it when its server for this client fails to start ``fails`` times."""
+
+    def __init__(self, fails: int, error: type[Exception] = ConnectionAbortedError) -> None:
+        self.fails, self.error, self.calls = fails, error, 0
+
+    def __call__(self, **kwargs) -> None:
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise self.error("Initialization failure from server:\nTraceback (most recent call last):\n"
+                             "psutil.ZombieProcess: PID still exists but it's a zombie (pid=13204)")
+
+
+@pytest.mark.parametrize("fails, error, calls, attached", [(2, ConnectionAbortedError, 3, True),
+                                                           (3, ConnectionAbortedError, 3, False),
+                                                           (1, ValueError, 1, False)])
+def test_an_attach_the_head_aborts_is_tried_again_saying_so_and_other_errors_fail_at_once(monkeypatch, fails, error,
+                                                                                          calls, attached):
+    """On a loaded head Ray Client's server for this session may fail to start (CI, 2026-12-07: it died before
+    the proxier read it): the attach is tried up to ATTACH_TRIES times, each retry said; any other error is final."""
+    from pytest_dlperf.clusters.base import ClusterError
+    from pytest_dlperf.clusters.ray import cluster as rc
+    from pytest_dlperf.clusters.ray.options import RayOptions
+
+    head, said = _Head(fails, error), []
+    monkeypatch.setattr(rc.ray, "init", head)
+    monkeypatch.setattr(rc.ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(rc, "ATTACH_PAUSE", 0.0)
+    c = rc.RayCluster(RayOptions(address="ray://10.0.0.10:10001"), say=said.append)
+    if attached:
+        c.connect()
+    else:
+        with pytest.raises(ClusterError) as info:
+            c.connect()
+        assert str(info.value).startswith("cannot attach to the Ray cluster at ray://10.0.0.10:10001: ")
+        assert f"{error.__name__}: psutil.ZombieProcess" in str(info.value) and "\n" not in str(info.value)
+    assert head.calls == calls
+    assert len(said) == calls - 1, said
+    assert all("could not start this session's client server" in s and f"{k + 2} of 3" in s for k, s in enumerate(said))

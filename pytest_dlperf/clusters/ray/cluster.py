@@ -37,6 +37,10 @@ LOST = 255  # the exit code of a node whose agent is gone, as ssh(1) reports a l
 POLL_EVERY = 0.5  # seconds between two pulls of a launcher's output
 UNANSWERED = 30.0  # seconds an agent may take to answer a poll before its node counts as lost
 CALL_TIMEOUT = 60.0
+# Ray Client's head starts a server of each client's own; on a loaded head that start can fail (it timed out, or
+# died before the proxier read it), which ray.init reports as ConnectionAbortedError: tries, and seconds between
+ATTACH_TRIES = 3
+ATTACH_PAUSE = 2.0
 
 
 def _why(exc: BaseException) -> str:
@@ -146,14 +150,27 @@ class RayCluster(Cluster):
         """Attach to the cluster (Ray Client for a ray:// address); never starts one."""
         if ray.is_initialized():  # this process already holds a connection (a user's own): use it, keep it
             return
-        try:
-            ray.init(address=self.opts.address, namespace=self.namespace, logging_level=logging.WARNING,
-                     log_to_driver=False)
-        except Exception as exc:  # noqa: BLE001 - Ray's own error, named
-            raise ClusterError(f"cannot attach to the Ray cluster at {self.opts.address}: {_why(exc)} (give "
-                               "--dlperf-ray-address ray://HEAD:10001, the head's Ray Client port, from outside "
-                               "the cluster; the harness starts no cluster)") from None
+        for attempt in range(1, ATTACH_TRIES + 1):
+            try:
+                ray.init(address=self.opts.address, namespace=self.namespace, logging_level=logging.WARNING,
+                         log_to_driver=False)
+                break
+            except ConnectionAbortedError as exc:  # the head could not start this client's own server
+                with contextlib.suppress(Exception):
+                    ray.shutdown()
+                if attempt == ATTACH_TRIES:
+                    raise self._unattached(exc) from None
+                self.say(f"ray: the head at {self.opts.address} could not start this session's client server "
+                         f"({_why(exc)}); attaching again, {attempt + 1} of {ATTACH_TRIES}")
+                time.sleep(ATTACH_PAUSE * attempt)
+            except Exception as exc:  # noqa: BLE001 - Ray's own error, named
+                raise self._unattached(exc) from None
         self._owns_ray = True
+
+    def _unattached(self, exc: BaseException) -> ClusterError:
+        return ClusterError(f"cannot attach to the Ray cluster at {self.opts.address}: {_why(exc)} (give "
+                            "--dlperf-ray-address ray://HEAD:10001, the head's Ray Client port, from outside "
+                            "the cluster; the harness starts no cluster)")
 
     def nodes(self) -> list[Node]:
         with self._lock:
