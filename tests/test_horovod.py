@@ -24,7 +24,8 @@ pytestmark = pytest.mark.real
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
-        "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "300"]
+        "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "300",
+        *suite.QUICK_PROBES]  # no test here judges the hardware probe
 
 
 def run_suite(report: Path, *args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:

@@ -14,7 +14,8 @@ from .procs import tagged_processes
 # trains the decoder with torch for real: not in the quick tier (tests/quick.sh; docs/testing.md)
 pytestmark = pytest.mark.real
 
-LLM = ["--dlperf-model", "llama", "--dlperf-warmup-iters", "1", "--dlperf-iters", "3", "--dlperf-repeats", "1"]
+LLM = ["--dlperf-model", "llama", "--dlperf-warmup-iters", "1", "--dlperf-iters", "3", "--dlperf-repeats", "1",
+       *suite.QUICK_PROBES]  # it does not judge the hardware probe
 
 
 def test_llama_trains_two_nodes_in_tokens_per_second_under_ddp_and_fsdp(tmp_path: Path):

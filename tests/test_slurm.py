@@ -30,7 +30,7 @@ ROOT = suite.ROOT
 TINY = [*suite.TINY_ENGINE, *suite.QUICK_PROBES]
 SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2",
          "--dlperf-image-size", "32", "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1",
-         "--dlperf-timeout", "180"]
+         "--dlperf-timeout", "180", *suite.QUICK_PROBES]  # no test here judges the hardware probe
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.real
 
 ROOT = suite.ROOT
 SMALL = ["--dlperf-model", "resnet50", "--dlperf-precision", "fp32", "--dlperf-batch-size", "2", "--dlperf-image-size", "32",
-         "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "180"]
+         "--dlperf-warmup-iters", "1", "--dlperf-iters", "2", "--dlperf-repeats", "1", "--dlperf-timeout", "180",
+         *suite.QUICK_PROBES]  # no test here judges the hardware probe
 # The tiny engine (tests/tiny) for the SSH cluster's mechanisms (a node lost mid-run, xdist turns,
 # interrupts); DDP trains over SSH for real in the first test and in the pasted dry-run.
 TINY = [*suite.TINY_ENGINE, *suite.QUICK_PROBES]
