@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: set up once (tests/setup.sh), then the tests in two phases. First the
 # tests that judge the machine's speed (marked `exclusive`), one after another in one process; then
-# the rest under pytest-xdist on three workers, one more than the machine's cores: the cores stood 18% idle under
+# the rest under pytest-xdist on three workers, one more than the machine's cores: the cores stood 15% idle under
 # two, while tests waited on daemons, sleeps and the leases (docs/testing.md). In one `-n` run of every test each
 # exclusive test waited for the other workers' tests to end and left them idle while it ran (docs/measurements.md).
 # Arguments go to both pytest runs (for example --durations=25, or -x).
