@@ -78,7 +78,7 @@ def test_tf_trains_two_workers_each_with_its_tf_config(tmp_path):
     env = json.loads((report / "results.json").read_text())["environment"]
     assert set(env["node_frameworks"]) == {"local0", "local1"}
     assert env["node_frameworks"]["local0"]["tensorflow"] == run["meta"]["frameworks"]["tensorflow"]
-    assert "resnet50 fp32 bs2/device 32px noxla" in r.stdout and "(tf)" in r.stdout
+    assert "resnet50 fp32 bs2/device 32px noxla real data (tf)" in r.stdout
     assert tagged_processes(str(report)) == []
 
 
