@@ -176,6 +176,11 @@ class Measurement:
     # a profiled launch (--dlperf-explain): this many steps after the window under the framework's profiler,
     # a trace per rank; such a launch is never counted (0: an ordinary launch)
     profile_steps: int = 0
+    # after the window, the model's and optimizer's state saved and loaded back, each timed on every rank
+    # (--dlperf-checkpoint: "on", "off", or the session's "auto", which measure/checkpoints.py decides per launch);
+    # where: a directory every node reaches (--dlperf-checkpoint-dir; "": the run's own)
+    checkpoint: str = "off"
+    checkpoint_dir: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -74,6 +74,10 @@ def test_tf_trains_two_workers_each_with_its_tf_config(tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("tmp-*") if p.is_dir()) == []
     assert case["world_size_seen"] == 2
     assert run["meta"]["frameworks"]["tensorflow"].startswith("2.") and run["meta"]["xla"] == "off"
+    # tf.train.Checkpoint after the window: the chief's in node 0's run directory, the other worker's removed
+    ck = run["meta"]["checkpoint"]
+    assert ck["format"] == "tf.train.Checkpoint" and len(ck["ranks"]) == 2 and ck["bytes"] > 4 * run["meta"]["parameters"]
+    assert not Path(ck["dir"]).exists() and not Path(ck["dir"] + ".worker1").exists()
     assert len(run["commands"]) == 2 and all('"127.0.0.2:' in c and "TF_CONFIG" in c for c in run["commands"])
     env = json.loads((report / "results.json").read_text())["environment"]
     assert set(env["node_frameworks"]) == {"local0", "local1"}
@@ -113,6 +117,8 @@ def test_paddle_trains_resnet50_and_plsc_arcface_over_two_nodes(tmp_path):
     for case in found.values():
         (run,) = case["runs"]
         assert case["world_size_seen"] == 2 and run["meta"]["frameworks"]["paddle"].startswith("3.")
+        ck = run["meta"]["checkpoint"]  # paddle.save on rank 0, paddle.load on both (the digests then agree)
+        assert ck["format"] == "paddle.save" and len(ck["ranks"]) == 2 and ck["bytes"] > 4 * run["meta"]["parameters"]
         assert all("paddle.distributed.launch" in c and "--master 127.0.0.1:" in c for c in run["commands"])
     assert found["arcface-fp32-bs2-32px-cls4096-2n1g"]["runs"][0]["meta"]["num_classes"] == 4096
     assert tagged_processes(str(report)) == []

@@ -117,6 +117,10 @@ def test_horovod_trains_torch_and_tf_over_two_local_nodes_beside_ddp(horovod, tm
         assert run["meta"]["frameworks"]["horovod"] == "0.28.1" and run["meta"]["nnodes"] == 2
         (command,) = run["commands"]  # one launcher, on node 0, for both nodes
         assert "horovod.runner.launch -np 2 -H 127.0.0.1:1,127.0.0.2:1 --gloo" in command
+        # Horovod's way to checkpoint: worker 0 writes and reads, the state broadcast to the other
+        ck = run["meta"]["checkpoint"]
+        assert ck["format"] == ("torch.save" if "-torch-" in name else "tf.train.Checkpoint"), ck
+        assert ck["bytes"] > 4 * run["meta"]["parameters"] and len(ck["ranks"]) == 2
     doc = results(report)
     (row,) = [x for x in doc["engines"] if x["topology"] == "2n1g" and x["model"] == "resnet50"]
     assert row["framework"] == "torch" and set(row["engines"]) == {"ddp", "horovod"}

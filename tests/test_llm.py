@@ -41,6 +41,10 @@ def test_llama_trains_two_nodes_in_tokens_per_second_under_ddp_and_fsdp(tmp_path
         if compiled:  # FSDP2 compiles each block before sharding it, as torchtitan does
             wrapper = "fully_shard(torch.compile per block)" if key.startswith("fsdp/") else "torch.compile"
         assert meta["wrapper"] == wrapper, key
+        # a DCP checkpoint after the window (FSDP: each rank its shards), AdamW's two moments beside the parameters
+        ck = meta["checkpoint"]
+        assert ck["format"] == "torch.distributed.checkpoint" and len(ck["ranks"]) == world, key
+        assert 3 * 4 * meta["parameters"] < ck["bytes"] < 3.1 * 4 * meta["parameters"], (key, ck)
         if compiled:  # the warm-up's first step compiled (one warm-up step asked: two taken), none of the window's
             got = case["metrics"]
             assert meta["warmup_iters"] == 2 and meta["compile"]["window_compiles"] == 0, key

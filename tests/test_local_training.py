@@ -50,6 +50,14 @@ def test_two_nodes_really_train_and_leave_nothing(tmp_path):
         assert "--node-rank 0" in run["commands"][0] and "--node-rank 1" in run["commands"][1]
         assert all("--master-addr 127.0.0.1" in c for c in run["commands"])
         assert set(run["logs"]) == {"local0", "local1"}
+        # after the window, a DCP checkpoint of the model and its optimizer in node 0's run directory (the local
+        # cluster's nodes share a filesystem), every rank timed, sized (parameters and momentum: twice their bytes)
+        ck = run["meta"]["checkpoint"]
+        assert ck["format"] == "torch.distributed.checkpoint" and len(ck["ranks"]) == 2, ck
+        assert 2 * 4 * run["meta"]["parameters"] < ck["bytes"] < 2.1 * 4 * run["meta"]["parameters"], ck
+        assert ck["save_seconds"] > 0 and ck["load_seconds"] > 0 and not Path(ck["dir"]).exists()
+        assert all(f"--checkpoint-dir {ck['dir']} " in c for c in run["commands"]) and "/local0/" in ck["dir"]
+    assert case["metrics"]["checkpoint_save"]["value"] == ck["save_seconds"]  # one launch: every launch took one
     # DLPerf's shape, per precision
     entry = doc["summary"]["fp32"]["resnet50"]["2n1g"]
     assert set(entry) >= {"average_speed", "median_speed", "speedup", "batch_size_per_device"}

@@ -231,6 +231,9 @@ class Cluster(ABC):
 
     kind: str = ""
     rank_start: RankStart = RankStart.AGENT  # how a torch workload's ranks start on its nodes
+    # whether the nodes see one filesystem (a directory made on one, every node reads): a multi-node case's
+    # checkpoint then goes under node 0's run directory, else only where --dlperf-checkpoint-dir names a shared one
+    shares_filesystem: bool = False
     turns: Turns = Turns()  # what the session says while it waits for its nodes (ClusterHolder sets it)
 
     @abstractmethod

@@ -94,6 +94,7 @@ class LocalCluster(Cluster):
         gpus = detect_gpus()
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="dlperf-local-"))
         self.rank_start = rank_start
+        self.shares_filesystem = True  # every node is a directory on this machine
         self.leases: LocalLease = make_lease(lease, cpus, Path(lease_path or self.base_dir / "lease.lock"))
         # a core lease gives each node one core, chosen per launch (hold); the others split the machine's cores
         cpu_shares = [[cpus[i % len(cpus)]] for i in range(nodes)] if lease == "core" else _split(cpus, nodes)

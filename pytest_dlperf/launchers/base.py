@@ -28,12 +28,12 @@ LLM_VARIANT = re.compile(r"^d(\d+)l(\d+)$")
 
 # The torch workload (node/workloads/torch_ddp.py) and the modules it imports beside it: what every launcher
 # that runs it copies (torchrun's, Horovod's).
-TORCH_WORKLOAD = ("torch_ddp.py", "torch_models.py", "torch_comm.py", "torch_probes.py")
+TORCH_WORKLOAD = ("torch_ddp.py", "torch_models.py", "torch_comm.py", "torch_probes.py", "torch_checkpoint.py")
 # The local cluster's direct start of a torch workload's ranks (RankStart.DIRECT): the harness's own on every side.
 RANKSTART = "rankstart.py"
-# What goes with every workload: the step-log contract, the node's facts (cpu_model) and the scaffold of flags,
-# feed and input facts every workload shares (node/workloads/workloadkit.py).
-BESIDE_EVERY_WORKLOAD = ("steplog.py", "nodefacts.py", "workloadkit.py")
+# What goes with every workload: the step-log contract, the node's facts (cpu_model), the scaffold of flags,
+# feed and input facts every workload shares (node/workloads/workloadkit.py) and the timed checkpoint (checkpoints.py).
+BESIDE_EVERY_WORKLOAD = ("steplog.py", "nodefacts.py", "workloadkit.py", "checkpoints.py")
 
 
 class CacheUse(Enum):
@@ -57,6 +57,18 @@ def own_cache_dir(run_dir: str) -> str:
     return posixpath.join(run_dir, "inductor-cache")
 
 
+def checkpoint_dir(m: Measurement, run_dirs: list[str], tag: str, shared: bool) -> str:
+    """Where a launch's ranks save their checkpoint, one path on every node (``run_dirs``: the nodes', node 0's
+    first): under --dlperf-checkpoint-dir, a directory of the launch's own (``tag``); else node 0's run directory where
+    every rank sees it (one node, or nodes that share a filesystem). "": no checkpoint (off, a profiled launch, or
+    nodes that share no directory)."""
+    if m.checkpoint != "on" or m.profile_steps:
+        return ""
+    if m.checkpoint_dir:
+        return posixpath.join(m.checkpoint_dir, tag)
+    return posixpath.join(run_dirs[0], "checkpoint") if len(run_dirs) == 1 or shared else ""
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """Where one run of a case happens: nodes, per-node directories and the rendezvous."""
@@ -78,6 +90,7 @@ class RunPlan:
     interfaces: dict[str, dict] = field(default_factory=dict)
     compile_cache: CompileCache = field(default_factory=CompileCache)  # a compiled case's inductor cache
     rank_start: RankStart = RankStart.AGENT  # how the cluster starts a torch workload's ranks (Cluster.rank_start)
+    checkpoint: str = ""  # where the ranks save their checkpoint, one path on every node ("": none; checkpoint_dir)
 
     @property
     def output_name(self) -> str:
@@ -214,13 +227,15 @@ class Launcher(ABC):
         """One command per node of the plan, or (``spans_nodes``) one command for node 0."""
 
     @staticmethod
-    def workload_flags(case: CaseSpec, m: Measurement, threads: int, output: str) -> list[str]:
-        """The flags every workload accepts (README, "Writing a workload"), for this case and measurement."""
+    def workload_flags(case: CaseSpec, m: Measurement, threads: int, output: str, checkpoint: str = "") -> list[str]:
+        """The flags every workload accepts (README, "Writing a workload"), for this case and measurement;
+        ``checkpoint``: the plan's checkpoint directory (``RunPlan.checkpoint``)."""
         return ["--model", case.model, "--precision", case.precision,
                 "--batch-size", str(case.batch_size), "--image-size", str(case.image_size),
                 "--warmup-iters", str(m.warmup_iters), "--max-warmup-iters", str(m.max_warmup_iters),
                 "--iters", str(m.iters), "--window-seconds", f"{m.window_seconds:g}",
-                "--max-iters", str(m.max_iters), "--threads", str(threads), "--output", output]
+                "--max-iters", str(m.max_iters), "--threads", str(threads),
+                *(["--checkpoint-dir", checkpoint] if checkpoint else []), "--output", output]
 
     def parse_output(self, plan: RunPlan, output: str) -> dict:
         """With ``output_format``: node 0's output -> the run's meta, its figures under ``parsed``

@@ -118,7 +118,7 @@ class HorovodLauncher(Launcher):
         # Both workloads sit beside each other (workload_files); the case's framework picks one.
         script = posixpath.join(posixpath.dirname(plan.workload[node0.name]), FRAMEWORKS[self.trains_with(case)][1])
         program = [node0.python, script, "--engine", self.name,
-                   *self.workload_flags(case, m, threads, plan.output_path(node0))]
+                   *self.workload_flags(case, m, threads, plan.output_path(node0), plan.checkpoint)]
         if self.trains_with(case) == "tf":
             program += ["--bytes-per-pack", str(BYTES_PER_PACK)]
         program += self.variant_flags(case)

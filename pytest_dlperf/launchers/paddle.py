@@ -40,7 +40,7 @@ class PaddleLauncher(Launcher):
                       "--host", plan.addresses[node.name],
                       "--nnodes", str(topo.nodes), "--rank", str(rank),
                       "--nproc_per_node", str(topo.devices_per_node), "--log_dir", logs,
-                      plan.workload[node.name], *self.workload_flags(case, m, threads, plan.output_path(node))]
+                      plan.workload[node.name], *self.workload_flags(case, m, threads, plan.output_path(node), plan.checkpoint)]
             launch += self.variant_flags(case) + self.data_flags(plan, node)
             # The ranks write to workerlog.N: show their last lines in the node's log when one fails.
             script = (f"{shlex.join(launch)}; rc=$?; if [ $rc -ne 0 ]; then tail -n 40 {shlex.quote(logs)}/workerlog.*; "

@@ -58,7 +58,7 @@ class TFLauncher(Launcher):
                 tf_config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}},
                                        separators=(",", ":"))
                 argv = [node.python, plan.workload[node.name],
-                        *self.workload_flags(case, m, threads, plan.output_path(node)),
+                        *self.workload_flags(case, m, threads, plan.output_path(node), plan.checkpoint),
                         "--xla", "on" if case.variant == "xla" else "off", "--bytes-per-pack", str(BYTES_PER_PACK),
                         "--local-worker", str(k), *self.data_flags(plan, node)]
                 per_worker.append(({"TF_CONFIG": tf_config}, argv))

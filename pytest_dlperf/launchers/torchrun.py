@@ -56,7 +56,7 @@ class TorchrunLauncher(Launcher):
         cmds = []
         for rank, node in enumerate(plan.nodes):
             threads = self.threads_per_worker(node, case.topology.devices_per_node) if node.gpus == 0 else 0
-            program = [plan.workload[node.name], *self.workload_flags(case, m, threads, plan.output_path(node))]
+            program = [plan.workload[node.name], *self.workload_flags(case, m, threads, plan.output_path(node), plan.checkpoint)]
             program += self.variant_flags(case) + self.data_flags(plan, node) + self.profile_flags(plan, node)
             if self.name != "ddp":
                 program += ["--engine", self.name]

@@ -4,10 +4,11 @@ order given a ``Bench`` (what it uses of the session) instead of the session."""
 from __future__ import annotations
 
 from .bench import Bench
+from .checkpoints import Checkpoints
 from .launch import launch
 from .measured import Measured, cases_after, cases_from, matrix_case, own_case, skipped
 from .orders import CaseOrder, MeasuringOrder, RoundsOrder, make_order, ready_first
 from .rounds import Unit, take_rounds
 
-__all__ = ["Bench", "CaseOrder", "Measured", "MeasuringOrder", "RoundsOrder", "Unit", "cases_after", "cases_from",
+__all__ = ["Bench", "CaseOrder", "Checkpoints", "Measured", "MeasuringOrder", "RoundsOrder", "Unit", "cases_after", "cases_from",
            "launch", "make_order", "matrix_case", "own_case", "ready_first", "skipped", "take_rounds"]

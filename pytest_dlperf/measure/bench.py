@@ -13,6 +13,7 @@ from ..launchers.base import Launcher
 from ..reporting.live import LiveLine
 from ..specs import CaseSpec, Measurement
 from .budget import Budget
+from .checkpoints import Checkpoints
 from .compile_caches import CompileCaches
 
 
@@ -29,4 +30,5 @@ class Bench:
     budget: Callable[[Measurement], Budget]  # the session's, made with its first case's measurement
     report_dir: Path
     caches: CompileCaches = field(default_factory=CompileCaches)  # compiled cases' cold and warm launches
+    checkpoints: Checkpoints = field(default_factory=Checkpoints)  # which launches take a checkpoint (auto's decisions)
     launch_log: Path | None = None  # --dlperf-launch-log: a line per launch appended there (launchlog.py)

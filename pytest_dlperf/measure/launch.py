@@ -24,7 +24,8 @@ def launch(bench: Bench, case: CaseSpec, m: Measurement, label: str, k: int, of:
     its progress; the seconds it took are appended to ``taken`` whether it ran or raised (RunFailed,
     ClusterError)."""
     name = name or bench.name(case)
-    key, cm = launch_key(name, side), bench.measurement(case, m)
+    key, session_m = launch_key(name, side), bench.measurement(case, m)
+    cm = bench.checkpoints.measurement(name, session_m)  # per case, both sides alike
     cache = bench.caches.next(key, case, cm)
     show = ((lambda info: bench.live.update(name, k, of, info, case.unit)) if bench.live.watching else None)
     clock = bench.budget(m).clock
@@ -47,6 +48,7 @@ def launch(bench: Bench, case: CaseSpec, m: Measurement, label: str, k: int, of:
         if unlogged:
             bench.live.said(unlogged)
     bench.caches.took(key, cache, case, cm, run)
+    bench.checkpoints.took(name, session_m, run, taken[-1])
     went = launch_phases(run, same_clock=cluster.kind == "local", total=taken[-1])
     bench.live.said(f"{said}: {_figure(run, case, m)} in {taken[-1]:.1f} s" + (f": {went.line()}" if went else ""))
     return run

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, fresh_log, stop_everything
-from ..launchers.base import CompileCache, Launcher, RunPlan
+from ..launchers.base import CompileCache, Launcher, RunPlan, checkpoint_dir
 from ..node.workloads import steplog
 from ..results.records import RunRecord, StepRecord
 from ..specs import CaseSpec, Measurement
@@ -78,12 +78,15 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
         hostfile = _write_hostfile(cluster, nodes, case.topology.devices_per_node, run_dirs[nodes[0].name])
         span = cluster.span_access(nodes, run_dirs[nodes[0].name])
     held = cluster.socket_interfaces()
+    tag = f"dlperf-{uuid.uuid4().hex}"
     plan = RunPlan(case=case, measurement=measurement, nodes=nodes, run_dirs=run_dirs,
                    workload=workload, master_addr=nodes[0].address,
-                   master_port=ports[nodes[0].name][0], tag=f"dlperf-{uuid.uuid4().hex}",
+                   master_port=ports[nodes[0].name][0], tag=tag,
                    addresses={n.name: n.address for n in nodes}, ports=ports, hostfile=hostfile, span=span,
                    interfaces={n.name: held[n.name] for n in nodes if n.name in held},
-                   compile_cache=cache or CompileCache(), rank_start=cluster.rank_start)
+                   compile_cache=cache or CompileCache(), rank_start=cluster.rank_start,
+                   checkpoint=checkpoint_dir(measurement, [run_dirs[n.name] for n in nodes], tag,
+                                             cluster.shares_filesystem))
     cmds = launcher.commands(plan)
     if side is not None:
         cmds = side.commands(cmds)

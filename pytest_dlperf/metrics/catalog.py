@@ -70,6 +70,34 @@ def _watched(part: str, key: str) -> Any:
     return of
 
 
+# Why a launch has no checkpoint figures, where its workload wrote none: the harness asks for one unless told not to.
+_NO_CHECKPOINT = ("took no checkpoint (--dlperf-checkpoint off; a profiled launch; a multi-node case on nodes that "
+                  "share no filesystem, without --dlperf-checkpoint-dir; or an engine that does not checkpoint)")
+
+
+def _checkpoint(key: str) -> Any:
+    """A figure of the launch's ``checkpoint`` meta record (``checkpoints.py`` on the node)."""
+
+    def of(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
+        got = _figure_in(run.meta.get("checkpoint"), key)
+        if got is None:
+            source = "a program's own output" if run.meta.get("parsed") is not None else "its workload"
+            raise NotMeasured(f"{source} {_NO_CHECKPOINT}")
+        return got
+
+    return of
+
+
+def _checkpointed(runs: Sequence[RunRecord], case: CaseSpec) -> tuple[list[RunRecord], str]:
+    """A case's checkpoint figures come from its launches where every one took a checkpoint (or none did: each then
+    says why); where ``--dlperf-checkpoint auto`` stopped after the first, from none."""
+    took = [r for r in runs if isinstance(r.meta.get("checkpoint"), Mapping)]
+    if not took or len(took) == len(runs):
+        return list(runs), ""
+    return [], (f"{len(took)} of {len(runs)} launches took a checkpoint: --dlperf-checkpoint auto took none after the "
+                "first, whose checkpoint cost over a tenth of its launch (--dlperf-checkpoint on: every launch)")
+
+
 def _compiled(case: CaseSpec) -> bool:
     return case.compiled
 
@@ -266,6 +294,25 @@ TIME_TO_FIRST_STEP = Metric(
                 "the end of the first training step on the slowest rank",
     tolerances={CPU: 0.90, GPU: 0.20}, per_launch=_node_figure("first_step", "seconds", "time to first step"),
     digits=".3g", cv_bound=0.60, gated_on=frozenset({GPU}), launches=_cold_launches)
+# A checkpoint after the window (--dlperf-checkpoint): torchtitan's users saw minutes for an 8B model's, and a new
+# filesystem, torch's DCP or a sharding change can double it without touching throughput. A write or read of a few
+# hundred MB on a shared VM moves by tens of percent between launches (docs/measurements.md): its own tolerance, and
+# a NOISY bound of half on CPU nodes. (A/B calls a lower-is-better figure WORSE past 1 / (1 - tolerance): 1.43x at 30%.)
+CHECKPOINT_SAVE = Metric(
+    "checkpoint_save", "checkpoint save time", "save s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
+    description="after the window, saving the model's and optimizer's state in the engine's way (torch DCP; "
+                "rank 0's torch.save under Horovod), from a barrier to the slowest rank's end",
+    tolerances={CPU: 0.30, GPU: 0.20}, per_launch=_checkpoint("save_seconds"), digits=".3g", cv_bound=0.50,
+    launches=_checkpointed)
+CHECKPOINT_LOAD = Metric(
+    "checkpoint_load", "checkpoint load time", "load s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
+    description="reading that checkpoint back into the model and optimizer, from a barrier to the slowest "
+                "rank's end", tolerances={CPU: 0.30, GPU: 0.20}, per_launch=_checkpoint("load_seconds"),
+    digits=".3g", cv_bound=0.50, launches=_checkpointed)
+CHECKPOINT_SIZE = Metric(
+    "checkpoint_size", "checkpoint size", "ckpt MiB", "MiB", Direction.LOWER, Kind.LAUNCH, gated=False,
+    description="the bytes that checkpoint took on disk", per_launch=_checkpoint("bytes"), scale=2 ** 20,
+    digits=".4g", stored_unit="bytes", launches=_checkpointed)
 
 # Under 0.90 a case is host-bound: a tenth of its window or more the GPUs waited for the host's
 # dispatch, and the host's speed moved by the 25-32% seen on the lent GPU machines (bert-base 887 and
@@ -360,7 +407,8 @@ DATA_BOUND = Metric(
     per_launch=_data_bound, said=_waited, digits=".0f", applies_to=_real_data)
 
 METRICS: tuple[Metric, ...] = (THROUGHPUT, SPEEDUP, EFFICIENCY, MULTI_NODE_EFFICIENCY, COMPILED_OVER_EAGER, MFU, BUSBW,
-                               PEAK_MEMORY, TIME_TO_FIRST_STEP, COMPILE_TIME, DYNAMO_COMPILE_TIME, GRAPH_BREAKS,
+                               PEAK_MEMORY, TIME_TO_FIRST_STEP, CHECKPOINT_SAVE, CHECKPOINT_LOAD, CHECKPOINT_SIZE,
+                               COMPILE_TIME, DYNAMO_COMPILE_TIME, GRAPH_BREAKS,
                                RECOMPILES, BUSY_SHARE, ENERGY_PER_SAMPLE, INPUT_WAIT, INPUT_WAIT_P95, INPUT_SHARE,
                                LOADER_THROUGHPUT, DATA_BOUND)
 PRIMARY = THROUGHPUT  # what speedup, MFU, the pace probe and A/B's stopping rule are taken from

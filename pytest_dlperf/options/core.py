@@ -51,6 +51,7 @@ def add_options(parser: pytest.Parser) -> None:
     add_workload_options(parser)
     add_data_options(parser)
     add_measurement_options(parser)
+    add_checkpoint_options(parser)
     add_pace_probe_options(parser)
     add_report_options(parser)
     add_gate_options(parser)
@@ -171,6 +172,20 @@ def add_measurement_options(parser: pytest.Parser) -> None:
       help="seconds one run may take before every process is killed (default 900)")
 
 
+def add_checkpoint_options(parser: pytest.Parser) -> None:
+    """Whether each launch saves and loads a checkpoint after its window, timed (metrics checkpoint_save/_load)."""
+    a = OptionGroup(parser, "dlperf-checkpoint", "pytest-dlperf: the checkpoint after the window", after="dlperf-measure")
+    a("--dlperf-checkpoint", choices=("auto", "on", "off"), default="auto",
+      help="after a launch's window, the model's and optimizer's state saved and loaded back in the engine's own way "
+           "(torch DCP; torch.save on rank 0 under Horovod; tf.train.Checkpoint; paddle.save), each timed on every rank "
+           "and gated, then removed. auto (default): a case's first launch does, and its later ones where that took "
+           "at most 10%% of the launch; on: every launch; off: none")
+    a("--dlperf-checkpoint-dir", default=None, metavar="DIR",
+      help="save the checkpoints under DIR (an absolute path every node reaches, your shared filesystem), a "
+           "directory of each launch's own; default: the launch's run directory on node 0, which a multi-node case "
+           "uses only where the nodes share a filesystem (the local cluster's do)")
+
+
 def add_pace_probe_options(parser: pytest.Parser) -> None:
     """Whether the pace probe runs beside each CPU launch (the gate then judges at the baseline's pace)."""
     a = OptionGroup(parser, "dlperf-pace", "pytest-dlperf: the pace probe", after="dlperf-measure")
@@ -275,6 +290,8 @@ class RunOptions:
     data_workers: int | None = None  # --dlperf-data-workers (None: from each node's cores and devices)
     data_make: bool = False  # --dlperf-data-make: build the dataset on the nodes that lack it
     drop_caches: bool = False  # --dlperf-drop-caches: empty the page cache before each real-data launch reads
+    checkpoint: str = "auto"  # --dlperf-checkpoint: "auto", "on" or "off" (measure/checkpoints.py)
+    checkpoint_dir: str = ""  # --dlperf-checkpoint-dir: an absolute path every node reaches ("": the run's own)
     plots: bool = True  # --dlperf-plots: draw the report's PNG plots
     local_lease: str = "machine"  # --dlperf-local-lease: who takes turns on the local cluster (LOCAL_LEASES)
     local_start: str = "direct"  # --dlperf-local-start: how the local cluster starts torch ranks (LOCAL_STARTS)
@@ -362,6 +379,10 @@ def from_config(config: pytest.Config) -> RunOptions:
         raise pytest.UsageError(f"--dlperf-compile-cache {cache}: give an absolute path (a directory on every node, "
                                 f"e.g. --dlperf-compile-cache={Path(cache).resolve()})")
     data, data_dir = _data(get("dlperf_data"), get("dlperf_data_dir"))
+    checkpoint_dir = str(Path(get("dlperf_checkpoint_dir")).expanduser()) if get("dlperf_checkpoint_dir") else ""
+    if checkpoint_dir and not Path(checkpoint_dir).is_absolute():
+        raise pytest.UsageError(f"--dlperf-checkpoint-dir {checkpoint_dir}: give an absolute path (a directory every "
+                                f"node reaches, e.g. --dlperf-checkpoint-dir={Path(checkpoint_dir).resolve()})")
     if not [b for b in get("dlperf_backend").split(",") if b.strip()]:
         raise pytest.UsageError("--backend: give an engine (ddp, tf, paddle, horovod, perseus, acspeed) or a "
                                 "comma-separated list of them")
@@ -390,7 +411,8 @@ def from_config(config: pytest.Config) -> RunOptions:
         compile=list(dict.fromkeys(modes)) if modes else None, compile_cache=cache,
         cold_launches=get("dlperf_cold_launches"),
         data=data, data_dir=data_dir, data_workers=get("dlperf_data_workers"), data_make=get("dlperf_data_make"),
-        drop_caches=get("dlperf_drop_caches"), plots=get("dlperf_plots") == "on",
+        drop_caches=get("dlperf_drop_caches"), checkpoint=get("dlperf_checkpoint"),
+        checkpoint_dir=checkpoint_dir, plots=get("dlperf_plots") == "on",
         local_lease=_local_lease(get("dlperf_local_lease")), local_start=get("dlperf_local_start"),
         launch_log=_launch_log(get("dlperf_launch_log")),
         session_token=(workerinput or {}).get("dlperf_session_token") or uuid.uuid4().hex[:12],

@@ -20,7 +20,7 @@ from ..ab.explain import profile_once
 from ..ab.options import ABOptions, ConfirmOptions
 from ..baselines import BaselineError
 from ..clusters.base import Cluster, ClusterError
-from ..measure import Bench, Measured, compile_caches
+from ..measure import Bench, Checkpoints, Measured, compile_caches
 from ..measure.budget import Budget, session_seconds
 from ..measure.more import more_launches
 from ..measure.runner import plan_run
@@ -74,7 +74,8 @@ class DLPerfSession:
         self.found = self.readiness.found  # what the readiness checks found: the one result the hub reads
         self.bench = Bench(cluster=lambda: self.cluster, launcher=self.engines.launcher, name=self.engines.name,
                            measurement=self.case_measurement, ready=self.readiness.run, live=self.live,
-                           budget=self.budget, report_dir=options.report_dir, launch_log=options.launch_log)
+                           budget=self.budget, report_dir=options.report_dir, launch_log=options.launch_log,
+                           checkpoints=Checkpoints(said=self.gate.note))
         confirm_options = confirm_options or ConfirmOptions.from_config(config)
         self.explain = confirm_options.explain
         self.mode: Mode = self._make_mode(ab_options, confirm_options)
@@ -146,6 +147,7 @@ class DLPerfSession:
             min_repeats=min(p.min_repeats or 1, repeats) if budget else 0, budget=budget,
             pace_probe=o.pace_probe == "on", compile_cache=o.compile_cache, cold_launches=o.cold_launches,
             data_dir=o.data_dir, data_workers=o.data_workers, drop_caches=o.drop_caches,
+            checkpoint=o.checkpoint, checkpoint_dir=o.checkpoint_dir,
             # the profile's repeats adapt to the spread; --dlperf-repeats R runs R, a recording every repeat
             settle_launches=0 if o.repeats or recording else min(p.settle_launches, repeats),
             settle_cv=p.settle_cv)

@@ -50,7 +50,7 @@ class TinyLauncher(Launcher):
             argv = [node.python, "-u", plan.workload[node.name], "--nnodes", str(case.topology.nodes),
                     "--node-rank", str(rank), "--nproc-per-node", str(case.topology.devices_per_node),
                     "--master-addr", plan.master_addr, "--master-port", str(plan.master_port),
-                    *self.workload_flags(case, m, 1, plan.output_path(node)), *self.variant_flags(case),
+                    *self.workload_flags(case, m, 1, plan.output_path(node), plan.checkpoint), *self.variant_flags(case),
                     *self.profile_flags(plan, node)]
             env = compile_cache_env(plan, node) if case.compiled else {}
             if env and drops_its_cache(plan, node, env):

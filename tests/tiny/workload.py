@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 
+import checkpoints
 import nodefacts
 import steplog
 import workloadkit
@@ -204,6 +205,42 @@ class Ring:
         return self._recv(self.peers[0])
 
 
+class Checkpoint:
+    """The tiny engine's checkpoint (``checkpoints.Checkpointer``): each rank writes its parameter and its share of
+    the model's state (a byte for every 25 work units of a step, split over the ranks) to ``rank<R>.bin`` and reads
+    its parameter back from it. Each takes TINY_CHECKPOINT_SECONDS (default 0.02) at least, a sleep after the file's
+    few milliseconds, as a write bound by its disk: a fixed figure the harness's tests can plant a change in."""
+
+    format = "tiny"
+
+    def __init__(self, rank: int, world: int, units: int, get, put) -> None:  # noqa: ANN001
+        self.rank, self.size, self.get, self.put = rank, units // 25 // max(1, world), get, put
+        self.floor = float(os.environ.get("TINY_CHECKPOINT_SECONDS", "0.02") or 0)
+
+    def _file(self, path: str) -> str:
+        return os.path.join(path, f"rank{self.rank}.bin")
+
+    def _at_least(self, t0: float) -> None:
+        time.sleep(max(0.0, self.floor - (time.perf_counter() - t0)))
+
+    def save(self, path: str) -> None:
+        t0 = time.perf_counter()
+        os.makedirs(path, exist_ok=True)
+        with open(self._file(path), "wb") as f:
+            f.write(json.dumps(self.get()).encode().ljust(64) + bytes(self.size))
+        self._at_least(t0)
+
+    def load(self, path: str) -> None:
+        t0 = time.perf_counter()
+        with open(self._file(path), "rb") as f:
+            head = f.read(64)
+            rest = len(f.read())
+        if rest != self.size:
+            raise SystemExit(f"{self._file(path)}: {rest} bytes of state where {self.size} were written")
+        self.put(json.loads(head.decode()))
+        self._at_least(t0)
+
+
 def rank_main(args: argparse.Namespace) -> int:
     world = args.nnodes * args.nproc_per_node
     rank = args.node_rank * args.nproc_per_node + args.local_rank
@@ -232,6 +269,15 @@ def rank_main(args: argparse.Namespace) -> int:
                                barrier=lambda: ring.allgather(None),
                                compiled=compiled.compiled if compiled is not None else None)
     started = steplog.start_and_memory(ring.allgather, START, timed)
+    saved = None
+    if args.checkpoint_dir:  # after the window; the digests below then check what the load put back
+
+        def put(value: float) -> None:
+            nonlocal param
+            param = value
+
+        saved = checkpoints.time_checkpoint(args.checkpoint_dir, Checkpoint(rank, world, units, lambda: param, put),
+                                            rank, lambda: ring.allgather(None), ring.allgather)
     compiles = ring.allgather(compiled.record(timed)) if compiled is not None else None
     profiled = (ring.allgather(Profiler(ops, args.profile_steps, args.profile_dir, rank).run(step))
                 if args.profile_steps > 0 else None)
@@ -247,6 +293,7 @@ def rank_main(args: argparse.Namespace) -> int:
                      frameworks={}, tiny=VERSION, python=platform.python_version(), backend="tcp",
                      wrapper="none" if world == 1 else "allgather", **started,
                      **({"compile": steplog.compile_figures(compiles)} if compiles else {}),
+                     **({"checkpoint": saved} if saved else {}),
                      **({"profile": {"tool": "tiny", "steps": args.profile_steps, "ranks": profiled}} if profiled else {}))
             log.steps(timed, [g["times"] for g in gathered], args.batch_size * world)
             log.end([g["digest"] for g in gathered])

@@ -22,6 +22,7 @@ import paddle.distributed as dist
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+import checkpoints  # the timed checkpoint, copied beside this file
 import steplog  # the step-log contract, copied beside this file
 import workloadkit  # the flags every workload takes, copied beside it as steplog.py
 from nodefacts import cpu_model  # copied beside this file, as steplog.py
@@ -107,9 +108,30 @@ class Group:
         return [json.loads(text) for text in steplog.gather_text(self.gather, json.dumps(info))]
 
 
+class PaddleCheckpoint:
+    """Paddle's way (``checkpoints.Checkpointer``): rank 0 writes the model's and the optimizer's state dicts
+    (``paddle.save``: model.pdparams, model.pdopt); every rank reads them back (``paddle.load``, ``set_state_dict``)."""
+
+    format = "paddle.save"
+
+    def __init__(self, model: nn.Layer, opt, rank: int) -> None:  # noqa: ANN001
+        self.model, self.opt, self.rank = model, opt, rank
+
+    def save(self, path: str) -> None:
+        if self.rank == 0:
+            os.makedirs(path, exist_ok=True)
+            paddle.save(self.model.state_dict(), os.path.join(path, "model.pdparams"))
+            paddle.save(self.opt.state_dict(), os.path.join(path, "model.pdopt"))
+
+    def load(self, path: str) -> None:
+        self.model.set_state_dict(paddle.load(os.path.join(path, "model.pdparams")))
+        self.opt.set_state_dict(paddle.load(os.path.join(path, "model.pdopt")))
+
+
 def make_step(args: argparse.Namespace, model: nn.Layer, rank: int, cuda: bool, batches=None):  # noqa: ANN001
     """One training step of DataParallel(model) on this rank's own synthetic batch (or the loader's next,
-    ``batches``), under AMP with --precision amp; with the no-sync fault each rank keeps its own gradients."""
+    ``batches``), under AMP with --precision amp; with the no-sync fault each rank keeps its own gradients.
+    Returns (the step, its optimizer)."""
     dp = paddle.DataParallel(model)
     opt = paddle.optimizer.Momentum(0.01, momentum=0.9, parameters=model.parameters(), weight_decay=1e-4)
     use_amp = args.precision == "amp"
@@ -140,7 +162,7 @@ def make_step(args: argparse.Namespace, model: nn.Layer, rank: int, cuda: bool, 
             scaler.step(opt)
             scaler.update()
         return loss
-    return step
+    return step, opt
 
 
 def parameter_digest(model: nn.Layer) -> list[float]:
@@ -177,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
 
         batches, data = real_batches(args, rank, world, steplog.fail)
         data["loader_samples_per_s"] = [r[0] for r in group.gather([batches.alone(args.batch_size)])]
-    step = make_step(args, model, rank, cuda, batches)
+    step, opt = make_step(args, model, rank, cuda, batches)
     START.mark("model")
 
     def sync() -> None:
@@ -190,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     gathered = group.gather(timed.seconds)
     if data is not None:
         data["wait_seconds"] = group.gather(batches.window_waits(timed.warmup, timed.iters))
+    saved = None
+    if args.checkpoint_dir:  # after the window; the digests below then check what the load put back
+        saved = checkpoints.time_checkpoint(args.checkpoint_dir, PaddleCheckpoint(model, opt, rank), rank,
+                                            group.barrier, group.gather)
     digests = group.gather(parameter_digest(model))
     ranks = group.gather_json({"host": socket.gethostname(),
                                "device": paddle.device.get_device() if cuda else cpu_model(), "threads": args.threads})
@@ -203,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                      frameworks={"paddle": paddle.__version__}, python=platform.python_version(),
                      backend="nccl" if cuda else "gloo",
                      parameters=int(sum(int(p.numel()) for p in model.parameters())), **started,
+                     **({"checkpoint": saved} if saved else {}),
                      **({"input": data} if data is not None else {}))
             log.steps(timed, gathered, args.batch_size * world)
             log.end(digests)

@@ -20,7 +20,9 @@ Optional meta fields (a log without them is still contract 1; the harness says "
 ``first_step["start"]``: "direct" where the local cluster's direct start, not the engine's launcher, started the
 ranks: its time to first step holds no launcher agent's start),
 ``written`` (rank 0's clock when it wrote the meta line: ``Writer.meta`` adds it; with ``launched`` and the
-window, where the launch's seconds went: ``results/phases.py``), and ``compile`` for a model trained through a compiler
+window, where the launch's seconds went: ``results/phases.py``), ``checkpoint`` (a launch given
+``--checkpoint-dir``: the slowest rank's save and load after the window, the bytes written, the format;
+``checkpoint_figures``), and ``compile`` for a model trained through a compiler
 (``compiled``): the time from the first step to the end of the last warm-up step that compiled, the
 compiler's own accounting, its graph breaks and recompilations with what it said of them.
 
@@ -292,6 +294,16 @@ def compile_figures(per_rank: list[dict]) -> dict:
 
 
 SAID_AT_MOST = 10  # a compile record keeps this many different graph breaks and recompilation reasons
+
+
+def checkpoint_figures(per_rank: list[list[float]], fmt: str, size: int, where: str) -> dict:
+    """The meta line's ``checkpoint`` from every rank's ``[save seconds, load seconds]`` (``checkpoints.py``): the
+    slowest rank's of each (the checkpoint is written, or read, when the last rank is done), its bytes on disk,
+    what wrote it and where."""
+    save = max(range(len(per_rank)), key=lambda r: per_rank[r][0])
+    load = max(range(len(per_rank)), key=lambda r: per_rank[r][1])
+    return {"save_seconds": per_rank[save][0], "load_seconds": per_rank[load][1], "save_rank": save,
+            "load_rank": load, "ranks": [[r[0], r[1]] for r in per_rank], "bytes": size, "format": fmt, "dir": where}
 
 
 def peak_memory(per_rank: list[dict]) -> dict:

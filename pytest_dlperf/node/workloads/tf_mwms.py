@@ -38,6 +38,7 @@ os.environ["TMPDIR"] = tempfile.tempdir = PRIVATE_TMP
 
 import tensorflow as tf  # noqa: E402
 
+import checkpoints  # noqa: E402  (the timed checkpoint, copied beside this file)
 import steplog  # noqa: E402  (the step-log contract, copied beside this file)
 import workloadkit  # noqa: E402  (the flags every workload takes, copied beside it as steplog.py)
 from nodefacts import cpu_model  # noqa: E402  (copied beside this file, as steplog.py)
@@ -198,6 +199,36 @@ def configure_devices(args: argparse.Namespace) -> list:
     return gpus
 
 
+class TfCheckpoint:
+    """TensorFlow's way (``checkpoints.Checkpointer``): ``tf.train.Checkpoint`` of the model and its optimizer.
+    Under MultiWorkerMirroredStrategy every worker writes (the strategy reads its variables together), the chief the
+    checkpoint and the others a directory of their own, removed after (TensorFlow's multi-worker guide), and every
+    worker reads the chief's; under Horovod worker 0 writes and reads, and broadcasts the variables."""
+
+    format = "tf.train.Checkpoint"
+
+    def __init__(self, model, opt, comm) -> None:  # noqa: ANN001
+        self.ckpt, self.comm = tf.train.Checkpoint(model=model, optimizer=opt), comm
+        self.variables = [*model.variables, *opt.variables]
+        self.mirrored = isinstance(comm, MirroredComm)
+
+    def save(self, path: str) -> None:
+        rank = self.comm.rank
+        if self.mirrored:
+            where = path if rank == 0 else f"{path}.worker{rank}"
+            self.ckpt.write(os.path.join(where, "ckpt"))
+            if rank:
+                shutil.rmtree(where, ignore_errors=True)
+        elif rank == 0:
+            self.ckpt.write(os.path.join(path, "ckpt"))
+
+    def load(self, path: str) -> None:
+        if self.mirrored or self.comm.rank == 0:
+            self.ckpt.read(os.path.join(path, "ckpt")).assert_consumed()
+        if not self.mirrored:
+            self.comm.broadcast_variables(self.variables)
+
+
 def build_training(args: argparse.Namespace, comm, gpus: list):
     """The model and its optimizer under the strategy's scope, with the optimizer's slots made."""
     with comm.scope():
@@ -318,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     gathered = gather(timed.seconds)
     if data is not None:
         data["wait_seconds"] = gather(batches.window_waits(timed.warmup, timed.iters))
+    saved = None
+    if args.checkpoint_dir:  # after the window; the digests below then check what the load put back
+        saved = checkpoints.time_checkpoint(args.checkpoint_dir, TfCheckpoint(model, opt, comm), rank,
+                                            lambda: gather([0.0]), gather)
     digests = gather(parameter_digest(model))
     info = json.dumps({"host": socket.gethostname(), "device": gpus[0].name if gpus else cpu_model(),
                        "threads": args.threads or os.cpu_count()})
@@ -332,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                      python=platform.python_version(), backend=comm.name, engine=args.engine,
                      nnodes=comm.nnodes,
                      parameters=int(sum(int(tf.size(v)) for v in model.trainable_variables)), **started,
+                     **({"checkpoint": saved} if saved else {}),
                      **({"input": data} if data is not None else {}))
             log.steps(timed, gathered, global_batch)
             log.end(digests)

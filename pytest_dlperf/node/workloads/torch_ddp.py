@@ -34,6 +34,9 @@ Inductor's caches go where ``TORCHINDUCTOR_CACHE_DIR`` says (the harness gives e
 one, ``--drop-compile-cache``, unless it was asked to keep one).
 ``--profile-steps N --profile-dir DIR`` (a profiled launch, never counted): N more steps after the window
 under the PyTorch profiler, a Chrome trace per rank (``torchprofile.py``), said in the meta line's ``profile``.
+``--checkpoint-dir DIR``: after the window, the model's and optimizer's state saved there and loaded back, each
+timed on every rank (``checkpoints.py``; the engine's way, ``torch_checkpoint.py``: DCP, or rank 0's torch.save
+under Horovod), then removed; said in the meta line's ``checkpoint``. DLPERF_PLANT_SAVE=x makes each save x times longer.
 DLPERF_FAULT=rank:step crashes that rank at that step; DLPERF_FAULT=nosync trains without
 synchronising gradients (the harness must catch the drift); DLPERF_PLANT_SLOWDOWN=d slows each step.
 """
@@ -54,9 +57,11 @@ import torch.nn.functional as F
 from torch.distributed.elastic.multiprocessing.errors import record
 
 # the step-log contract and the workload's other modules, copied beside this file (the launchers' workload files)
+import checkpoints
 import steplog
 import workloadkit
 from nodefacts import cpu_model
+from torch_checkpoint import checkpointer
 from torch_comm import ENGINES, comm_for
 from torch_models import MODELS, TOKEN_MODELS, build_model, llm_facts, optimizer_for, synthetic_batch
 from torch_probes import (CudaClock, CudaMemory, Dynamo, FirstStepFlops, allreduce_bandwidth, compile_cache,
@@ -83,8 +88,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+class TrainStep:
+    """One training step (call it) and what it trains: the engine's wrapped model and its optimizer, whose
+    state a checkpoint saves. (A plain class: the tests load this file as a module of no package, where
+    dataclasses cannot resolve its annotations.)"""
+
+    def __init__(self, run: Callable[[], torch.Tensor], net: nn.Module, opt: torch.optim.Optimizer) -> None:
+        self.run, self.net, self.opt = run, net, opt
+
+    def __call__(self) -> torch.Tensor:
+        return self.run()
+
+
 def make_step(args: argparse.Namespace, model: nn.Module, wrap: Callable, device: torch.device,
-              cuda: bool, batches: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], torch.Tensor]:
+              cuda: bool, batches: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> TrainStep:
     """One training step on the rank's next batch (``batches``: the same synthetic one, or the loader's
     next): the model wrapped by the engine (``wrap``: DDP,
     FSDP, Horovod's optimizer), forward under autocast with amp, loss, backward, optimizer step.
@@ -118,7 +135,7 @@ def make_step(args: argparse.Namespace, model: nn.Module, wrap: Callable, device
         scaler.update()
         return loss.detach()
 
-    return step
+    return TrainStep(step, net, opt)
 
 
 def feed(args: argparse.Namespace, comm, device: torch.device, cuda: bool):  # noqa: ANN001, ANN201
@@ -295,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     ranks = every_rank(comm, timed, device)
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     allreduce = allreduce_bandwidth(comm, device, grad_bytes, sync) if world > 1 else []
+    saved = None
+    if args.checkpoint_dir:  # after the window; the digests below then check what the load put back
+        saved = checkpoints.time_checkpoint(args.checkpoint_dir, checkpointer(comm, step.net, step.opt), rank,
+                                            comm.barrier, lambda xs: [t.tolist() for t in comm.all_gather(
+                                                torch.tensor(xs, dtype=torch.float64, device=device))])
     digests = comm.all_gather(parameter_digest(model, device))
 
     if rank == 0:
@@ -318,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                 **({"cudnn_benchmark": torch.backends.cudnn.benchmark} if cuda else {}),
                 memory=steplog.peak_memory(ranks["peaks"]), first_step=steplog.first_step(ranks["starts"]),
                 **({"compile": steplog.compile_figures(compiles)} if compiles else {}),
+                **({"checkpoint": saved} if saved else {}),
                 **({"input": data} if data is not None else {}),
                 **({"profile": {"tool": "torch.profiler", "steps": args.profile_steps, "ranks": profiled}}
                    if profiled else {}),

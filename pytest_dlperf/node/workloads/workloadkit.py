@@ -45,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser, models: Sequence[str], sources: Ma
                    help="real data: the loader's worker processes (or threads) per rank")
     p.add_argument("--drop-caches", action="store_true",
                    help="real data: empty the page cache before reading (root), so that the first epoch reads the disk")
+    p.add_argument("--checkpoint-dir", default="",
+                   help="after the window, save the model's and optimizer's state in this directory (one every rank "
+                        "reaches), load it back, each timed on every rank, then remove it ('': no checkpoint)")
     p.add_argument("--output", required=True, help="the step log (JSON lines), written by rank 0")
 
 
