@@ -39,6 +39,15 @@ def test_the_phases_of_a_local_launch_add_up_to_its_seconds_in_a_launchs_order()
     assert got.line().endswith(f"exit {got.seconds['exit']:.1f}")
 
 
+def test_a_checkpoint_after_the_window_is_its_own_phase_taken_from_after():
+    plain = launch_phases(recorded(), same_clock=True)
+    got = launch_phases(recorded(checkpoint={"save_seconds": 0.3, "load_seconds": 0.1}), same_clock=True)
+    assert list(got.seconds).index("checkpoint") == list(got.seconds).index("window") + 1
+    assert got.seconds["checkpoint"] == pytest.approx(0.4)
+    assert got.seconds["after"] == pytest.approx(max(0.0, plain.seconds["after"] - 0.4), abs=1e-3)
+    assert ", checkpoint 0.4, after " in got.line()
+
+
 def test_nodes_on_another_clock_give_before_and_exit_as_one_figure():
     """A node's clock may be set apart from this machine's: only durations are mixed."""
     run = recorded()

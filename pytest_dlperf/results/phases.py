@@ -23,7 +23,8 @@ NAMES: dict[str, str] = {
     "first_step": "first step",
     "warmup": "warm-up",  # the rest of the warm-up steps
     "window": "window",  # the measured steps
-    "after": "after",  # the gathers and probes after the window, up to the result written
+    "checkpoint": "checkpoint",  # the checkpoint after the window: the slowest rank's save and its load
+    "after": "after",  # the other gathers and probes after the window, up to the result written
     "exit": "exit",  # from the result written to the last node command's exit: the ranks' and the launcher's
     "outside": "before+exit",  # before and exit together, where the clocks differ
 }
@@ -43,7 +44,8 @@ class LaunchPhases:
         parts = [f"{NAMES[k]} {s[k]:.1f}" for k in ("harness", "before") if k in s]
         parts.append(f"start {sum(s[k] for k in start):.1f} ("
                      + ", ".join(f"{NAMES[k]} {s[k]:.1f}" for k in start) + ")")
-        parts += [f"{NAMES[k]} {s[k]:.1f}" for k in ("warmup", "window", "after", "exit", "outside") if k in s]
+        parts += [f"{NAMES[k]} {s[k]:.1f}" for k in ("warmup", "window", "checkpoint", "after", "exit", "outside")
+                  if k in s]
         return ", ".join(parts)
 
 
@@ -65,6 +67,10 @@ def launch_phases(run: RunRecord, same_clock: bool, total: float | None = None) 
     s["warmup"] = float(window["start"]) - first_end_steps
     s["window"] = float(window["end"]) - float(window["start"])
     s["after"] = float(written) - (first_end_wall + float(window["end"]) - first_end_steps)
+    saved = meta.get("checkpoint")
+    if isinstance(saved, Mapping) and _number(saved.get("save_seconds")) and _number(saved.get("load_seconds")):
+        s["checkpoint"] = float(saved["save_seconds"]) + float(saved["load_seconds"])
+        s["after"] -= s["checkpoint"]
     on_node = float(written) - launched
     if same_clock and run.started_at:
         s["before"] = launched - run.started_at
