@@ -13,7 +13,8 @@ step that cannot start, fails or runs out of time is said, with why, in place of
 3. every default GPU case at one launch (``pytest suites/ --nodes 1 --dlperf-gpus-per-node 1
    --dlperf-repeats 1``, no baselines; the suite's window of about 5 s, which holds at least 4 of
    NVML's utilisation samples where the driver takes one a second, its longest period):
-   throughput, MFU, GPU busy share (host-bound or not), energy per sample, time to first step;
+   throughput, MFU, GPU busy share (host-bound or not), energy per sample, time to first step, and in
+   results.json's figures the checkpoint after the window (its save and load from the GPU, its size);
 4. the decoder's step against a plain loop of it on the GPU (``benchmarks/llm_plain_loop.py``, bf16,
    the default GPU size);
 5. a planted 2% slow-down of resnet50 fp32 1n1g, an A/B session, pairs until decided (at most 6;
@@ -166,7 +167,8 @@ def case_row(case: dict) -> dict:
     notes = [n for n in (said, e_said if e_said != said else "") if n]
     row["result"] = "; ".join(notes) or "measured"
     row["figures"] = {m: _metric(case, m)[0] for m in ("throughput", "mfu", "busy_share", "energy_per_sample",
-                                                       "time_to_first_step", "peak_memory")}
+                                                       "time_to_first_step", "peak_memory", "checkpoint_save",
+                                                       "checkpoint_load", "checkpoint_size")}
     return row
 
 

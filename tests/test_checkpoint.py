@@ -99,7 +99,7 @@ def test_auto_keeps_a_cheap_checkpoint_and_stops_a_dear_one_saying_so():
     cps.took("cheap", m, run_with(AUTO_SHARE * 10 - 0.01), 10.0)
     cps.took("dear", m, run_with(3.0), 10.0)
     assert cps.measurement("cheap", m).checkpoint == "on" and cps.measurement("dear", m).checkpoint == "off"
-    assert len(said) == 1 and "dlperf dear: its checkpoint took 3.0 s of the 10.0 s launch (30%, over 10%)" in said[0]
+    assert len(said) == 1 and "dlperf dear: its checkpoint took 3.0 s of the 10.0 s launch (30.0%, over 10%)" in said[0]
     cps.took("none", m, run_with(None), 10.0)  # took none (an engine that does not): the next launch asks again
     assert "none" not in cps.later and cps.measurement("none", m).checkpoint == "on"
     assert Checkpoints().measurement("x", Measurement(2, 3, 1, 60, checkpoint="off")).checkpoint == "off"

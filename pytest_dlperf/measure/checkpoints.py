@@ -1,7 +1,7 @@
 """Which launches take a checkpoint after their window (``--dlperf-checkpoint``). ``on``: every launch; ``off``:
 none; ``auto`` (the default): a case's first launch does, and its later ones only where that checkpoint took at most
-``AUTO_SHARE`` of the launch. On CPU nodes saving and loading a few hundred MB costs 6-30% of a launch of the
-default suite (docs/measurements.md): measured every launch, it would lengthen every session by as much. A case's
+``AUTO_SHARE`` of the launch. On a 2-core CPU node saving and loading a default case's 0.2-1 GB costs 10-35% of an
+eager case's launch (docs/measurements.md): measured every launch, it would lengthen every session by as much. A case's
 checkpoint figures come from a case whose launches all took one (``metrics.catalog``), so a case that auto stopped
 after its first has none."""
 from __future__ import annotations
@@ -55,5 +55,5 @@ class Checkpoints:
         self.later[name] = spent <= AUTO_SHARE * seconds
         if not self.later[name]:
             self.said(f"dlperf {name}: its checkpoint took {spent:.1f} s of the {seconds:.1f} s launch "
-                      f"({spent / seconds:.0%}, over {AUTO_SHARE:.0%}): its later launches take none, and a case's "
+                      f"({spent / seconds:.1%}, over {AUTO_SHARE:.0%}): its later launches take none, and a case's "
                       "checkpoint figures need every launch's (--dlperf-checkpoint on: every launch)")
