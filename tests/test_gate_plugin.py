@@ -97,9 +97,10 @@ def test_recording_keeps_raw_repeats_tolerance_and_versions(recorded):
     doc = json.loads(path.read_text())
     assert doc["schema"] == 3 and doc["profile"] == path.stem
     e = doc["entries"][KEY]
-    # every gated per-launch metric's runs, one per launch, alike: throughput, peak memory (bytes) and time to
-    # first step (s); a 1n1g's scaling figures stated beside them, its median derived from its runs
-    assert set(e["runs"]) == {"throughput", "peak_memory", "time_to_first_step"}
+    # every gated per-launch metric's runs, one per launch, alike: throughput, peak memory (bytes), time to first
+    # step and the checkpoint's save and load (s); a 1n1g's scaling figures stated beside them, its median derived
+    # from its runs
+    assert set(e["runs"]) == {"throughput", "peak_memory", "time_to_first_step", "checkpoint_save", "checkpoint_load"}
     assert all(len(v) == 5 and all(x > 0 for x in v) for v in e["runs"].values())
     assert e["stated"] == {"speedup": 1.0, "efficiency": 1.0} and "median" not in e and "throughputs" not in e
     assert e["versions"]["python"] == platform.python_version() and e["recorded_at"] and e["source"] == "recorded"
@@ -547,7 +548,7 @@ def test_other_hardware_is_not_called_a_regression(recorded, tmp_path, mode, cod
     assert f"local0: CPU {this_cpu(recorded)} vs {OTHER_CPU}" in r.stdout, r.stdout
     assert "NOT JUDGED (hardware differs" in r.stdout and "--update-baselines" in r.stdout
     verdict = json.loads((tmp_path / "report" / "results.json").read_text())["cases"][0]["verdict"]
-    assert set(verdict) == {"throughput", "peak_memory", "time_to_first_step"}, verdict
+    assert set(verdict) == {"throughput", "peak_memory", "time_to_first_step", "checkpoint_save", "checkpoint_load"}, verdict
     for metric, v in verdict.items():
         assert v["status"] == "hardware" and "not the one that recorded" in v["message"], (metric, v["message"])
         assert v["measured_median"] > 0 and v["baseline_median"] > 0 and v["change"] is not None, (metric, v)

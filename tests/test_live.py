@@ -92,11 +92,11 @@ def test_without_a_terminal_each_launch_and_pair_says_a_line_and_a_long_launch_i
     for ln in (ln for ln in lines if ln.startswith(f"dlperf {case} p")):
         went = re.fullmatch(r".* samples/s in ([\d.]+) s: harness [\d.]+, before [\d.]+, start [\d.]+ \(launcher [\d.]+, "
                             r"imports [\d.]+, group [\d.]+, model [\d.]+, first step [\d.]+\), warm-up [\d.]+, "
-                            r"window [\d.]+, after [\d.]+, exit [\d.]+", ln)
+                            r"window [\d.]+, checkpoint [\d.]+, after [\d.]+, exit [\d.]+", ln)
         assert went, ln
         parts = [float(x) for x in re.findall(r"(?:harness|before|launcher|imports|group|model|first step|warm-up|"
-                                              r"window|after|exit) ([\d.]+)", ln)]
-        assert len(parts) == 11 and abs(sum(parts) - float(went[1])) < 0.05 * 11 + 0.2, ln
+                                              r"window|checkpoint|after|exit) ([\d.]+)", ln)]
+        assert len(parts) == 12 and abs(sum(parts) - float(went[1])) < 0.05 * 12 + 0.2, ln
         assert float(re.search(r"window ([\d.]+)", ln)[1]) >= 1.0, ln  # the window of about 3 s, as it ran
     pairs = [ln for ln in lines if ln.startswith(f"dlperf A/B {case} pair ")]
     assert [p.split(" pair ")[1].split(":")[0] for p in pairs] == ["1 of at most 3", "2 of at most 3", "3 of at most 3"]

@@ -269,8 +269,13 @@ def rank_main(args: argparse.Namespace) -> int:
                                barrier=lambda: ring.allgather(None),
                                compiled=compiled.compiled if compiled is not None else None)
     started = steplog.start_and_memory(ring.allgather, START, timed)
+    compiles = ring.allgather(compiled.record(timed)) if compiled is not None else None
+    profiled = (ring.allgather(Profiler(ops, args.profile_steps, args.profile_dir, rank).run(step))
+                if args.profile_steps > 0 else None)
+    gathered = ring.allgather({"times": timed.seconds, "digest": [param, param * param],
+                               "host": socket.gethostname(), "device": nodefacts.cpu_model()})
     saved = None
-    if args.checkpoint_dir:  # after the window; the digests below then check what the load put back
+    if args.checkpoint_dir:  # after the digests, as every workload takes it
 
         def put(value: float) -> None:
             nonlocal param
@@ -278,11 +283,6 @@ def rank_main(args: argparse.Namespace) -> int:
 
         saved = checkpoints.time_checkpoint(args.checkpoint_dir, Checkpoint(rank, world, units, lambda: param, put),
                                             rank, lambda: ring.allgather(None), ring.allgather)
-    compiles = ring.allgather(compiled.record(timed)) if compiled is not None else None
-    profiled = (ring.allgather(Profiler(ops, args.profile_steps, args.profile_dir, rank).run(step))
-                if args.profile_steps > 0 else None)
-    gathered = ring.allgather({"times": timed.seconds, "digest": [param, param * param],
-                               "host": socket.gethostname(), "device": nodefacts.cpu_model()})
     if rank == 0:
         with steplog.Writer(args.output) as log:
             log.meta(model=args.model, precision=args.precision, batch_size=args.batch_size,

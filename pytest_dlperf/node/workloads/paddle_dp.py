@@ -212,11 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     gathered = group.gather(timed.seconds)
     if data is not None:
         data["wait_seconds"] = group.gather(batches.window_waits(timed.warmup, timed.iters))
+    digests = group.gather(parameter_digest(model))
     saved = None
-    if args.checkpoint_dir:  # after the window; the digests below then check what the load put back
+    if args.checkpoint_dir:  # after the digests: a load that puts rank 0's state everywhere would hide a drift
         saved = checkpoints.time_checkpoint(args.checkpoint_dir, PaddleCheckpoint(model, opt, rank), rank,
                                             group.barrier, group.gather)
-    digests = group.gather(parameter_digest(model))
     ranks = group.gather_json({"host": socket.gethostname(),
                                "device": paddle.device.get_device() if cuda else cpu_model(), "threads": args.threads})
     if rank == 0:

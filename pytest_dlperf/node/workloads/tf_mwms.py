@@ -349,11 +349,11 @@ def main(argv: list[str] | None = None) -> int:
     gathered = gather(timed.seconds)
     if data is not None:
         data["wait_seconds"] = gather(batches.window_waits(timed.warmup, timed.iters))
+    digests = gather(parameter_digest(model))
     saved = None
-    if args.checkpoint_dir:  # after the window; the digests below then check what the load put back
+    if args.checkpoint_dir:  # after the digests: a load that puts the chief's state everywhere would hide a drift
         saved = checkpoints.time_checkpoint(args.checkpoint_dir, TfCheckpoint(model, opt, comm), rank,
                                             lambda: gather([0.0]), gather)
-    digests = gather(parameter_digest(model))
     info = json.dumps({"host": socket.gethostname(), "device": gpus[0].name if gpus else cpu_model(),
                        "threads": args.threads or os.cpu_count()})
     hosts = [json.loads(h) for h in steplog.gather_text(gather, info)]

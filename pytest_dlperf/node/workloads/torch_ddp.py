@@ -312,12 +312,12 @@ def main(argv: list[str] | None = None) -> int:
     ranks = every_rank(comm, timed, device)
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     allreduce = allreduce_bandwidth(comm, device, grad_bytes, sync) if world > 1 else []
+    digests = comm.all_gather(parameter_digest(model, device))
     saved = None
-    if args.checkpoint_dir:  # after the window; the digests below then check what the load put back
+    if args.checkpoint_dir:  # after the digests: a load that puts rank 0's state everywhere would hide a drift
         saved = checkpoints.time_checkpoint(args.checkpoint_dir, checkpointer(comm, step.net, step.opt), rank,
                                             comm.barrier, lambda xs: [t.tolist() for t in comm.all_gather(
                                                 torch.tensor(xs, dtype=torch.float64, device=device))])
-    digests = comm.all_gather(parameter_digest(model, device))
 
     if rank == 0:
         with steplog.Writer(args.output) as log:
