@@ -273,3 +273,9 @@ def test_a_rev_side_takes_the_workload_files_its_commit_holds(tmp_path):
     assert all(f.is_relative_to(tree) for f in got if f.name != "rankstart.py")
     assert [f for f in got if f.name == "rankstart.py"] == [f for f in launcher.workload_paths()
                                                           if f.name == "rankstart.py"]
+    # a commit of before the timed checkpoint: its workload takes no --checkpoint-dir, so its launches get none
+    from pytest_dlperf.launchers.base import carries_checkpoints
+
+    assert carries_checkpoints(got) and carries_checkpoints(launcher.workload_paths())
+    (tree / next(f for f in launcher.workload_paths() if f.name == "checkpoints.py").relative_to(repo)).unlink()
+    assert not carries_checkpoints(side.workload_paths(launcher))

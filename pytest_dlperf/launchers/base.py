@@ -33,7 +33,8 @@ TORCH_WORKLOAD = ("torch_ddp.py", "torch_models.py", "torch_comm.py", "torch_pro
 RANKSTART = "rankstart.py"
 # What goes with every workload: the step-log contract, the node's facts (cpu_model), the scaffold of flags,
 # feed and input facts every workload shares (node/workloads/workloadkit.py) and the timed checkpoint (checkpoints.py).
-BESIDE_EVERY_WORKLOAD = ("steplog.py", "nodefacts.py", "workloadkit.py", "checkpoints.py")
+CHECKPOINTS = "checkpoints.py"
+BESIDE_EVERY_WORKLOAD = ("steplog.py", "nodefacts.py", "workloadkit.py", CHECKPOINTS)
 
 
 class CacheUse(Enum):
@@ -55,6 +56,12 @@ class CompileCache:
 def own_cache_dir(run_dir: str) -> str:
     """A launch's own inductor cache, in its run directory on the node."""
     return posixpath.join(run_dir, "inductor-cache")
+
+
+def carries_checkpoints(files: list[Path]) -> bool:
+    """Whether a launch's workload files take ``--checkpoint-dir``: an A/B side's older revision of them, from before
+    the timed checkpoint, holds no checkpoints.py and its workload would refuse the flag."""
+    return any(Path(f).name == CHECKPOINTS for f in files)
 
 
 def checkpoint_dir(m: Measurement, run_dirs: list[str], tag: str, shared: bool) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..clusters.base import Cluster, ClusterError, Node, NodeCommand, NodeProcess, fresh_log, stop_everything
-from ..launchers.base import CompileCache, Launcher, RunPlan, checkpoint_dir
+from ..launchers.base import CompileCache, Launcher, RunPlan, carries_checkpoints, checkpoint_dir
 from ..node.workloads import steplog
 from ..results.records import RunRecord, StepRecord
 from ..specs import CaseSpec, Measurement
@@ -56,7 +56,7 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                            + ", ".join(n.name for n in all_nodes))
     nodes = all_nodes[:need]
     run_id = run_id or f"{case.id}-{uuid.uuid4().hex[:8]}"
-    run_dirs, workload = {}, {}
+    run_dirs, workload, carried = {}, {}, True
     for node in nodes:
         run_dirs[node.name] = cluster.make_run_dir(node, run_id)
         # A launcher that starts every node from node 0 runs one command line everywhere: the
@@ -64,6 +64,7 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
         where = posixpath.dirname(run_dirs[node.name]) if launcher.spans_nodes else run_dirs[node.name]
         files = side.workload_paths(launcher) if side is not None else launcher.workload_paths()
         paths = [cluster.upload(node, f, where) for f in files]
+        carried = carried and carries_checkpoints(files)
         workload[node.name] = paths[0] if paths else ""  # the entry script; the others (steplog.py) beside it
     if launcher.spans_nodes and len(set(workload.values())) > 1:
         shown = ", ".join(f"{name}: {path}" for name, path in workload.items())
@@ -86,7 +87,7 @@ def plan_run(cluster: Cluster, launcher: Launcher, case: CaseSpec, measurement: 
                    interfaces={n.name: held[n.name] for n in nodes if n.name in held},
                    compile_cache=cache or CompileCache(), rank_start=cluster.rank_start,
                    checkpoint=checkpoint_dir(measurement, [run_dirs[n.name] for n in nodes], tag,
-                                             cluster.shares_filesystem))
+                                             cluster.shares_filesystem) if carried else "")
     cmds = launcher.commands(plan)
     if side is not None:
         cmds = side.commands(cmds)
