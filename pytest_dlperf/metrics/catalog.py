@@ -41,16 +41,17 @@ def _figure_in(got: object, key: str) -> float | None:
     return None
 
 
-def _node_figure(field: str, key: str, what: str) -> Any:
+def _node_figure(field: str, key: str, what: str, absent: str = "") -> Any:
     """A figure the workload wrote in its meta line under ``field`` (``{key: value}``, or
-    ``{"not_measured": why}``); NotMeasured says why there is none."""
+    ``{"not_measured": why}``); NotMeasured says why there is none (``absent``: what a launch without the
+    record did, where that is more than "reports no <what>")."""
 
     def of(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
         got = _figure_in(run.meta.get(field), key)
         if got is not None:
             return got
         source = "a program's own output" if run.meta.get("parsed") is not None else "its workload"
-        raise NotMeasured(f"{source} reports no {what}")
+        raise NotMeasured(f"{source} {absent or f'reports no {what}'}")
 
     return of
 
@@ -73,19 +74,6 @@ def _watched(part: str, key: str) -> Any:
 # Why a launch has no checkpoint figures, where its workload wrote none: the harness asks for one unless told not to.
 _NO_CHECKPOINT = ("took no checkpoint (--dlperf-checkpoint off; a profiled launch; a multi-node case on nodes that "
                   "share no filesystem, without --dlperf-checkpoint-dir; or an engine that does not checkpoint)")
-
-
-def _checkpoint(key: str) -> Any:
-    """A figure of the launch's ``checkpoint`` meta record (``checkpoints.py`` on the node)."""
-
-    def of(run: RunRecord, case: CaseSpec, m: Measurement) -> float:
-        got = _figure_in(run.meta.get("checkpoint"), key)
-        if got is None:
-            source = "a program's own output" if run.meta.get("parsed") is not None else "its workload"
-            raise NotMeasured(f"{source} {_NO_CHECKPOINT}")
-        return got
-
-    return of
 
 
 def _checkpointed(runs: Sequence[RunRecord], case: CaseSpec) -> tuple[list[RunRecord], str]:
@@ -300,19 +288,19 @@ TIME_TO_FIRST_STEP = Metric(
 # a NOISY bound of half on CPU nodes. (A/B calls a lower-is-better figure WORSE past 1 / (1 - tolerance): 1.43x at 30%.)
 CHECKPOINT_SAVE = Metric(
     "checkpoint_save", "checkpoint save time", "save s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
-    description="after the window, saving the model's and optimizer's state in the engine's way (torch DCP; "
-                "rank 0's torch.save under Horovod), from a barrier to the slowest rank's end",
-    tolerances={CPU: 0.30, GPU: 0.20}, per_launch=_checkpoint("save_seconds"), digits=".3g", cv_bound=0.50,
-    launches=_checkpointed)
+    description="after the window, saving the model's and optimizer's state in the engine's way (torch DCP, "
+                "torch.save under Horovod, tf.train.Checkpoint, paddle.save), from a barrier to the slowest rank's end",
+    tolerances={CPU: 0.30, GPU: 0.20}, digits=".3g", cv_bound=0.50, launches=_checkpointed,
+    per_launch=_node_figure("checkpoint", "save_seconds", "checkpoint save time", absent=_NO_CHECKPOINT))
 CHECKPOINT_LOAD = Metric(
     "checkpoint_load", "checkpoint load time", "load s", "s", Direction.LOWER, Kind.LAUNCH, gated=True,
     description="reading that checkpoint back into the model and optimizer, from a barrier to the slowest "
-                "rank's end", tolerances={CPU: 0.30, GPU: 0.20}, per_launch=_checkpoint("load_seconds"),
-    digits=".3g", cv_bound=0.50, launches=_checkpointed)
+                "rank's end", tolerances={CPU: 0.30, GPU: 0.20}, digits=".3g", cv_bound=0.50, launches=_checkpointed,
+    per_launch=_node_figure("checkpoint", "load_seconds", "checkpoint load time", absent=_NO_CHECKPOINT))
 CHECKPOINT_SIZE = Metric(
     "checkpoint_size", "checkpoint size", "ckpt MiB", "MiB", Direction.LOWER, Kind.LAUNCH, gated=False,
-    description="the bytes that checkpoint took on disk", per_launch=_checkpoint("bytes"), scale=2 ** 20,
-    digits=".4g", stored_unit="bytes", launches=_checkpointed)
+    description="the bytes that checkpoint took on disk", scale=2 ** 20, digits=".4g", stored_unit="bytes",
+    launches=_checkpointed, per_launch=_node_figure("checkpoint", "bytes", "checkpoint size", absent=_NO_CHECKPOINT))
 
 # Under 0.90 a case is host-bound: a tenth of its window or more the GPUs waited for the host's
 # dispatch, and the host's speed moved by the 25-32% seen on the lent GPU machines (bert-base 887 and
