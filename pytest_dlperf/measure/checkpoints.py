@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from ..results.phases import checkpoint_seconds
 from ..results.records import RunRecord
 from ..specs import Measurement
 
@@ -20,15 +21,6 @@ class CheckpointMode(str, Enum):
     AUTO = "auto"
     ON = "on"
     OFF = "off"
-
-
-def seconds_of(run: RunRecord) -> float | None:
-    """The save and load seconds of a launch's checkpoint (None: it took none)."""
-    got = run.meta.get("checkpoint")
-    if not isinstance(got, dict):
-        return None
-    parts = [got.get("save_seconds"), got.get("load_seconds")]
-    return float(sum(parts)) if all(isinstance(p, (int, float)) for p in parts) else None
 
 
 @dataclass
@@ -49,7 +41,7 @@ class Checkpoints:
         and a case that stops says so once."""
         if CheckpointMode(m.checkpoint) is not CheckpointMode.AUTO or name in self.later:
             return
-        spent = seconds_of(run)
+        spent = checkpoint_seconds(run.meta)
         if spent is None or seconds <= 0:
             return  # it took none (an engine that does not, nodes that share no directory): the next launch decides
         self.later[name] = spent <= AUTO_SHARE * seconds

@@ -49,6 +49,15 @@ class LaunchPhases:
         return ", ".join(parts)
 
 
+def checkpoint_seconds(meta: Mapping) -> float | None:
+    """The save and load seconds of a launch's checkpoint after its window (the meta line's ``checkpoint``); None:
+    it took none."""
+    got = meta.get("checkpoint")
+    if isinstance(got, Mapping) and _number(got.get("save_seconds")) and _number(got.get("load_seconds")):
+        return float(got["save_seconds"]) + float(got["load_seconds"])
+    return None
+
+
 def launch_phases(run: RunRecord, same_clock: bool, total: float | None = None) -> LaunchPhases | None:
     """The launch's phases, or None where its workload did not write what they take (an older workload, a
     program's own log); ``same_clock``: the nodes keep this machine's clock (the local cluster); ``total``: the
@@ -67,10 +76,10 @@ def launch_phases(run: RunRecord, same_clock: bool, total: float | None = None) 
     s["warmup"] = float(window["start"]) - first_end_steps
     s["window"] = float(window["end"]) - float(window["start"])
     s["after"] = float(written) - (first_end_wall + float(window["end"]) - first_end_steps)
-    saved = meta.get("checkpoint")
-    if isinstance(saved, Mapping) and _number(saved.get("save_seconds")) and _number(saved.get("load_seconds")):
-        s["checkpoint"] = float(saved["save_seconds"]) + float(saved["load_seconds"])
-        s["after"] -= s["checkpoint"]
+    saved = checkpoint_seconds(meta)
+    if saved is not None:
+        s["checkpoint"] = saved
+        s["after"] -= saved
     on_node = float(written) - launched
     if same_clock and run.started_at:
         s["before"] = launched - run.started_at
