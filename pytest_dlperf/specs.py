@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from enum import Enum
 from typing import TYPE_CHECKING
 
 from .datasources import SYNTHETIC
@@ -143,6 +144,15 @@ class CaseSpec:
         return d
 
 
+class CheckpointMode(str, Enum):
+    """--dlperf-checkpoint: which launches take a checkpoint after their window (measure/checkpoints.py decides
+    auto's per launch: a launch runs ON or OFF)."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+
 @dataclass(frozen=True)
 class Measurement:
     """How each run of a case is measured (the workload reports the lengths it actually ran)."""
@@ -179,7 +189,7 @@ class Measurement:
     # after the window, the model's and optimizer's state saved and loaded back, each timed on every rank
     # (--dlperf-checkpoint: "on", "off", or the session's "auto", which measure/checkpoints.py decides per launch);
     # where: a directory every node reaches (--dlperf-checkpoint-dir; "": the run's own)
-    checkpoint: str = "off"
+    checkpoint: str = CheckpointMode.OFF.value
     checkpoint_dir: str = ""
 
     def to_dict(self) -> dict:

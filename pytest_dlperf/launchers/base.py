@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..clusters.base import RUN_TAG_ENV, Node, NodeCommand, RankStart, SpanAccess
 from ..datasources import install_line, source
-from ..specs import COMPILED, PRECISIONS, CaseSpec, Measurement, ModelDefaults
+from ..specs import COMPILED, PRECISIONS, CaseSpec, CheckpointMode, Measurement, ModelDefaults
 
 # The decoder's width and depth per profile, a case variant (``d256l4``): on CPU nodes small enough
 # for the default suite's budget; on GPUs about 0.95 B parameters, the size a plain eager loop
@@ -69,7 +69,7 @@ def checkpoint_dir(m: Measurement, run_dirs: list[str], tag: str, shared: bool) 
     first): under --dlperf-checkpoint-dir, a directory of the launch's own (``tag``); else node 0's run directory where
     every rank sees it (one node, or nodes that share a filesystem). "": no checkpoint (off, a profiled launch, or
     nodes that share no directory)."""
-    if m.checkpoint != "on" or m.profile_steps:
+    if m.checkpoint != CheckpointMode.ON or m.profile_steps:
         return ""
     if m.checkpoint_dir:
         return posixpath.join(m.checkpoint_dir, tag)

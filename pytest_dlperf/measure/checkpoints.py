@@ -8,19 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from enum import Enum
 
 from ..results.phases import checkpoint_seconds
 from ..results.records import RunRecord
-from ..specs import Measurement
+from ..specs import CheckpointMode, Measurement
 
 AUTO_SHARE = 0.10  # auto: later launches take a checkpoint where the first's took at most this share of it
-
-
-class CheckpointMode(str, Enum):
-    AUTO = "auto"
-    ON = "on"
-    OFF = "off"
 
 
 @dataclass

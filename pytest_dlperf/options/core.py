@@ -13,7 +13,7 @@ import pytest
 
 from ..datasources import DATA_SOURCES, SOURCES, SYNTHETIC
 from ..metrics import DeviceKind, tolerated
-from ..specs import COMPILE_MODES, PRECISIONS
+from ..specs import COMPILE_MODES, PRECISIONS, CheckpointMode
 from .argtypes import choice_or_env, csv, fraction, non_negative_int, non_negative_seconds, positive_int, positive_seconds
 from .groups import OptionGroup, add_short_names, value_options
 
@@ -175,7 +175,7 @@ def add_measurement_options(parser: pytest.Parser) -> None:
 def add_checkpoint_options(parser: pytest.Parser) -> None:
     """Whether each launch saves and loads a checkpoint after its window, timed (metrics checkpoint_save/_load)."""
     a = OptionGroup(parser, "dlperf-checkpoint", "pytest-dlperf: the checkpoint after the window", after="dlperf-measure")
-    a("--dlperf-checkpoint", choices=("auto", "on", "off"), default="auto",
+    a("--dlperf-checkpoint", choices=tuple(c.value for c in CheckpointMode), default=CheckpointMode.AUTO.value,
       help="after a launch's window, the model's and optimizer's state saved and loaded back in the engine's own way "
            "(torch DCP; torch.save on rank 0 under Horovod; tf.train.Checkpoint; paddle.save), each timed on every rank "
            "and gated, then removed. auto (default): a case's first launch does, and its later ones where that took "
@@ -290,7 +290,7 @@ class RunOptions:
     data_workers: int | None = None  # --dlperf-data-workers (None: from each node's cores and devices)
     data_make: bool = False  # --dlperf-data-make: build the dataset on the nodes that lack it
     drop_caches: bool = False  # --dlperf-drop-caches: empty the page cache before each real-data launch reads
-    checkpoint: str = "auto"  # --dlperf-checkpoint: "auto", "on" or "off" (measure/checkpoints.py)
+    checkpoint: str = CheckpointMode.AUTO.value  # --dlperf-checkpoint (CheckpointMode; measure/checkpoints.py)
     checkpoint_dir: str = ""  # --dlperf-checkpoint-dir: an absolute path every node reaches ("": the run's own)
     plots: bool = True  # --dlperf-plots: draw the report's PNG plots
     local_lease: str = "machine"  # --dlperf-local-lease: who takes turns on the local cluster (LOCAL_LEASES)
