@@ -125,6 +125,15 @@ def test_a_relative_checkpoint_dir_is_a_usage_error(tmp_path):
     assert "--dlperf-checkpoint-dir ckpts: give an absolute path" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_directory_that_cannot_be_written_fails_the_case_in_one_line(tmp_path):
+    r = run_suite(*TINY_ENGINE, *SMALL_CASE, *QUICK_PROBES, "--dlperf-nodes", "1", "--dlperf-iters", "2",
+                  "--dlperf-repeats", "1", f"--dlperf-report={tmp_path / 'report'}", "--dlperf-checkpoint-dir=/proc/nope")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "the checkpoint could not be written at /proc/nope/dlperf-" in r.stdout, r.stdout
+    assert "No such file or directory: '/proc/nope'; give --dlperf-checkpoint-dir a directory every node can write" in r.stdout
+    assert "Traceback" not in r.stdout + r.stderr
+
+
 @pytest.mark.slow  # a 3x slower save: no host's move reaches it; 10 s or more alone
 def test_a_slower_save_is_worse_on_checkpoint_save_and_not_on_throughput(tmp_path):
     """A/B on the tiny engine: the candidate's every save planted 3x longer (a sleep in the save, DLPERF_PLANT_SAVE).

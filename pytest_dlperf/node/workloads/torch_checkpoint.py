@@ -19,6 +19,13 @@ class DCPCheckpoint:
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
         self.model, self.optimizer = model, optimizer
 
+    @property
+    def errors(self) -> tuple[type[BaseException], ...]:
+        """What a failed save or load raises besides Exception: DCP's CheckpointException, a BaseException."""
+        from torch.distributed.checkpoint.api import CheckpointException
+
+        return (CheckpointException,)
+
     def _state(self) -> dict:
         from torch.distributed.checkpoint.state_dict import get_state_dict
 
